@@ -1,0 +1,83 @@
+package v1alpha1
+
+// Condition types. Ready is always a summary of the others; Reconciling and
+// Stalled follow kstatus so that generic tools (kubectl wait, Flux, Argo CD,
+// kstatus) understand Annex objects.
+const (
+	// ConditionReady summarises the object: True when everything it asks for
+	// is in place and healthy.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while Annex is working towards the spec.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when Annex cannot make progress without a
+	// change from a person (a terminal error) or after a timeout.
+	ConditionStalled = "Stalled"
+
+	// ConditionResolved is True when a version was chosen for an installation.
+	ConditionResolved = "Resolved"
+	// ConditionInstalled is True when the rendered objects of the resolved
+	// version were applied.
+	ConditionInstalled = "Installed"
+
+	// ConditionReachable is True when a ManagedCluster's API server answers.
+	ConditionReachable = "Reachable"
+)
+
+// Reasons. Each names the cause in CamelCase; the condition message says what
+// to change.
+const (
+	ReasonSucceeded   = "Succeeded"
+	ReasonProgressing = "Progressing"
+
+	// Catalog reasons.
+	ReasonFetchFailed   = "FetchFailed"
+	ReasonInvalidIndex  = "InvalidIndex"
+	ReasonNameConflict  = "NameConflict"
+	ReasonSuspended     = "Suspended"
+	ReasonSourceInvalid = "SourceInvalid"
+
+	// Installation reasons.
+	ReasonExtensionNotFound   = "ExtensionNotFound"
+	ReasonNoMatchingVersion   = "NoMatchingVersion"
+	ReasonDependencyNotReady  = "DependencyNotReady"
+	ReasonClusterUnavailable  = "ClusterUnavailable"
+	ReasonArtifactFailed      = "ArtifactFailed"
+	ReasonDigestMismatch      = "DigestMismatch"
+	ReasonValuesInvalid       = "ValuesInvalid"
+	ReasonValuesSourceMissing = "ValuesSourceMissing"
+	ReasonRenderFailed        = "RenderFailed"
+	ReasonApplyFailed         = "ApplyFailed"
+	ReasonOwnershipConflict   = "OwnershipConflict"
+	ReasonWaitingForHealth    = "WaitingForHealth"
+	ReasonHealthTimeout       = "HealthTimeout"
+	ReasonUninstalling        = "Uninstalling"
+	ReasonUninstallFailed     = "UninstallFailed"
+)
+
+// Labels and annotations Annex puts on the objects it writes.
+const (
+	// LabelCatalog names the Catalog an Extension was synced from.
+	LabelCatalog = "annex.dev/catalog"
+	// LabelManagedBy marks every object Annex applies into a cluster.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "annex"
+	// LabelInstallationName and LabelInstallationNamespace name the
+	// ExtensionInstallation that owns an applied object.
+	LabelInstallationName      = "annex.dev/installation"
+	LabelInstallationNamespace = "annex.dev/installation-namespace"
+
+	// AnnotationDependencies on a Chart.yaml lists the extensions a chart
+	// needs, as a YAML list of {name, version}.
+	AnnotationDependencies = "annex.dev/dependencies"
+	// AnnotationDisplayName on a Chart.yaml is the extension's display name.
+	AnnotationDisplayName = "annex.dev/display-name"
+
+	// FinalizerUninstall holds an ExtensionInstallation until its inventory
+	// is removed from the cluster.
+	FinalizerUninstall = "annex.dev/uninstall"
+
+	// FieldManager is the server-side apply field manager of every write
+	// Annex makes into a cluster.
+	FieldManager = "annex"
+)

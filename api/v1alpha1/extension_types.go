@@ -1,0 +1,135 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// VersionRangePattern is the OpenAPI pattern every version range field
+// carries (spec.version, kubeVersion, dependencies[].version). It accepts the
+// Masterminds semver v3 constraint grammar Helm uses: operators = != > < >= <=
+// ~ ~> ^, wildcards x X *, hyphen ranges "1.2 - 1.4", AND by comma or space,
+// OR by "||". The markers below repeat it literally (controller-gen cannot
+// read a constant); a test keeps them equal.
+const VersionRangePattern = `^\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*(\s*\|\|\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*)*\s*$`
+
+// ExtensionSpec describes one installable thing and all its versions.
+type ExtensionSpec struct {
+	// DisplayName is a human-readable name.
+	// +optional
+	DisplayName string `json:"displayName,omitempty"`
+	// Description says what the extension does.
+	// +optional
+	Description string `json:"description,omitempty"`
+	// Icon is a URL of an icon.
+	// +optional
+	Icon string `json:"icon,omitempty"`
+	// Home is the project's home page.
+	// +optional
+	Home string `json:"home,omitempty"`
+	// Keywords help people find the extension.
+	// +optional
+	Keywords []string `json:"keywords,omitempty"`
+
+	// Versions lists every installable version, highest first.
+	// +listType=map
+	// +listMapKey=version
+	// +kubebuilder:validation:MinItems=1
+	// +required
+	Versions []ExtensionVersion `json:"versions"`
+}
+
+// ExtensionVersion is one installable version of an extension.
+type ExtensionVersion struct {
+	// Version is a semantic version such as 1.4.2.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="isSemver(self, true)",message="must be a semantic version such as 1.4.2"
+	// +required
+	Version string `json:"version"`
+	// AppVersion is the version of the packaged application.
+	// +optional
+	AppVersion string `json:"appVersion,omitempty"`
+	// KubeVersion is the range of Kubernetes versions this version supports;
+	// empty means any.
+	// +kubebuilder:validation:Pattern=`^\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*(\s*\|\|\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*)*\s*$`
+	// +optional
+	KubeVersion string `json:"kubeVersion,omitempty"`
+	// Dependencies are other extensions that must be installed first.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Dependencies []Dependency `json:"dependencies,omitempty"`
+	// Source is where the artifact of this version is fetched from.
+	// +required
+	Source ArtifactSource `json:"source"`
+	// ValuesSchema is the JSON schema of the version's values, if it has one.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	ValuesSchema *apiextensionsv1.JSON `json:"valuesSchema,omitempty"`
+	// Deprecated versions are chosen only when nothing else fits.
+	// +optional
+	Deprecated bool `json:"deprecated,omitempty"`
+}
+
+// Dependency is another extension, within a version range.
+type Dependency struct {
+	// Name of the extension depended on.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+	// Version range of the dependency; empty means any.
+	// +kubebuilder:validation:Pattern=`^\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*(\s*\|\|\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*)*\s*$`
+	// +optional
+	Version string `json:"version,omitempty"`
+}
+
+// ArtifactSource locates the artifact of one version.
+type ArtifactSource struct {
+	// Catalog is the Catalog that supplied this version.
+	// +optional
+	Catalog string `json:"catalog,omitempty"`
+	// URL of the chart archive: http(s)://, oci:// or builtin://.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	URL string `json:"url"`
+	// Digest is the artifact's "sha256:<hex>"; when set, a fetched artifact
+	// with another digest is refused.
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +optional
+	Digest string `json:"digest,omitempty"`
+}
+
+// ExtensionStatus is reserved for observations about an Extension.
+type ExtensionStatus struct {
+	// Conditions about the extension.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Extension is one installable extension with all its versions. Catalogs
+// write Extensions; people may write them by hand too.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories=annex,shortName=ext
+// +kubebuilder:printcolumn:name="Latest",type=string,JSONPath=`.spec.versions[0].version`
+// +kubebuilder:printcolumn:name="Catalog",type=string,JSONPath=`.metadata.labels.annex\.dev/catalog`
+// +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Extension struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ExtensionSpec   `json:"spec"`
+	Status ExtensionStatus `json:"status,omitempty"`
+}
+
+// ExtensionList is a list of Extensions.
+// +kubebuilder:object:root=true
+type ExtensionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Extension `json:"items"`
+}

@@ -1,0 +1,196 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ExtensionInstallationSpec is "this extension, this version range, these
+// values, on this cluster".
+type ExtensionInstallationSpec struct {
+	// Extension is the name of the Extension to install.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +required
+	Extension string `json:"extension"`
+
+	// Version is a semver range, e.g. "^1.4", ">=1.2 <2", "1.x"; the highest
+	// version within it that fits the cluster is installed.
+	// +kubebuilder:default="*"
+	// +kubebuilder:validation:Pattern=`^\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*(\s*\|\|\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*)*\s*$`
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Cluster is the ManagedCluster to install into; empty means the cluster
+	// Annex runs in.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+
+	// TargetNamespace receives the extension's namespaced objects that name
+	// no namespace; default: the installation's own namespace.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// Values override the chart's defaults, as in "helm install --values".
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// ValuesFrom merges values from Secrets and ConfigMaps in the
+	// installation's namespace, in order, over Values.
+	// +optional
+	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+
+	// Upgrade says how the installed version may move.
+	// +optional
+	Upgrade UpgradePolicy `json:"upgrade,omitempty"`
+
+	// Uninstall says what deletion removes.
+	// +optional
+	Uninstall UninstallPolicy `json:"uninstall,omitempty"`
+
+	// Suspend stops reconciling; what is installed stays as it is.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Timeout bounds how long Annex waits for the applied objects to become
+	// healthy before it reports Stalled.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +optional
+	Timeout metav1.Duration `json:"timeout,omitempty"`
+}
+
+// ValuesReference selects values from a key of a Secret or ConfigMap.
+type ValuesReference struct {
+	// Kind of the object holding the values.
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	// +required
+	Kind string `json:"kind"`
+	// Name of the Secret or ConfigMap, in the installation's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+	// Key holding the values; default "values.yaml".
+	// +kubebuilder:default="values.yaml"
+	// +optional
+	Key string `json:"key,omitempty"`
+	// TargetPath, when set, places the key's plain value at this dotted path
+	// (e.g. "auth.password") instead of merging it as a YAML document.
+	// +optional
+	TargetPath string `json:"targetPath,omitempty"`
+	// Optional references may be missing; a missing required one stops the
+	// installation with a condition that names it.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// UpgradePolicy controls version moves.
+type UpgradePolicy struct {
+	// Automatic moves an installed extension to a newer version within the
+	// range as soon as one appears.
+	// +kubebuilder:default=true
+	// +optional
+	Automatic *bool `json:"automatic,omitempty"`
+	// AllowDowngrade lets Annex install a lower version than the installed one.
+	// +optional
+	AllowDowngrade bool `json:"allowDowngrade,omitempty"`
+}
+
+// UninstallPolicy controls what deletion removes.
+type UninstallPolicy struct {
+	// DeleteCRDs also deletes the CustomResourceDefinitions the extension
+	// installed, and with them every custom resource of those kinds.
+	// +optional
+	DeleteCRDs bool `json:"deleteCRDs,omitempty"`
+}
+
+// ObjectReference names one applied object.
+type ObjectReference struct {
+	// +optional
+	Group string `json:"group,omitempty"`
+	// +optional
+	Version string `json:"version,omitempty"`
+	Kind    string `json:"kind"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// Revision records one applied version.
+type Revision struct {
+	// Number counts applies that changed the rendered set, from 1.
+	Number int64 `json:"number"`
+	// Version of the extension.
+	Version string `json:"version"`
+	// ValuesDigest is the sha256 of the effective values.
+	ValuesDigest string `json:"valuesDigest"`
+	// ManifestDigest is the sha256 of the rendered set.
+	ManifestDigest string `json:"manifestDigest"`
+	// AppliedAt is when the revision was applied.
+	AppliedAt metav1.Time `json:"appliedAt"`
+}
+
+// ExtensionInstallationStatus is what Annex observed and did.
+type ExtensionInstallationStatus struct {
+	// ObservedGeneration is the generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Resolved, Installed, Ready, Reconciling, Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ResolvedVersion is the version the resolver chose.
+	// +optional
+	ResolvedVersion string `json:"resolvedVersion,omitempty"`
+	// InstalledVersion is the version whose objects are applied.
+	// +optional
+	InstalledVersion string `json:"installedVersion,omitempty"`
+	// ClusterVersion is the Kubernetes version the resolver saw.
+	// +optional
+	ClusterVersion string `json:"clusterVersion,omitempty"`
+	// Inventory lists every object the installed revision applied. Deletion
+	// removes exactly these; an upgrade prunes those that left the set.
+	// +optional
+	Inventory []ObjectReference `json:"inventory,omitempty"`
+	// InventoryCount is len(Inventory), for printing.
+	// +optional
+	InventoryCount int32 `json:"inventoryCount,omitempty"`
+	// History lists the most recent revisions, newest first.
+	// +optional
+	History []Revision `json:"history,omitempty"`
+}
+
+// ExtensionInstallation installs one Extension into one cluster and keeps it
+// there.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=annex,shortName=exti
+// +kubebuilder:printcolumn:name="Extension",type=string,JSONPath=`.spec.extension`
+// +kubebuilder:printcolumn:name="Range",type=string,JSONPath=`.spec.version`,priority=1
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.installedVersion`
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.inventoryCount`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ExtensionInstallation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ExtensionInstallationSpec   `json:"spec"`
+	Status ExtensionInstallationStatus `json:"status,omitempty"`
+}
+
+// ExtensionInstallationList is a list of ExtensionInstallations.
+// +kubebuilder:object:root=true
+type ExtensionInstallationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ExtensionInstallation `json:"items"`
+}

@@ -1,0 +1,11 @@
+// Command etcd is the upstream etcd server, built from its Go module so the
+// project needs nothing but the Go module proxy.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
