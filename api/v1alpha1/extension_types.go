@@ -13,6 +13,11 @@ import (
 // read a constant); a test keeps them equal.
 const VersionRangePattern = `^\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*(\s*\|\|\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*)*\s*$`
 
+// VersionPattern is the OpenAPI pattern of spec.versions[].version: SemVer 2
+// with major, minor and patch, an optional leading "v". Catalog entries
+// that do not match are skipped, not written.
+const VersionPattern = `^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`
+
 // ExtensionSpec describes one installable thing and all its versions.
 type ExtensionSpec struct {
 	// DisplayName is a human-readable name.
@@ -41,9 +46,11 @@ type ExtensionSpec struct {
 
 // ExtensionVersion is one installable version of an extension.
 type ExtensionVersion struct {
-	// Version is a semantic version such as 1.4.2.
+	// Version is a semantic version such as 1.4.2 or 2.0.0-rc.1 (SemVer 2,
+	// an optional leading "v").
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:XValidation:rule="isSemver(self, true)",message="must be a semantic version such as 1.4.2"
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`
 	// +required
 	Version string `json:"version"`
 	// AppVersion is the version of the packaged application.

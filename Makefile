@@ -1,0 +1,61 @@
+# Annex — see README.md. Everything here runs with the Go toolchain alone.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+export GOTOOLCHAIN := local
+
+# The Kubernetes version of the local control plane: the k8s.io/kubernetes
+# version pinned in hack/tools/go.mod.
+KUBE_VERSION := $(shell awk '$$1=="k8s.io/kubernetes"{sub(/^v/,"",$$2); print $$2; exit}' hack/tools/go.mod)
+KUBE_BIN := bin/k8s/$(KUBE_VERSION)
+CONTROLLER_GEN := go tool controller-gen
+GO_TEST_FLAGS ?=
+
+.PHONY: all
+all: build
+
+##@ Main jobs
+
+.PHONY: run
+run: envtest-assets build ## Start a local control plane, the manager and the built-in catalog (Ctrl-C stops).
+	bin/annex dev --bin-dir $(KUBE_BIN)
+
+.PHONY: test
+test: envtest-assets verify-generate vet ## Run every test against a real kube-apiserver and etcd.
+	go test -timeout 30m $(GO_TEST_FLAGS) ./...
+
+##@ Building
+
+.PHONY: build
+build: ## Build bin/annex.
+	go build -o bin/annex ./cmd/annex
+
+.PHONY: envtest-assets
+envtest-assets: ## Build kube-apiserver and etcd into bin/k8s/<version> (once; ~6-10 min the first time).
+	hack/build-control-plane.sh $(KUBE_VERSION)
+
+##@ Generated code
+
+.PHONY: generate
+generate: ## Regenerate deepcopy code, CRDs and RBAC from the API types and markers.
+	$(CONTROLLER_GEN) object paths=./api/...
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=annex-manager paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+
+.PHONY: verify-generate
+verify-generate: ## Fail when generated files are stale (and leave them regenerated).
+	@before=$$(cat api/v1alpha1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml 2>/dev/null | sha256sum); \
+	$(MAKE) --no-print-directory generate >/dev/null; \
+	after=$$(cat api/v1alpha1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml | sha256sum); \
+	if [[ "$$before" != "$$after" ]]; then \
+	  echo "generated files were stale: they are regenerated now; review and commit them (git diff api config)" >&2; exit 1; \
+	fi
+
+.PHONY: vet
+vet: ## go vet and gofmt.
+	go vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [[ -n "$$unformatted" ]]; then echo "gofmt needed: $$unformatted" >&2; exit 1; fi
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ { printf "  %-18s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/localcluster"
+	"github.com/annex-platform/annex/internal/manager"
+)
+
+// devOptions configure `annex dev`.
+type devOptions struct {
+	dir         string
+	binDir      string
+	apiPort     int
+	metricsAddr string
+}
+
+func newDevCommand() *cobra.Command {
+	var o devOptions
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a local control plane, the Annex manager and the built-in catalog, until Ctrl-C",
+		Long: `dev starts etcd and kube-apiserver from --bin-dir with their state in --dir,
+installs the Annex CRDs, creates the Catalog "builtin", runs the manager in this
+process and writes an admin kubeconfig to <dir>/kubeconfig. Ctrl-C or SIGTERM
+stops everything; the next run finds the same state.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), o, cmd.OutOrStdout()) },
+	}
+	cmd.Flags().StringVar(&o.dir, "dir", ".annex/dev", "state of the local control plane (etcd data, certificates, logs, kubeconfig)")
+	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", "folder with kube-apiserver and etcd (make run passes bin/k8s/<version>)")
+	cmd.Flags().IntVar(&o.apiPort, "api-port", 0, "kube-apiserver port on 127.0.0.1; 0 picks a free one once and keeps it")
+	cmd.Flags().StringVar(&o.metricsAddr, "metrics-bind-address", "0", `address of the manager's metrics endpoint; "0" turns it off`)
+	return cmd
+}
+
+func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
+	if o.binDir == "" {
+		return errors.New("--bin-dir is required: the folder holding kube-apiserver and etcd (`make run` passes it)")
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, statErr := os.Stat(filepath.Join(o.binDir, bin)); statErr != nil {
+			return fmt.Errorf("--bin-dir %s has no %s: run `make envtest-assets` to build it (about 6 minutes, once)", o.binDir, bin)
+		}
+	}
+	dir, err := filepath.Abs(o.dir)
+	if err != nil {
+		return err
+	}
+	cluster, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: o.binDir, APIPort: o.apiPort, Log: out})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(out, "annex dev: stopping the control plane...")
+		err = errors.Join(err, cluster.Stop())
+		fmt.Fprintln(out, "annex dev: stopped")
+	}()
+
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cluster.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+	cfg := cluster.RESTConfig()
+	if err := manager.InstallCRDs(ctx, cfg, time.Minute); err != nil {
+		return err
+	}
+	if err := ensureBuiltinCatalog(ctx, cfg); err != nil {
+		return err
+	}
+	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: o.metricsAddr})
+	if err != nil {
+		return err
+	}
+	printNextSteps(out, kubeconfig)
+	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// ensureBuiltinCatalog creates the Catalog "builtin" unless it exists (a
+// user may have changed or suspended it; that is kept).
+func ensureBuiltinCatalog(ctx context.Context, cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		return err
+	}
+	cat := &v1alpha1.Catalog{
+		ObjectMeta: metav1.ObjectMeta{Name: "builtin"},
+		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Builtin: &v1alpha1.BuiltinSource{}}},
+	}
+	if err := c.Create(ctx, cat); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Catalog builtin: %w", err)
+	}
+	return nil
+}
+
+func printNextSteps(out io.Writer, kubeconfig string) {
+	fmt.Fprintf(out, `
+Annex is running: a local kube-apiserver, the Annex manager and the built-in catalog.
+In another shell, from this folder:
+
+  export KUBECONFIG=%s
+  kubectl get catalogs,extensions
+  kubectl apply -f config/samples/hello.yaml
+  kubectl wait --for=condition=Ready extensioninstallation --all -n default --timeout=2m
+  kubectl get extensioninstallations,configmaps,greetings -n default
+
+Stop with Ctrl-C; the next run finds the same state.
+`, kubeconfig)
+}

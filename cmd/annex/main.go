@@ -1,0 +1,40 @@
+// Command annex runs the Annex manager (`annex manager`) or a complete local
+// environment for trying Annex (`annex dev`).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCommand().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "annex:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	logOpts := zap.Options{Development: true}
+	root := &cobra.Command{
+		Use:           "annex",
+		Short:         "Annex installs platform extensions into Kubernetes clusters",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&logOpts)))
+		},
+	}
+	root.PersistentFlags().BoolVar(&logOpts.Development, "log-development", true, "human-readable logs (false: JSON)")
+	root.AddCommand(newManagerCommand(), newDevCommand())
+	return root
+}

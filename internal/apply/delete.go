@@ -1,0 +1,198 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// Prune deletes the objects listed in old but not in current (a change of
+// API version alone is not a removal), and returns the references of those
+// it deleted. It deletes only objects that still carry owner's labels: an
+// object someone else took over, or recreated, stays. An object already gone
+// counts as pruned and is not returned.
+//
+// CRDs are never pruned: deleting a CRD deletes every custom resource of
+// its kind in the cluster, so a CRD is removed only by Delete with
+// deleteCRDs.
+//
+// Deletes use background propagation and go in reverse phase order; Prune
+// does not wait for objects to disappear. A failure to delete one object
+// does not stop the others; the errors are joined *ObjectErrors.
+func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {
+	var gone []v1alpha1.ObjectReference
+	for _, ref := range removed(old, current) {
+		if gvkOf(ref).GroupKind() != crdGroupKind {
+			gone = append(gone, ref)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	crds, err := a.definedKindsOf(ctx, slices.Concat(old, current))
+	if err != nil {
+		return nil, err
+	}
+	live, err := a.liveOwned(ctx, owner, gone)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		deleted []v1alpha1.ObjectReference
+		errs    []error
+	)
+	for _, obj := range inDeleteOrder(live, crds) {
+		ref := refOf(obj)
+		switch err := a.deleteOne(ctx, obj); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			errs = append(errs, &ObjectError{Op: "delete", Object: ref, Err: err})
+		default:
+			deleted = append(deleted, ref)
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// Delete removes the objects of inventory that carry owner's labels, and
+// returns how many of them still exist; the caller calls Delete again until
+// that is 0. Objects not labelled for owner are left alone and not counted;
+// CRDs too, unless deleteCRDs.
+//
+// Objects go in reverse phase order: custom resources, everything else,
+// RBAC, namespaces, and CRDs last. Delete issues the deletes (background
+// propagation) of one phase and moves to the next only when that phase's
+// objects are gone, so that an operator still runs while its custom
+// resources are finalized. Errors are joined *ObjectErrors.
+func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.ObjectReference, deleteCRDs bool) (remaining int, err error) {
+	crds, err := a.definedKindsOf(ctx, inventory)
+	if err != nil {
+		return 0, err
+	}
+	var targets []v1alpha1.ObjectReference
+	for _, ref := range inventory {
+		if deleteCRDs || gvkOf(ref).GroupKind() != crdGroupKind {
+			targets = append(targets, ref)
+		}
+	}
+	live, err := a.liveOwned(ctx, owner, targets)
+	if err != nil {
+		return 0, err
+	}
+	live = inDeleteOrder(live, crds)
+
+	for start := 0; start < len(live); {
+		p := phaseOf(live[start].GroupVersionKind().GroupKind(), crds)
+		end := start
+		for end < len(live) && phaseOf(live[end].GroupVersionKind().GroupKind(), crds) == p {
+			end++
+		}
+		var errs []error
+		left := 0
+		for _, obj := range live[start:end] {
+			if err := a.deleteOne(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, &ObjectError{Op: "delete", Object: refOf(obj), Err: err})
+			}
+			exists, err := a.exists(ctx, obj)
+			if err != nil {
+				errs = append(errs, &ObjectError{Op: "read", Object: refOf(obj), Err: err})
+			}
+			if exists || err != nil {
+				left++
+			}
+		}
+		if left > 0 || len(errs) > 0 {
+			// Later phases wait until this one is gone.
+			return left + len(live) - end, errors.Join(errs...)
+		}
+		start = end
+	}
+	return 0, nil
+}
+
+// definedKindsOf reads the CRDs listed in refs and returns the kinds they
+// define. CRDs that no longer exist define nothing.
+func (a *Applier) definedKindsOf(ctx context.Context, refs []v1alpha1.ObjectReference) (crdGroupKinds, error) {
+	var crds []*unstructured.Unstructured
+	for _, ref := range refs {
+		if gvkOf(ref).GroupKind() != crdGroupKind {
+			continue
+		}
+		obj, err := a.get(ctx, ref)
+		if err != nil {
+			return nil, &ObjectError{Op: "read", Object: ref, Err: err}
+		}
+		if obj != nil {
+			crds = append(crds, obj)
+		}
+	}
+	return definedKinds(crds), nil
+}
+
+// liveOwned reads the objects of refs and returns those that exist and
+// carry owner's labels, in the order of refs.
+func (a *Applier) liveOwned(ctx context.Context, owner Owner, refs []v1alpha1.ObjectReference) ([]*unstructured.Unstructured, error) {
+	var live []*unstructured.Unstructured
+	for _, ref := range refs {
+		obj, err := a.get(ctx, ref)
+		if err != nil {
+			return nil, &ObjectError{Op: "read", Object: ref, Err: err}
+		}
+		if obj != nil && owner.owns(obj) {
+			live = append(live, obj)
+		}
+	}
+	return live, nil
+}
+
+// get reads the object ref names; it returns nil, nil when the object or
+// its kind does not exist.
+func (a *Applier) get(ctx context.Context, ref v1alpha1.ObjectReference) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvkOf(ref))
+	err := a.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func (a *Applier) exists(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
+	got, err := a.get(ctx, refOf(obj))
+	if err != nil {
+		return false, err
+	}
+	// Only the same object counts: one recreated under the same name by
+	// someone else is no longer ours to wait for.
+	return got != nil && got.GetUID() == obj.GetUID(), nil
+}
+
+// deleteOne deletes obj with background propagation, unless it is already
+// being deleted. Preconditions on the UID keep it from deleting an object
+// recreated under the same name since it was read.
+func (a *Applier) deleteOne(ctx context.Context, obj *unstructured.Unstructured) error {
+	if obj.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	uid := obj.GetUID()
+	return a.Client.Delete(ctx, obj, client.PropagationPolicy("Background"), client.Preconditions{UID: &uid})
+}
+
+// inDeleteOrder sorts objs by reverse phase, keeping their order within a
+// phase.
+func inDeleteOrder(objs []*unstructured.Unstructured, crds crdGroupKinds) []*unstructured.Unstructured {
+	slices.SortStableFunc(objs, func(x, y *unstructured.Unstructured) int {
+		return int(phaseOf(y.GroupVersionKind().GroupKind(), crds) - phaseOf(x.GroupVersionKind().GroupKind(), crds))
+	})
+	return objs
+}

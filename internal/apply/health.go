@@ -1,0 +1,118 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// Health is the state of an inventory at one moment.
+type Health struct {
+	// Ready is true when every object exists and is Current.
+	Ready bool
+	// Failed is true when some object reports a failure it will not
+	// recover from without a change (kstatus Failed).
+	Failed bool
+	// Total is the number of objects checked.
+	Total int
+	// Pending lists the objects that are not Current, in inventory order.
+	Pending []ObjectStatus
+}
+
+// ObjectStatus is the health of one object.
+type ObjectStatus struct {
+	Ref v1alpha1.ObjectReference
+	// Status is a kstatus status: InProgress, Failed, Current,
+	// Terminating, NotFound or Unknown.
+	Status string
+	// Message says why the object is not Current.
+	Message string
+}
+
+// summaryLimit is how many pending objects Summary names.
+const summaryLimit = 3
+
+// Summary describes h in one line whose text changes only when the state
+// does, e.g. `2 of 5 objects not ready: Deployment demo/web: Deployment not
+// Available; Greeting demo/hi: Ready condition is False`. It names at most
+// three objects.
+func (h Health) Summary() string {
+	if len(h.Pending) == 0 {
+		return fmt.Sprintf("all %d objects ready", h.Total)
+	}
+	named := make([]string, 0, summaryLimit)
+	for _, p := range h.Pending[:min(len(h.Pending), summaryLimit)] {
+		named = append(named, describe(p.Ref)+": "+p.Message)
+	}
+	s := fmt.Sprintf("%d of %d objects not ready: %s", len(h.Pending), h.Total, strings.Join(named, "; "))
+	if more := len(h.Pending) - summaryLimit; more > 0 {
+		s += fmt.Sprintf("; and %d more", more)
+	}
+	return s
+}
+
+// Health reads every object of inventory and computes its health with
+// kstatus rules (see objectStatus). An object that does not exist is
+// pending with status NotFound. The error is an *ObjectError when an
+// object cannot be read.
+func (a *Applier) Health(ctx context.Context, inventory []v1alpha1.ObjectReference) (Health, error) {
+	h := Health{Total: len(inventory)}
+	for _, ref := range inventory {
+		obj, err := a.get(ctx, ref)
+		if err != nil {
+			return Health{}, &ObjectError{Op: "read", Object: ref, Err: err}
+		}
+		st := ObjectStatus{Ref: ref, Status: string(status.NotFoundStatus), Message: "object not found"}
+		if obj != nil {
+			st.Status, st.Message = objectStatus(obj)
+		}
+		if st.Status == string(status.CurrentStatus) {
+			continue
+		}
+		if st.Status == string(status.FailedStatus) {
+			h.Failed = true
+		}
+		h.Pending = append(h.Pending, st)
+	}
+	h.Ready = len(h.Pending) == 0
+	return h, nil
+}
+
+// objectStatus computes the kstatus status of obj and its message, with one
+// addition: a Deployment, StatefulSet or ReplicaSet scaled to zero replicas
+// is Current once its controller has seen its generation, or when no
+// controller has written a status yet, since there is nothing to wait for.
+func objectStatus(obj *unstructured.Unstructured) (string, string) {
+	if scaledToZero(obj) {
+		return string(status.CurrentStatus), "scaled to zero replicas"
+	}
+	res, err := status.Compute(obj)
+	if err != nil {
+		return string(status.UnknownStatus), err.Error()
+	}
+	return string(res.Status), res.Message
+}
+
+func scaledToZero(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	if gvk.Group != "apps" || (gvk.Kind != "Deployment" && gvk.Kind != "StatefulSet" && gvk.Kind != "ReplicaSet") {
+		return false
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return false
+	}
+	replicas, found, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	if err != nil || !found || replicas != 0 {
+		return false
+	}
+	observed, found, err := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	if err != nil {
+		return false
+	}
+	return !found || observed == obj.GetGeneration()
+}

@@ -1,0 +1,56 @@
+// Package catalog turns catalog sources into Extension specs and fetches the
+// artifacts those specs point at. Parsing is pure (bytes in, values out);
+// only Fetcher does I/O.
+//
+// # Helm repository index → Extension
+//
+// ParseHelmIndex reads a Helm repository's index.yaml. This mapping is the
+// contract catalog authors rely on:
+//
+//   - Every chart name in entries becomes one Package (one Extension object)
+//     named after the chart. The name must be a valid Kubernetes object name
+//     (a lower-case DNS-1123 subdomain); otherwise all its entries are skipped.
+//   - Every entry of a chart becomes one ExtensionVersion:
+//     version          → Version (must parse as a semantic version, Masterminds v3);
+//     appVersion       → AppVersion;
+//     kubeVersion      → KubeVersion (must parse as a version range);
+//     deprecated       → Deprecated;
+//     urls[0]          → Source.URL, resolved against the repository URL when relative;
+//     digest (64 hex)  → Source.Digest as "sha256:<hex>" (omitted when the index has none);
+//     catalog name     → Source.Catalog.
+//   - Dependencies on other extensions come from the Chart.yaml annotation
+//     annex.dev/dependencies, a YAML list of {name, version} where version is a
+//     range (see the example below). Chart.yaml's own dependencies are Helm
+//     subcharts rendered inside the chart; they are not Annex dependencies and
+//     are ignored here.
+//   - Display fields come from the highest valid version: description, icon,
+//     keywords, home, and the annotation annex.dev/display-name (DisplayName,
+//     default: the chart name).
+//   - ValuesSchema stays nil: a Helm index does not carry values.schema.json.
+//
+// A chart that needs cert-manager 1.14 or later says so in its Chart.yaml:
+//
+//	annotations:
+//	  annex.dev/display-name: My Operator
+//	  annex.dev/dependencies: |
+//	    - name: cert-manager
+//	      version: ">=1.14.0"
+//
+// An entry that breaks a rule above is skipped, not fatal: the rest of the
+// index still syncs and Index.Skipped holds one line per skipped entry naming
+// the chart, the version and the reason, for example
+// `entry "foo" 1.x: version is not semver`. Skipped are entries with no name,
+// no urls, a name that differs from its key in entries, an invalid version, an
+// invalid kubeVersion, a malformed annex.dev/dependencies annotation, and the
+// second and later copies of the same (name, version).
+//
+// Packages are sorted by name and each package's versions highest first, so
+// the same index always yields the same Index.
+//
+// # Fetching
+//
+// Fetcher downloads index files and chart archives over HTTP(S) with size
+// limits, serves builtin:// URLs through its Builtin function (wired by the
+// caller to builtin.Archive, which cannot be imported here without a cycle),
+// and verifies an artifact's digest when the source names one.
+package catalog

@@ -1,0 +1,363 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// Chart.yaml annotations Annex reads.
+const (
+	// AnnotationDependencies lists the extensions a chart version needs, as a
+	// YAML list of {name, version}; version is a range, empty meaning any.
+	AnnotationDependencies = "annex.dev/dependencies"
+	// AnnotationDisplayName is the human-readable name of the extension.
+	AnnotationDisplayName = "annex.dev/display-name"
+)
+
+// Package is one extension as a catalog offers it: the Extension object's
+// name and spec.
+type Package struct {
+	Name string
+	Spec v1alpha1.ExtensionSpec
+}
+
+// Index is a catalog's content after parsing.
+type Index struct {
+	// Digest is "sha256:<hex>" of the raw index bytes (for the built-in
+	// catalog: of its canonical content). It changes whenever the content does.
+	Digest string
+	// Packages are sorted by Name; each Spec.Versions is sorted highest
+	// semantic version first.
+	Packages []Package
+	// Skipped holds one line per malformed entry that was left out, e.g.
+	// `entry "foo" 1.x: version is not semver`.
+	Skipped []string
+}
+
+// helmIndexEntry is the part of one index.yaml entry (Chart.yaml metadata
+// plus urls and digest) that Annex reads. Strings stay as written: a YAML
+// scalar such as 1.10 decodes as "1.10", not as a number.
+type helmIndexEntry struct {
+	Name        string            `yaml:"name"`
+	Version     string            `yaml:"version"`
+	AppVersion  string            `yaml:"appVersion"`
+	KubeVersion string            `yaml:"kubeVersion"`
+	Description string            `yaml:"description"`
+	Home        string            `yaml:"home"`
+	Icon        string            `yaml:"icon"`
+	Keywords    []string          `yaml:"keywords"`
+	Annotations map[string]string `yaml:"annotations"`
+	Deprecated  bool              `yaml:"deprecated"`
+	URLs        []string          `yaml:"urls"`
+	Digest      string            `yaml:"digest"`
+}
+
+// helmIndexFile is index.yaml with each chart's entries kept as raw YAML, so
+// that one malformed entry is skipped instead of failing the whole index.
+type helmIndexFile struct {
+	APIVersion string               `yaml:"apiVersion"`
+	Entries    map[string]yaml.Node `yaml:"entries"`
+}
+
+// parsedVersion is one accepted entry on its way into a Package.
+type parsedVersion struct {
+	semver *semver.Version
+	entry  helmIndexEntry
+	spec   v1alpha1.ExtensionVersion
+}
+
+var (
+	hexDigest    = regexp.MustCompile(`^[a-fA-F0-9]{64}$`)
+	versionRange = regexp.MustCompile(v1alpha1.VersionRangePattern)
+)
+
+// ParseHelmIndex parses a Helm repository index.yaml into an Index, following
+// the mapping in the package documentation. repoURL is the repository's base
+// URL and resolves relative chart URLs; catalogName goes into every version's
+// Source.Catalog.
+//
+// It returns an error only when the file as a whole is unusable (empty, not
+// YAML, no apiVersion); a malformed entry is skipped and listed in
+// Index.Skipped. The result depends only on the arguments.
+func ParseHelmIndex(data []byte, repoURL, catalogName string) (*Index, error) {
+	base, err := url.Parse(repoURL)
+	if err != nil {
+		return nil, fmt.Errorf("repository URL %q: %w", repoURL, err)
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return nil, errors.New("index.yaml is empty")
+	}
+	var file helmIndexFile
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		return nil, fmt.Errorf("index.yaml is not a Helm repository index: %w", err)
+	}
+	if file.APIVersion == "" {
+		return nil, errors.New(`index.yaml has no apiVersion; a Helm repository index starts with "apiVersion: v1"`)
+	}
+
+	index := &Index{Digest: Digest(data)}
+	names := make([]string, 0, len(file.Entries))
+	for name := range file.Entries {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		node := file.Entries[name]
+		pkg, skipped := parseChart(name, &node, base, catalogName)
+		index.Skipped = append(index.Skipped, skipped...)
+		if pkg != nil {
+			index.Packages = append(index.Packages, *pkg)
+		}
+	}
+	return index, nil
+}
+
+// parseChart turns the entries of one chart into a Package, or nil when none
+// of them is usable, plus one line per skipped entry.
+func parseChart(name string, node *yaml.Node, base *url.URL, catalogName string) (*Package, []string) {
+	var nodes []yaml.Node
+	if n := resolveAlias(node); n.Kind != yaml.SequenceNode && !isNull(n) {
+		return nil, []string{fmt.Sprintf("entry %q: must be a list of chart versions (line %d)", name, n.Line)}
+	}
+	if err := node.Decode(&nodes); err != nil {
+		return nil, []string{fmt.Sprintf("entry %q: %s", name, yamlReason(err))}
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return nil, []string{fmt.Sprintf("entry %q: name is not a valid Kubernetes object name (%s); rename the chart", name, strings.Join(errs, "; "))}
+	}
+
+	var skipped []string
+	var versions []parsedVersion
+	seen := map[string]bool{}
+	for i := range nodes {
+		var entry helmIndexEntry
+		if n := resolveAlias(&nodes[i]); n.Kind != yaml.MappingNode {
+			skipped = append(skipped, fmt.Sprintf("entry %q #%d: must be a mapping of chart fields (line %d)", name, i+1, n.Line))
+			continue
+		}
+		if err := nodes[i].Decode(&entry); err != nil {
+			skipped = append(skipped, fmt.Sprintf("entry %q #%d: %s", name, i+1, yamlReason(err)))
+			continue
+		}
+		label := fmt.Sprintf("entry %q %s", name, entry.Version)
+		if entry.Version == "" {
+			label = fmt.Sprintf("entry %q #%d", name, i+1)
+		}
+		v, err := parseEntry(name, entry, base, catalogName)
+		if err != nil {
+			skipped = append(skipped, label+": "+err.Error())
+			continue
+		}
+		// Duplicates compare the normalised version, so that "v1.0.0" and
+		// "1.0.0" do not become two versions a resolver cannot tell apart.
+		key := v.semver.String()
+		if seen[key] {
+			skipped = append(skipped, label+": duplicate version; the first entry is kept")
+			continue
+		}
+		seen[key] = true
+		versions = append(versions, v)
+	}
+	if len(versions) == 0 {
+		return nil, skipped
+	}
+
+	sort.SliceStable(versions, func(i, j int) bool {
+		if c := versions[i].semver.Compare(versions[j].semver); c != 0 {
+			return c > 0
+		}
+		// Equal precedence (differing only in build metadata): order by text.
+		return versions[i].spec.Version < versions[j].spec.Version
+	})
+	top := versions[0].entry
+	pkg := &Package{Name: name, Spec: v1alpha1.ExtensionSpec{
+		DisplayName: top.Annotations[AnnotationDisplayName],
+		Description: top.Description,
+		Icon:        top.Icon,
+		Home:        top.Home,
+		Keywords:    top.Keywords,
+	}}
+	if pkg.Spec.DisplayName == "" {
+		pkg.Spec.DisplayName = name
+	}
+	for _, v := range versions {
+		pkg.Spec.Versions = append(pkg.Spec.Versions, v.spec)
+	}
+	return pkg, skipped
+}
+
+// parseEntry checks one entry of chart name and maps it onto an
+// ExtensionVersion. The error is the reason the entry is skipped.
+func parseEntry(name string, e helmIndexEntry, base *url.URL, catalogName string) (parsedVersion, error) {
+	switch {
+	case e.Name == "":
+		return parsedVersion{}, errors.New("has no name")
+	case e.Name != name:
+		return parsedVersion{}, fmt.Errorf("name %q differs from its key %q in entries", e.Name, name)
+	case e.Version == "":
+		return parsedVersion{}, errors.New("has no version")
+	}
+	sv, err := semver.NewVersion(e.Version)
+	if err != nil {
+		return parsedVersion{}, errors.New("version is not semver")
+	}
+	if err := checkRange(e.KubeVersion); err != nil {
+		return parsedVersion{}, fmt.Errorf("kubeVersion %q is not a version range: %v", e.KubeVersion, err)
+	}
+	deps, err := parseDependencies(name, e.Annotations[AnnotationDependencies])
+	if err != nil {
+		return parsedVersion{}, fmt.Errorf("annotation %s: %v", AnnotationDependencies, err)
+	}
+	if len(e.URLs) == 0 || e.URLs[0] == "" {
+		return parsedVersion{}, errors.New("has no urls")
+	}
+	src, err := resolveChartURL(base, e.URLs[0])
+	if err != nil {
+		return parsedVersion{}, err
+	}
+
+	spec := v1alpha1.ExtensionVersion{
+		Version:      e.Version,
+		AppVersion:   e.AppVersion,
+		KubeVersion:  e.KubeVersion,
+		Dependencies: deps,
+		Source:       v1alpha1.ArtifactSource{Catalog: catalogName, URL: src},
+		Deprecated:   e.Deprecated,
+	}
+	digest := strings.TrimPrefix(e.Digest, "sha256:")
+	if hexDigest.MatchString(digest) {
+		spec.Source.Digest = "sha256:" + strings.ToLower(digest)
+	}
+	return parsedVersion{semver: sv, entry: e, spec: spec}, nil
+}
+
+// checkRange accepts an empty range (any version) or one that both
+// Masterminds semver and the Extension CRD's validation pattern accept, so
+// that a range which parses here is never refused by the API server.
+func checkRange(r string) error {
+	if r == "" {
+		return nil
+	}
+	if _, err := semver.NewConstraint(r); err != nil {
+		return err
+	}
+	if !versionRange.MatchString(r) {
+		return errors.New("use operators such as >=, <, ~, ^ with versions such as 1.28.0")
+	}
+	return nil
+}
+
+// parseDependencies reads the annex.dev/dependencies annotation of chart
+// name: a YAML list of {name, version}. Unknown keys are refused so that a
+// typo ("versions") is reported instead of silently meaning "any version".
+func parseDependencies(name, annotation string) ([]v1alpha1.Dependency, error) {
+	if strings.TrimSpace(annotation) == "" {
+		return nil, nil
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(annotation), &doc); err != nil {
+		return nil, fmt.Errorf("is not YAML: %s", yamlReason(err))
+	}
+	list := &doc
+	if list.Kind == yaml.DocumentNode && len(list.Content) == 1 {
+		list = list.Content[0]
+	}
+	if list = resolveAlias(list); list.Kind != yaml.SequenceNode {
+		return nil, errors.New("must be a YAML list of {name, version}")
+	}
+	var deps []v1alpha1.Dependency
+	seen := map[string]bool{}
+	for i, node := range list.Content {
+		var item map[string]string
+		if n := resolveAlias(node); n.Kind != yaml.MappingNode || n.Decode(&item) != nil {
+			return nil, fmt.Errorf("item %d must be a mapping {name, version} of strings", i+1)
+		}
+		for _, key := range sortedKeys(item) {
+			if key != "name" && key != "version" {
+				return nil, fmt.Errorf("item %d: unknown key %q; an item has only name and version", i+1, key)
+			}
+		}
+		dep := v1alpha1.Dependency{Name: item["name"], Version: item["version"]}
+		switch {
+		case dep.Name == "":
+			return nil, fmt.Errorf("item %d has no name", i+1)
+		case len(validation.IsDNS1123Subdomain(dep.Name)) > 0:
+			return nil, fmt.Errorf("item %d: name %q is not a valid extension name", i+1, dep.Name)
+		case dep.Name == name:
+			return nil, fmt.Errorf("item %d: %q depends on itself", i+1, dep.Name)
+		case seen[dep.Name]:
+			return nil, fmt.Errorf("item %d: %q is listed twice; merge the ranges into one item", i+1, dep.Name)
+		}
+		if err := checkRange(dep.Version); err != nil {
+			return nil, fmt.Errorf("item %d (%s): version %q is not a version range: %v", i+1, dep.Name, dep.Version, err)
+		}
+		seen[dep.Name] = true
+		deps = append(deps, dep)
+	}
+	return deps, nil
+}
+
+// resolveChartURL resolves a chart URL from the index against the
+// repository URL, the way Helm does: a relative URL is relative to the
+// repository's directory even without a trailing slash, and inherits the
+// repository URL's query (some repositories sign URLs with one).
+func resolveChartURL(base *url.URL, ref string) (string, error) {
+	u, err := url.Parse(ref)
+	if err != nil {
+		return "", fmt.Errorf("url %q: %v", ref, err)
+	}
+	if u.IsAbs() {
+		return ref, nil
+	}
+	if !base.IsAbs() {
+		return "", fmt.Errorf("url %q is relative and the repository URL %q is not absolute", ref, base.Redacted())
+	}
+	dir := *base
+	dir.Path = strings.TrimSuffix(dir.Path, "/") + "/"
+	dir.RawPath = ""
+	resolved := dir.ResolveReference(u)
+	if u.RawQuery == "" {
+		resolved.RawQuery = base.RawQuery
+	}
+	return resolved.String(), nil
+}
+
+// resolveAlias follows YAML aliases (*x) to the node they stand for.
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+// yamlReason turns a decoding error into one line.
+func yamlReason(err error) string {
+	var typeErr *yaml.TypeError
+	if errors.As(err, &typeErr) {
+		return strings.Join(typeErr.Errors, "; ")
+	}
+	return err.Error()
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

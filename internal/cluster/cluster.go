@@ -1,0 +1,166 @@
+// Package cluster gives controllers access to the clusters they install
+// into: the cluster Annex runs in, and ManagedClusters reached through their
+// kubeconfig Secrets. It keeps one applier and one discovery client per
+// cluster and observes each cluster's Kubernetes version.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/apply"
+	"github.com/annex-platform/annex/internal/controller/installation"
+)
+
+// Registry implements installation.Clusters.
+type Registry struct {
+	// Local is the cluster Annex runs in (spec.cluster "").
+	Local *rest.Config
+	// Reader reads ManagedClusters and their kubeconfig Secrets.
+	Reader client.Reader
+	// VersionTTL is how long an observed Kubernetes version is reused
+	// (default 30s).
+	VersionTTL time.Duration
+
+	mu      sync.Mutex
+	targets map[string]*target
+}
+
+// Target returns the cluster named name; "" is the local cluster.
+func (r *Registry) Target(ctx context.Context, name string) (installation.Target, error) {
+	cfg, fingerprint, err := r.configFor(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.targets[name]; ok && t.fingerprint == fingerprint {
+		return t, nil
+	}
+	t, err := newTarget(cfg, fingerprint, r.ttl())
+	if err != nil {
+		return nil, err
+	}
+	if r.targets == nil {
+		r.targets = map[string]*target{}
+	}
+	r.targets[name] = t
+	return t, nil
+}
+
+func (r *Registry) ttl() time.Duration {
+	if r.VersionTTL > 0 {
+		return r.VersionTTL
+	}
+	return 30 * time.Second
+}
+
+// configFor returns the REST config of a cluster and a fingerprint that
+// changes when its kubeconfig does.
+func (r *Registry) configFor(ctx context.Context, name string) (*rest.Config, string, error) {
+	if name == "" {
+		return r.Local, "local", nil
+	}
+	mc := &v1alpha1.ManagedCluster{}
+	if err := r.Reader.Get(ctx, types.NamespacedName{Name: name}, mc); err != nil {
+		return nil, "", fmt.Errorf("ManagedCluster %q: %w", name, err)
+	}
+	ref := mc.Spec.KubeconfigSecretRef
+	key := ref.Key
+	if key == "" {
+		key = "kubeconfig"
+	}
+	sec := &corev1.Secret{}
+	if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, sec); err != nil {
+		return nil, "", fmt.Errorf("ManagedCluster %q spec.kubeconfigSecretRef: Secret %s/%s: %w", name, ref.Namespace, ref.Name, err)
+	}
+	data, ok := sec.Data[key]
+	if !ok {
+		return nil, "", fmt.Errorf("ManagedCluster %q spec.kubeconfigSecretRef: Secret %s/%s has no key %q", name, ref.Namespace, ref.Name, key)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("ManagedCluster %q: key %q of Secret %s/%s is not a valid kubeconfig: %w", name, key, ref.Namespace, ref.Name, err)
+	}
+	return cfg, string(sec.UID) + "/" + sec.ResourceVersion, nil
+}
+
+// target is one cluster.
+type target struct {
+	fingerprint string
+	applier     *apply.Applier
+	discovery   discovery.DiscoveryInterface
+	ttl         time.Duration
+
+	mu        sync.Mutex
+	version   string
+	versionAt time.Time
+}
+
+func newTarget(cfg *rest.Config, fingerprint string, ttl time.Duration) (*target, error) {
+	a, err := apply.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &target{fingerprint: fingerprint, applier: a, discovery: dc, ttl: ttl}, nil
+}
+
+// KubeVersion returns the cluster's gitVersion, observed through discovery
+// and reused for the TTL.
+func (t *target) KubeVersion(ctx context.Context) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.version != "" && time.Since(t.versionAt) < t.ttl {
+		return t.version, nil
+	}
+	info, err := t.discovery.ServerVersion()
+	if err != nil {
+		return "", err
+	}
+	t.version, t.versionAt = info.GitVersion, time.Now()
+	return t.version, nil
+}
+
+func (t *target) Applier() installation.Applier { return applierAdapter{t.applier} }
+
+// applierAdapter lets apply.Applier serve the controller's interface.
+type applierAdapter struct{ a *apply.Applier }
+
+func (w applierAdapter) Refs(objects []*unstructured.Unstructured, ns string) []v1alpha1.ObjectReference {
+	return w.a.Refs(apply.Set{Objects: objects}, ns)
+}
+
+func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, crds, objects []*unstructured.Unstructured) ([]v1alpha1.ObjectReference, error) {
+	return w.a.Apply(ctx, apply.Owner(o), ns, apply.Set{CRDs: crds, Objects: objects})
+}
+
+func (w applierAdapter) Prune(ctx context.Context, o installation.Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {
+	return w.a.Prune(ctx, apply.Owner(o), old, current)
+}
+
+func (w applierAdapter) Delete(ctx context.Context, o installation.Owner, inv []v1alpha1.ObjectReference, deleteCRDs bool) (int, error) {
+	return w.a.Delete(ctx, apply.Owner(o), inv, deleteCRDs)
+}
+
+func (w applierAdapter) Health(ctx context.Context, inv []v1alpha1.ObjectReference) (installation.Health, error) {
+	h, err := w.a.Health(ctx, inv)
+	if err != nil {
+		return installation.Health{}, err
+	}
+	return installation.Health{Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}, nil
+}

@@ -1,0 +1,195 @@
+// Package installation reconciles ExtensionInstallations: resolve a version,
+// check dependencies, fetch, render, apply, wait until healthy, record — and
+// on deletion remove exactly what was applied.
+package installation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/resolve"
+)
+
+// Reconciler installs, upgrades and uninstalls ExtensionInstallations.
+type Reconciler struct {
+	// Client reads Annex objects (cached) and writes their status.
+	Client client.Client
+	// Reader reads Secrets and ConfigMaps for valuesFrom without caching
+	// every Secret of the hub.
+	Reader   client.Reader
+	Resolver Resolver
+	Fetcher  Fetcher
+	Renderer Renderer
+	Clusters Clusters
+	Events   events.EventRecorder
+
+	// HistoryLimit is how many revisions status keeps (default 10).
+	HistoryLimit int
+	// HealthPollInterval is how often health is read while waiting
+	// (default 2s).
+	HealthPollInterval time.Duration
+	// Now returns the current time; tests may fix it.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations/status;extensioninstallations/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=annex.dev,resources=extensions;managedclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Applying extensions into the hub cluster needs whatever the extensions
+// contain; the manager's ClusterRole for that is config/rbac/extension_applier.yaml.
+
+// Reconcile reads as the table of contents of one installation's life.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	inst := &v1alpha1.ExtensionInstallation{}
+	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := newScope(inst)
+	defer func() { retErr = r.finish(ctx, s, result, retErr) }()
+
+	if !inst.DeletionTimestamp.IsZero() {
+		return r.uninstall(ctx, s)
+	}
+	if err := r.ensureFinalizer(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if inst.Spec.Suspend {
+		s.suspended = true
+		return ctrl.Result{}, nil
+	}
+	return r.run(ctx, s, []step{
+		r.connect,
+		r.resolve,
+		r.checkDependencies,
+		r.fetch,
+		r.render,
+		r.apply,
+		r.waitHealthy,
+	})
+}
+
+// step is one stage of an install or upgrade. A step that cannot go on
+// records why in the scope (s.block) and returns its outcome.
+type step func(ctx context.Context, s *scope) (ctrl.Result, error)
+
+func (r *Reconciler) run(ctx context.Context, s *scope, steps []step) (ctrl.Result, error) {
+	for _, st := range steps {
+		res, err := st(ctx, s)
+		if err != nil || !res.IsZero() {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
+	if controllerutil.ContainsFinalizer(s.inst, v1alpha1.FinalizerUninstall) {
+		return nil
+	}
+	patch := client.MergeFrom(s.inst.DeepCopy())
+	controllerutil.AddFinalizer(s.inst, v1alpha1.FinalizerUninstall)
+	return r.Client.Patch(ctx, s.inst, patch)
+}
+
+// finish writes the status once per reconcile, computed from what the
+// steps observed, and turns blocks into the controller-runtime outcome.
+func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, err error) error {
+	if s.gone {
+		return err
+	}
+	summarize(s, err)
+	if statusPatchErr := r.persist(ctx, s); statusPatchErr != nil && !apierrors.IsNotFound(statusPatchErr) {
+		return errors.Join(err, statusPatchErr)
+	}
+	if err == nil && s.block != nil && s.block.kind == blockTerminal {
+		r.event(s, "Warning", s.block.reason, s.block.message)
+		return reconcile.TerminalError(s.block)
+	}
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("reconcile will be retried", "error", err.Error())
+	}
+	return err
+}
+
+// persist patches the status if it changed since the last write.
+func (r *Reconciler) persist(ctx context.Context, s *scope) error {
+	if statusEqual(s.written.Status, s.inst.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, s.inst, client.MergeFrom(s.written)); err != nil {
+		return err
+	}
+	s.written = s.inst.DeepCopy()
+	return nil
+}
+
+func (r *Reconciler) event(s *scope, eventType, reason, message string) {
+	if r.Events == nil {
+		return
+	}
+	r.Events.Eventf(s.inst, nil, eventType, reason, "Reconcile", "%s", message)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) pollInterval() time.Duration {
+	if r.HealthPollInterval > 0 {
+		return r.HealthPollInterval
+	}
+	return 2 * time.Second
+}
+
+func (r *Reconciler) historyLimit() int {
+	if r.HistoryLimit > 0 {
+		return r.HistoryLimit
+	}
+	return 10
+}
+
+// describeRender turns render errors into blocks: invalid values and broken
+// templates are terminal, anything else is retried.
+func describeRender(s *scope, err error) *block {
+	var valuesErr *render.ValuesError
+	if errors.As(err, &valuesErr) {
+		return terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: %s", valuesErr.Error()))
+	}
+	var renderErr *render.RenderError
+	if errors.As(err, &renderErr) {
+		return terminal(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s %s does not render: %s; fix the values or choose another version",
+			s.inst.Spec.Extension, s.choice.Version.Version, renderErr.Error()))
+	}
+	var archiveErr *render.ArchiveError
+	if errors.As(err, &archiveErr) {
+		return terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s %s: the artifact is not a valid chart: %s",
+			s.inst.Spec.Extension, s.choice.Version.Version, archiveErr.Error()))
+	}
+	return retry(v1alpha1.ReasonRenderFailed, err.Error())
+}
+
+// explanationBlock converts a resolver error into a block.
+func explanationBlock(err error) *block {
+	var ex *resolve.Explanation
+	if errors.As(err, &ex) {
+		return terminal(ex.Reason, ex.Message)
+	}
+	return retry(v1alpha1.ReasonNoMatchingVersion, err.Error())
+}

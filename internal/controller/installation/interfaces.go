@@ -1,0 +1,72 @@
+package installation
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/resolve"
+)
+
+// The controller owns the interfaces it needs; cmd/annex wires the
+// implementations. The types they exchange (resolve.Request, render.Input)
+// are plain values.
+
+// Resolver chooses the version of an extension to install.
+type Resolver interface {
+	// Resolve returns the choice, or a *resolve.Explanation when no version
+	// fits.
+	Resolve(req resolve.Request) (resolve.Choice, error)
+}
+
+// Fetcher downloads an artifact and verifies its digest.
+type Fetcher interface {
+	FetchArtifact(ctx context.Context, src v1alpha1.ArtifactSource) ([]byte, error)
+}
+
+// Renderer turns an artifact and values into objects. It performs no I/O.
+type Renderer interface {
+	Render(in render.Input) (*render.Result, error)
+}
+
+// Clusters gives access to the cluster an installation targets.
+type Clusters interface {
+	// Target returns the cluster named by spec.cluster ("" is the cluster
+	// Annex runs in). Errors are retried.
+	Target(ctx context.Context, name string) (Target, error)
+}
+
+// Target is one cluster: its Kubernetes version and an applier for it.
+type Target interface {
+	// KubeVersion is the version the cluster's API server reports.
+	KubeVersion(ctx context.Context) (string, error)
+	Applier() Applier
+}
+
+// Applier writes objects into one cluster.
+type Applier interface {
+	// Refs returns the inventory entries Apply would record for objects,
+	// without writing anything.
+	Refs(objects []*unstructured.Unstructured, defaultNamespace string) []v1alpha1.ObjectReference
+	// Apply applies CRDs then objects in phases and returns the inventory.
+	Apply(ctx context.Context, owner Owner, defaultNamespace string, crds, objects []*unstructured.Unstructured) ([]v1alpha1.ObjectReference, error)
+	// Prune deletes what is in old but not in current and still owned.
+	Prune(ctx context.Context, owner Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error)
+	// Delete removes the inventory and reports how much still exists.
+	Delete(ctx context.Context, owner Owner, inventory []v1alpha1.ObjectReference, deleteCRDs bool) (remaining int, err error)
+	// Health reports whether every inventory object is healthy.
+	Health(ctx context.Context, inventory []v1alpha1.ObjectReference) (Health, error)
+}
+
+// Owner names the installation that owns applied objects.
+type Owner struct{ Name, Namespace string }
+
+// Health summarises the health of an inventory.
+type Health struct {
+	Ready  bool
+	Failed bool
+	// Summary names the objects that are not ready, in stable words.
+	Summary string
+}

@@ -1,0 +1,136 @@
+package installation
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/resolve"
+)
+
+// scope holds what one reconcile fetched and observed; later steps and the
+// status code read it instead of fetching again.
+type scope struct {
+	inst    *v1alpha1.ExtensionInstallation
+	written *v1alpha1.ExtensionInstallation // the object as last written, for status patches
+
+	target    Target
+	ext       *v1alpha1.Extension
+	choice    resolve.Choice
+	archive   []byte
+	rendered  *render.Result
+	inventory []v1alpha1.ObjectReference // after apply: what the installed revision owns
+
+	block     *block // why the installation cannot go on, if it cannot
+	healthy   bool   // every applied object is healthy
+	suspended bool
+	gone      bool // the object was deleted during this reconcile
+}
+
+func newScope(inst *v1alpha1.ExtensionInstallation) *scope {
+	return &scope{inst: inst, written: inst.DeepCopy()}
+}
+
+func (s *scope) owner() Owner { return Owner{Name: s.inst.Name, Namespace: s.inst.Namespace} }
+
+func (s *scope) targetNamespace() string {
+	if s.inst.Spec.TargetNamespace != "" {
+		return s.inst.Spec.TargetNamespace
+	}
+	return s.inst.Namespace
+}
+
+// blockKind is one of the three outcomes of a step that cannot go on.
+type blockKind int
+
+const (
+	// blockTerminal: a person must change something (spec, values, the
+	// catalog, another manager's object). No retry until the spec changes.
+	blockTerminal blockKind = iota
+	// blockRetry: a transient failure (network, API server); retried with
+	// backoff.
+	blockRetry
+	// blockWait: nothing is wrong, Annex waits (dependency not ready,
+	// objects becoming healthy).
+	blockWait
+	// blockStalled: waited past spec.timeout; still polled, reported Stalled.
+	blockStalled
+)
+
+// block is why an installation is not Ready; it is also an error so that a
+// terminal block can be returned as reconcile.TerminalError.
+type block struct {
+	kind    blockKind
+	reason  string
+	message string
+}
+
+func (b *block) Error() string { return b.message }
+
+func terminal(reason, message string) *block {
+	return &block{kind: blockTerminal, reason: reason, message: message}
+}
+func retry(reason, message string) *block { return &block{kind: blockRetry, reason: reason, message: message} }
+func wait(reason, message string) *block  { return &block{kind: blockWait, reason: reason, message: message} }
+
+// setCondition records a condition for the current generation.
+func setCondition(inst *v1alpha1.ExtensionInstallation, conditionType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
+		Type:               conditionType,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: inst.Generation,
+	})
+}
+
+// summarize computes Ready, Reconciling and Stalled from the outcome of the
+// steps. Ready is never set anywhere else. observedGeneration moves only
+// when the reconcile succeeded or ended in a terminal block.
+func summarize(s *scope, err error) {
+	inst := s.inst
+	b := s.block
+	if b == nil && err != nil {
+		b = retry(v1alpha1.ReasonProgressing, err.Error())
+	}
+	switch {
+	case s.suspended:
+		setCondition(inst, v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "spec.suspend is true: Annex leaves the installed objects as they are")
+		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionStalled)
+		inst.Status.ObservedGeneration = inst.Generation
+	case b == nil && s.healthy:
+		setCondition(inst, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
+			fmt.Sprintf("%s %s is installed and healthy (%d objects)", inst.Spec.Extension, inst.Status.InstalledVersion, len(inst.Status.Inventory)))
+		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionReconciling)
+		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionStalled)
+		inst.Status.ObservedGeneration = inst.Generation
+	case b == nil:
+		// Uninstall in progress or nothing decided yet: leave Ready as it is.
+	case b.kind == blockTerminal || b.kind == blockStalled:
+		setCondition(inst, v1alpha1.ConditionReady, metav1.ConditionFalse, b.reason, b.message)
+		setCondition(inst, v1alpha1.ConditionStalled, metav1.ConditionTrue, b.reason, b.message)
+		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionReconciling)
+		if b.kind == blockTerminal {
+			inst.Status.ObservedGeneration = inst.Generation
+		}
+	default:
+		setCondition(inst, v1alpha1.ConditionReady, metav1.ConditionFalse, b.reason, b.message)
+		setCondition(inst, v1alpha1.ConditionReconciling, metav1.ConditionTrue, b.reason, b.message)
+		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionStalled)
+	}
+}
+
+func statusEqual(a, b v1alpha1.ExtensionInstallationStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// isReady reports whether an installation's Ready condition is True for its
+// current generation.
+func isReady(inst *v1alpha1.ExtensionInstallation) bool {
+	c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == inst.Generation
+}

@@ -1,0 +1,446 @@
+package installation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/resolve"
+)
+
+// connect finds the target cluster and observes its Kubernetes version.
+func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error) {
+	target, err := r.Clusters.Target(ctx, s.inst.Spec.Cluster)
+	if err == nil {
+		var version string
+		version, err = target.KubeVersion(ctx)
+		if err == nil {
+			s.target = target
+			s.inst.Status.ClusterVersion = version
+			return ctrl.Result{}, nil
+		}
+	}
+	name := s.inst.Spec.Cluster
+	if name == "" {
+		name = "the hub cluster"
+	}
+	s.block = retry(v1alpha1.ReasonClusterUnavailable,
+		fmt.Sprintf("spec.cluster: cannot reach %s: %v; check the ManagedCluster and its kubeconfig Secret", name, err))
+	return ctrl.Result{}, s.block
+}
+
+// resolve chooses the version to install.
+func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ext := &v1alpha1.Extension{}
+	err := r.Client.Get(ctx, types.NamespacedName{Name: s.inst.Spec.Extension}, ext)
+	switch {
+	case apierrors.IsNotFound(err):
+		ext = nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	req := resolve.Request{
+		Extension:      s.inst.Spec.Extension,
+		Range:          s.inst.Spec.Version,
+		ClusterVersion: s.inst.Status.ClusterVersion,
+		Installed:      s.inst.Status.InstalledVersion,
+		Automatic:      s.inst.Spec.Upgrade.Automatic == nil || *s.inst.Spec.Upgrade.Automatic,
+		AllowDowngrade: s.inst.Spec.Upgrade.AllowDowngrade,
+	}
+	if ext != nil {
+		req.Found, req.Versions = true, ext.Spec.Versions
+	}
+	choice, err := r.Resolver.Resolve(req)
+	if err != nil {
+		s.block = explanationBlock(err)
+		if s.inst.Status.InstalledVersion != "" {
+			s.block.message += fmt.Sprintf(". %s %s stays installed as it is", s.inst.Spec.Extension, s.inst.Status.InstalledVersion)
+		}
+		setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.reason, s.block.message)
+		return ctrl.Result{}, nil
+	}
+	s.ext, s.choice = ext, choice
+	s.inst.Status.ResolvedVersion = choice.Version.Version
+	msg := fmt.Sprintf("chose %s %s for Kubernetes %s", s.inst.Spec.Extension, choice.Version.Version, s.inst.Status.ClusterVersion)
+	if choice.Kept {
+		msg += " (kept the installed version: spec.upgrade does not allow moving it)"
+	}
+	setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
+	return ctrl.Result{}, nil
+}
+
+// checkDependencies waits until every dependency of the chosen version is
+// installed, in range and Ready on the same cluster.
+func (r *Reconciler) checkDependencies(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.block != nil || len(s.choice.Version.Dependencies) == 0 {
+		return ctrl.Result{}, nil
+	}
+	var all v1alpha1.ExtensionInstallationList
+	if err := r.Client.List(ctx, &all); err != nil {
+		return ctrl.Result{}, err
+	}
+	present := map[string][]resolve.Present{}
+	for i := range all.Items {
+		other := &all.Items[i]
+		if other.Spec.Cluster != s.inst.Spec.Cluster || !other.DeletionTimestamp.IsZero() ||
+			(other.Namespace == s.inst.Namespace && other.Name == s.inst.Name) {
+			continue
+		}
+		present[other.Spec.Extension] = append(present[other.Spec.Extension], resolve.Present{
+			Installation: other.Namespace + "/" + other.Name,
+			Version:      other.Status.InstalledVersion,
+			Ready:        isReady(other),
+		})
+	}
+	unmet := resolve.UnmetDependencies(s.inst.Spec.Extension, s.choice.Version, present)
+	if len(unmet) == 0 {
+		return ctrl.Result{}, nil
+	}
+	s.block = wait(v1alpha1.ReasonDependencyNotReady, strings.Join(unmet, "; "))
+	// Dependencies announce their readiness through the watch on
+	// installations; the periodic requeue is a safety net.
+	return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
+}
+
+// fetch downloads the chosen version's artifact.
+func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.block != nil {
+		return ctrl.Result{}, nil
+	}
+	data, err := r.Fetcher.FetchArtifact(ctx, s.choice.Version.Source)
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("fetching %s %s from %s: %v",
+			s.inst.Spec.Extension, s.choice.Version.Version, s.choice.Version.Source.URL, err))
+		setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
+		return ctrl.Result{}, s.block
+	}
+	s.archive = data
+	return ctrl.Result{}, nil
+}
+
+// render composes the values and renders the artifact. Invalid values stop
+// here, before anything touches the cluster.
+func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.block != nil {
+		return ctrl.Result{}, nil
+	}
+	values, b, err := r.composeValues(ctx, s.inst)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if b != nil {
+		s.block = b
+		setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, b.reason, b.message)
+		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
+	}
+	out, err := r.Renderer.Render(render.Input{
+		Archive:      s.archive,
+		Name:         s.inst.Name,
+		Namespace:    s.targetNamespace(),
+		Values:       values,
+		KubeVersion:  s.inst.Status.ClusterVersion,
+		IsUpgrade:    s.inst.Status.InstalledVersion != "",
+		ExtensionRef: s.inst.Spec.Extension + " " + s.choice.Version.Version,
+	})
+	if err != nil {
+		s.block = describeRender(s, err)
+		setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
+		if s.block.kind == blockRetry {
+			return ctrl.Result{}, s.block
+		}
+		return ctrl.Result{}, nil
+	}
+	s.rendered = out
+	return ctrl.Result{}, nil
+}
+
+// composeValues merges spec.values and spec.valuesFrom, in that order. A
+// missing required source is a wait block (it may be created later).
+func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.ExtensionInstallation) (map[string]any, *block, error) {
+	values := map[string]any{}
+	if inst.Spec.Values != nil && len(inst.Spec.Values.Raw) > 0 {
+		if err := json.Unmarshal(inst.Spec.Values.Raw, &values); err != nil {
+			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: must be an object: %v", err)), nil
+		}
+	}
+	for i, ref := range inst.Spec.ValuesFrom {
+		field := fmt.Sprintf("spec.valuesFrom[%d]", i)
+		data, found, err := r.readValuesKey(ctx, inst.Namespace, ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !found {
+			if ref.Optional {
+				continue
+			}
+			return nil, wait(v1alpha1.ReasonValuesSourceMissing, fmt.Sprintf(
+				"%s: %s %s/%s has no key %q; create it, or mark the reference optional",
+				field, ref.Kind, inst.Namespace, ref.Name, keyOf(ref))), nil
+		}
+		if ref.TargetPath != "" {
+			if err := render.SetValue(values, ref.TargetPath, strings.TrimRight(string(data), "\n")); err != nil {
+				return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("%s.targetPath: %v", field, err)), nil
+			}
+			continue
+		}
+		overlay, err := render.ParseValuesYAML(data)
+		if err != nil {
+			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf(
+				"%s: key %q of %s %s/%s is not a YAML map of values: %v", field, keyOf(ref), ref.Kind, inst.Namespace, ref.Name, err)), nil
+		}
+		values = render.MergeValues(values, overlay)
+	}
+	return values, nil, nil
+}
+
+func keyOf(ref v1alpha1.ValuesReference) string {
+	if ref.Key == "" {
+		return "values.yaml"
+	}
+	return ref.Key
+}
+
+// readValuesKey reads one key of a Secret or ConfigMap; found is false when
+// the object or the key does not exist.
+func (r *Reconciler) readValuesKey(ctx context.Context, namespace string, ref v1alpha1.ValuesReference) ([]byte, bool, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: ref.Name}
+	var data map[string][]byte
+	switch ref.Kind {
+	case "Secret":
+		var sec corev1.Secret
+		if err := r.Reader.Get(ctx, key, &sec); err != nil {
+			return nil, false, client.IgnoreNotFound(err)
+		}
+		data = sec.Data
+	default:
+		var cm corev1.ConfigMap
+		if err := r.Reader.Get(ctx, key, &cm); err != nil {
+			return nil, false, client.IgnoreNotFound(err)
+		}
+		data = map[string][]byte{}
+		for k, v := range cm.Data {
+			data[k] = []byte(v)
+		}
+		for k, v := range cm.BinaryData {
+			data[k] = v
+		}
+	}
+	v, ok := data[keyOf(ref)]
+	return v, ok, nil
+}
+
+// apply writes the rendered set, records it, and prunes what left it. An
+// unchanged set of the same generation is not applied again.
+func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.block != nil {
+		return ctrl.Result{}, nil
+	}
+	inst := s.inst
+	if r.upToDate(s) {
+		s.inventory = inst.Status.Inventory
+		return ctrl.Result{}, nil
+	}
+	applier := s.target.Applier()
+	objects := s.objectsToApply(ctx, r)
+
+	// Record the intent first: the inventory grows to include everything
+	// about to be applied, so a crash after apply leaves nothing unowned.
+	planned := applier.Refs(append(append([]*unstructured.Unstructured{}, s.rendered.CRDs...), objects...), s.targetNamespace())
+	if union, grew := unionRefs(inst.Status.Inventory, planned); grew {
+		inst.Status.Inventory, inst.Status.InventoryCount = union, int32(len(union))
+		if err := r.persist(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), s.rendered.CRDs, objects)
+	if err != nil {
+		s.block = applyBlock(err)
+		setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
+		if s.block.kind == blockRetry {
+			return ctrl.Result{}, s.block
+		}
+		return ctrl.Result{}, nil
+	}
+	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, applied); err != nil {
+		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("pruning objects that left %s %s: %v", inst.Spec.Extension, s.choice.Version.Version, err))
+		return ctrl.Result{}, s.block
+	}
+	r.record(s, applied)
+	return ctrl.Result{}, nil
+}
+
+// upToDate reports whether the recorded revision already has this exact
+// version, values and rendered set, applied for the current generation.
+func (r *Reconciler) upToDate(s *scope) bool {
+	inst := s.inst
+	if len(inst.Status.History) == 0 || inst.Status.InstalledVersion != s.choice.Version.Version {
+		return false
+	}
+	last := inst.Status.History[0]
+	installed := findCondition(inst, v1alpha1.ConditionInstalled)
+	return last.ManifestDigest == s.rendered.ManifestDigest &&
+		last.ValuesDigest == s.rendered.ValuesDigest &&
+		installed != nil && installed.Status == metav1.ConditionTrue &&
+		installed.ObservedGeneration == inst.Generation
+}
+
+// objectsToApply returns the rendered objects, plus the target namespace
+// when it does not exist yet (or was created by this installation), so that
+// it is created, recorded and removed with the rest.
+func (s *scope) objectsToApply(ctx context.Context, r *Reconciler) []*unstructured.Unstructured {
+	objects := s.rendered.Objects
+	ns := s.targetNamespace()
+	if ns == s.inst.Namespace {
+		return objects
+	}
+	for _, ref := range s.inst.Status.Inventory {
+		if ref.Kind == "Namespace" && ref.Group == "" && ref.Name == ns {
+			return append([]*unstructured.Unstructured{namespaceObject(ns)}, objects...)
+		}
+	}
+	var existing corev1.Namespace
+	if err := r.Reader.Get(ctx, types.NamespacedName{Name: ns}, &existing); apierrors.IsNotFound(err) && s.inst.Spec.Cluster == "" {
+		return append([]*unstructured.Unstructured{namespaceObject(ns)}, objects...)
+	}
+	return objects
+}
+
+func namespaceObject(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("Namespace")
+	u.SetName(name)
+	return u
+}
+
+// record writes the applied revision into status.
+func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference) {
+	inst := s.inst
+	var number int64 = 1
+	if len(inst.Status.History) > 0 {
+		number = inst.Status.History[0].Number + 1
+	}
+	rev := v1alpha1.Revision{
+		Number:         number,
+		Version:        s.choice.Version.Version,
+		ValuesDigest:   s.rendered.ValuesDigest,
+		ManifestDigest: s.rendered.ManifestDigest,
+		AppliedAt:      metav1.NewTime(r.now()),
+	}
+	history := append([]v1alpha1.Revision{rev}, inst.Status.History...)
+	if len(history) > r.historyLimit() {
+		history = history[:r.historyLimit()]
+	}
+	upgraded := inst.Status.InstalledVersion != "" && inst.Status.InstalledVersion != rev.Version
+	inst.Status.History = history
+	inst.Status.InstalledVersion = rev.Version
+	inst.Status.Inventory, inst.Status.InventoryCount = applied, int32(len(applied))
+	s.inventory = applied
+	msg := fmt.Sprintf("applied %s %s (revision %d, %d objects)", inst.Spec.Extension, rev.Version, rev.Number, len(applied))
+	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
+	reason := "Installed"
+	if upgraded {
+		reason = "Upgraded"
+	}
+	r.event(s, corev1.EventTypeNormal, reason, msg)
+}
+
+// waitHealthy reads the health of the applied objects; it waits, polling,
+// until they are healthy, and reports Stalled after spec.timeout.
+func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.block != nil {
+		return ctrl.Result{}, nil
+	}
+	h, err := s.target.Applier().Health(ctx, s.inventory)
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonWaitingForHealth, fmt.Sprintf("reading the health of the applied objects: %v", err))
+		return ctrl.Result{}, s.block
+	}
+	if h.Ready {
+		s.healthy = true
+		return ctrl.Result{}, nil
+	}
+	since := s.inst.Status.History[0].AppliedAt.Time
+	timeout := s.inst.Spec.Timeout.Duration
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	if h.Failed || r.now().Sub(since) > timeout {
+		s.block = &block{kind: blockStalled, reason: v1alpha1.ReasonHealthTimeout, message: fmt.Sprintf(
+			"%s %s did not become healthy within spec.timeout (%s): %s",
+			s.inst.Spec.Extension, s.inst.Status.InstalledVersion, timeout, h.Summary)}
+		return ctrl.Result{RequeueAfter: 15 * r.pollInterval()}, nil
+	}
+	s.block = wait(v1alpha1.ReasonWaitingForHealth, h.Summary)
+	return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+}
+
+// defaultTimeout is the API's default spec.timeout, for objects written
+// before the default existed.
+const defaultTimeout = 5 * time.Minute
+
+// applyBlock classifies an apply error: ownership conflicts are terminal,
+// everything else is retried.
+func applyBlock(err error) *block {
+	var conflict interface{ OwnershipConflict() bool }
+	if errors.As(err, &conflict) && conflict.OwnershipConflict() {
+		return terminal(v1alpha1.ReasonOwnershipConflict, err.Error())
+	}
+	return retry(v1alpha1.ReasonApplyFailed, err.Error())
+}
+
+// unionRefs returns old plus every ref of add not in old, sorted, and
+// whether anything was added.
+func unionRefs(old, add []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, bool) {
+	seen := map[v1alpha1.ObjectReference]bool{}
+	out := make([]v1alpha1.ObjectReference, 0, len(old)+len(add))
+	for _, ref := range old {
+		seen[identity(ref)] = true
+		out = append(out, ref)
+	}
+	grew := false
+	for _, ref := range add {
+		if !seen[identity(ref)] {
+			seen[identity(ref)] = true
+			out = append(out, ref)
+			grew = true
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return refKey(out[i]) < refKey(out[j]) })
+	return out, grew
+}
+
+// identity drops the version: the same object may be recorded under two
+// versions of its kind.
+func identity(ref v1alpha1.ObjectReference) v1alpha1.ObjectReference {
+	ref.Version = ""
+	return ref
+}
+
+func refKey(ref v1alpha1.ObjectReference) string {
+	return ref.Group + "/" + ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+}
+
+func findCondition(inst *v1alpha1.ExtensionInstallation, t string) *metav1.Condition {
+	for i := range inst.Status.Conditions {
+		if inst.Status.Conditions[i].Type == t {
+			return &inst.Status.Conditions[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package installation
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// uninstall removes exactly the inventory from the target cluster, waits
+// until it is gone, then releases the finalizer. CRDs stay unless
+// spec.uninstall.deleteCRDs is true.
+func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, error) {
+	inst := s.inst
+	if !controllerutil.ContainsFinalizer(inst, v1alpha1.FinalizerUninstall) {
+		s.gone = true
+		return ctrl.Result{}, nil
+	}
+	if len(inst.Status.Inventory) > 0 {
+		target, err := r.Clusters.Target(ctx, inst.Spec.Cluster)
+		if err != nil {
+			s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf(
+				"cannot reach the cluster to remove %d objects: %v; the installation is kept until they are removed", len(inst.Status.Inventory), err))
+			return ctrl.Result{}, s.block
+		}
+		remaining, err := target.Applier().Delete(ctx, s.owner(), inst.Status.Inventory, inst.Spec.Uninstall.DeleteCRDs)
+		if err != nil {
+			s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("removing the objects of %s: %v", inst.Spec.Extension, err))
+			return ctrl.Result{}, s.block
+		}
+		if remaining > 0 {
+			s.block = wait(v1alpha1.ReasonUninstalling, fmt.Sprintf("waiting for %d of %d objects to be deleted", remaining, len(inst.Status.Inventory)))
+			return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+		}
+	}
+	r.event(s, corev1.EventTypeNormal, "Uninstalled", fmt.Sprintf("removed %d objects of %s %s",
+		len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion))
+	patch := client.MergeFrom(inst.DeepCopy())
+	controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall)
+	if err := r.Client.Patch(ctx, inst, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s.gone = true
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,57 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/config/crd"
+)
+
+// InstallCRDs applies the Annex CRDs (server-side apply, field manager
+// "annex") and waits until every one is Established, at most timeout.
+func InstallCRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return err
+	}
+	crds, err := crd.All()
+	if err != nil {
+		return err
+	}
+	for _, obj := range crds {
+		obj.TypeMeta.APIVersion = apiextensionsv1.SchemeGroupVersion.String()
+		obj.TypeMeta.Kind = "CustomResourceDefinition"
+		//nolint:staticcheck // Patch with client.Apply takes the typed object as it is.
+		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("annex"), &client.PatchOptions{Force: ptr.To(true)}); err != nil {
+			return fmt.Errorf("installing CRD %s: %w", obj.Name, err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, obj := range crds {
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+				return false, nil
+			}
+			if !established(got) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,114 @@
+// Package manager assembles the Annex manager: the scheme, the controllers
+// and the implementations they use. `annex manager`, `annex dev` and the
+// integration tests all build the manager here, so they run the same code.
+package manager
+
+import (
+	"net/http"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/catalog"
+	"github.com/annex-platform/annex/internal/catalog/builtin"
+	"github.com/annex-platform/annex/internal/cluster"
+	catalogcontroller "github.com/annex-platform/annex/internal/controller/catalog"
+	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/resolve"
+)
+
+// Options configure the manager.
+type Options struct {
+	// MetricsAddr serves Prometheus metrics; "0" turns them off.
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz; "" or "0" turns them off.
+	HealthAddr string
+	// LeaderElection makes only one replica reconcile at a time.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the lease (default: the in-cluster
+	// namespace).
+	LeaderElectionNamespace string
+	// HTTPClient fetches catalogs and artifacts (default: a client with a
+	// 60 s timeout).
+	HTTPClient *http.Client
+	// HealthPollInterval is how often installations waiting for health are
+	// re-read (default 2s).
+	HealthPollInterval time.Duration
+}
+
+// Scheme returns a scheme with the built-in kinds, CRDs and the Annex API.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // the schemes are static; a failure is a programming error
+		}
+	}
+	return s
+}
+
+// New builds the manager with every Annex controller registered.
+func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	healthAddr := o.HealthAddr
+	if healthAddr == "" {
+		healthAddr = "0"
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  healthAddr,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        "annex-manager.annex.dev",
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+	})
+	if err != nil {
+		return nil, err
+	}
+	httpClient := o.HTTPClient
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: 60 * time.Second}
+	}
+	fetcher := &catalog.Fetcher{Client: httpClient, Builtin: builtin.Archive}
+	artifacts := &catalog.MemoryCache{Next: fetcher}
+
+	if err := (&catalogcontroller.Reconciler{
+		Client: mgr.GetClient(),
+		Source: catalog.Sources{Fetcher: fetcher, Builtin: builtin.Index},
+	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&installation.Reconciler{
+		Client:             mgr.GetClient(),
+		Reader:             mgr.GetAPIReader(),
+		Resolver:           resolve.Resolver{},
+		Fetcher:            artifacts,
+		Renderer:           helmRenderer{},
+		Clusters:           &cluster.Registry{Local: cfg, Reader: mgr.GetAPIReader()},
+		Events:             mgr.GetEventRecorder("annex"),
+		HealthPollInterval: o.HealthPollInterval,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if healthAddr != "0" {
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
+
+// helmRenderer renders charts with the Helm engine.
+type helmRenderer struct{}
+
+func (helmRenderer) Render(in render.Input) (*render.Result, error) { return render.Render(in) }
