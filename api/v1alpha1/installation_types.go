@@ -45,10 +45,12 @@ type ExtensionInstallationSpec struct {
 	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
 
 	// Upgrade says how the installed version may move.
+	// +kubebuilder:default={}
 	// +optional
 	Upgrade UpgradePolicy `json:"upgrade,omitempty"`
 
 	// Uninstall says what deletion removes.
+	// +kubebuilder:default={}
 	// +optional
 	Uninstall UninstallPolicy `json:"uninstall,omitempty"`
 
@@ -62,7 +64,7 @@ type ExtensionInstallationSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +optional
-	Timeout metav1.Duration `json:"timeout,omitempty"`
+	Timeout metav1.Duration `json:"timeout,omitzero"`
 }
 
 // ValuesReference selects values from a key of a Secret or ConfigMap.

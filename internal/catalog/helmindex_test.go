@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -431,4 +432,26 @@ func dump(v any) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// BenchmarkParseHelmIndex parses an index the size of a large public
+// repository: 500 charts with 20 versions each.
+func BenchmarkParseHelmIndex(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("apiVersion: v1\nentries:\n")
+	for c := range 500 {
+		fmt.Fprintf(&sb, "  chart-%d:\n", c)
+		for v := range 20 {
+			fmt.Fprintf(&sb, "  - apiVersion: v2\n    name: chart-%d\n    version: 1.%d.0\n    appVersion: \"1.%d\"\n    kubeVersion: \">=1.25.0-0\"\n    description: chart number %d\n    annotations:\n      annex.dev/dependencies: |\n        - name: base\n          version: \">=1.0.0\"\n    urls: [chart-%d-1.%d.0.tgz]\n    digest: %s\n", c, v, v, c, c, v, digestA)
+		}
+	}
+	data := []byte(sb.String())
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		index, err := catalog.ParseHelmIndex(data, repo, catalogRef)
+		if err != nil || len(index.Packages) != 500 {
+			b.Fatalf("got %v, %v", index, err)
+		}
+	}
 }

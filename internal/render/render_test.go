@@ -725,3 +725,27 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRenderChart reaches past the gzip checksum that stops most FuzzRender
+// mutations: it packs fuzzed values.yaml, schema and template text into a
+// well-formed archive.
+func FuzzRenderChart(f *testing.F) {
+	f.Add(podinfo["values.yaml"], podinfoSchema, podinfo["templates/service.yaml"])
+	f.Add("a: {b: [1, 2]}", `{"properties": {"a": {"$ref": "#/definitions/x"}}, "definitions": {"x": {"type": "object"}}}`, "{{ toYaml .Values }}")
+	f.Add("", "", `{{ lookup "v1" "Secret" "a" "b" | toYaml }}`)
+	f.Fuzz(func(t *testing.T, values, schema, template string) {
+		files := map[string]string{
+			"Chart.yaml":          "apiVersion: v2\nname: fuzz\nversion: 0.1.0\n",
+			"values.yaml":         values,
+			"templates/fuzz.yaml": template,
+			"templates/NOTES.txt": "{{ .Release.Name }}",
+		}
+		if schema != "" {
+			files["values.schema.json"] = schema
+		}
+		res, err := Render(Input{Archive: chartArchive(t, "fuzz", files), Name: "fuzz", Namespace: "default", ExtensionRef: "fuzz 0.1.0"})
+		if err == nil && res == nil {
+			t.Fatal("nil Result without an error")
+		}
+	})
+}

@@ -1,0 +1,251 @@
+// Package e2e runs the annex binary the way a user does.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/manager"
+	"github.com/annex-platform/annex/internal/testenv"
+)
+
+// TestDev builds annex, runs `annex dev`, installs the sample from
+// config/samples with the kubeconfig it writes, and stops it with SIGTERM:
+// nothing it started may outlive it.
+func TestDev(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir := testenv.RequireBinDir(t)
+	work := t.TempDir()
+	annex := filepath.Join(work, "annex")
+	build := exec.Command("go", "build", "-o", annex, "./cmd/annex")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	stateDir := filepath.Join(work, "dev")
+	out := &syncBuffer{}
+	dev := exec.Command(annex, "dev", "--dir", stateDir, "--bin-dir", binDir)
+	dev.Stdout, dev.Stderr = out, out
+	if err := dev.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- dev.Wait() }()
+	t.Cleanup(func() {
+		_ = dev.Process.Kill()
+		if t.Failed() {
+			t.Logf("annex dev output:\n%s", out.String())
+		}
+	})
+
+	waitFor(t, 90*time.Second, exited, func() error {
+		if !strings.Contains(out.String(), "Annex is running") {
+			return errors.New("annex dev has not said it is running")
+		}
+		return nil
+	})
+	c := clientFromKubeconfig(t, filepath.Join(stateDir, "kubeconfig"))
+	ctx := context.Background()
+
+	// The built-in catalog is synced.
+	waitFor(t, 60*time.Second, exited, func() error {
+		cat := &v1alpha1.Catalog{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "builtin"}, cat); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(cat.Status.Conditions, v1alpha1.ConditionReady) || cat.Status.ExtensionCount < 2 {
+			return fmt.Errorf("catalog builtin: %+v", cat.Status)
+		}
+		return nil
+	})
+
+	// The README's sample installs and becomes Ready, with its objects.
+	for _, obj := range readManifests(t, filepath.Join(root, "config/samples/hello.yaml")) {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"greetings-crd", "hello"} {
+		waitFor(t, 90*time.Second, exited, func() error {
+			inst := &v1alpha1.ExtensionInstallation{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, inst); err != nil {
+				return err
+			}
+			if !meta.IsStatusConditionTrue(inst.Status.Conditions, v1alpha1.ConditionReady) {
+				return fmt.Errorf("%s not Ready: %+v", name, inst.Status.Conditions)
+			}
+			return nil
+		})
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "hello"}, &corev1.ConfigMap{}); err != nil {
+		t.Fatalf("the sample's ConfigMap: %v", err)
+	}
+
+	// SIGTERM stops annex dev and everything it started.
+	children := childPIDs(dev.Process.Pid)
+	if len(children) < 2 {
+		t.Fatalf("expected etcd and kube-apiserver as children of annex dev, found %v", children)
+	}
+	if err := dev.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("annex dev exited with %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("annex dev did not stop within 60s of SIGTERM")
+	}
+	for _, pid := range children {
+		if alive(pid) {
+			t.Errorf("child process %d outlived annex dev", pid)
+		}
+	}
+}
+
+// waitFor polls f until it returns nil; it fails at the deadline or when
+// the process under test exits early.
+func waitFor(t *testing.T, timeout time.Duration, exited <-chan error, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		select {
+		case exitErr := <-exited:
+			t.Fatalf("annex dev exited early (%v) while waiting: %v", exitErr, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %v", timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func clientFromKubeconfig(t *testing.T, path string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+// childPIDs lists the direct children of pid from /proc.
+func childPIDs(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := parentOf(p); ok && ppid == pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parentOf(pid int) (int, bool) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "PPid:"); ok {
+			ppid, err := strconv.Atoi(strings.TrimSpace(v))
+			return ppid, err == nil
+		}
+	}
+	return 0, false
+}
+
+// alive reports whether pid runs (a zombie waiting to be reaped does not).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// syncBuffer is a bytes.Buffer safe for the two writers of a subprocess.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
