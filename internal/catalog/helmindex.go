@@ -79,6 +79,8 @@ type parsedVersion struct {
 var (
 	hexDigest    = regexp.MustCompile(`^[a-fA-F0-9]{64}$`)
 	versionRange = regexp.MustCompile(v1alpha1.VersionRangePattern)
+	// strictVersion is what the Extension API accepts as a version.
+	strictVersion = regexp.MustCompile(v1alpha1.VersionPattern)
 )
 
 // ParseHelmIndex parses a Helm repository index.yaml into an Index, following
@@ -208,8 +210,8 @@ func parseEntry(name string, e helmIndexEntry, base *url.URL, catalogName string
 		return parsedVersion{}, errors.New("has no version")
 	}
 	sv, err := semver.NewVersion(e.Version)
-	if err != nil {
-		return parsedVersion{}, errors.New("version is not semver")
+	if err != nil || !strictVersion.MatchString(e.Version) || len(e.Version) > 128 {
+		return parsedVersion{}, errors.New("version is not semver (major.minor.patch)")
 	}
 	if err := checkRange(e.KubeVersion); err != nil {
 		return parsedVersion{}, fmt.Errorf("kubeVersion %q is not a version range: %v", e.KubeVersion, err)

@@ -227,7 +227,7 @@ entries:
 			}}}},
 			skipped: []string{
 				`entry "Upper": name is not a valid Kubernetes object name (a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')); rename the chart`,
-				`entry "foo" 1.x: version is not semver`,
+				`entry "foo" 1.x: version is not semver (major.minor.patch)`,
 				`entry "foo" 1.0.0: has no name`,
 				`entry "foo" #3: has no version`,
 				`entry "foo" 1.1.0: has no urls`,

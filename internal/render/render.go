@@ -6,6 +6,7 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -193,7 +194,26 @@ func loadChart(data []byte) (*chart.Chart, error) {
 	default:
 		return nil, fmt.Errorf("chart apiVersion %q is not supported; use apiVersion v2", head.APIVersion)
 	}
-	return chartloader.LoadFiles(files)
+	ch, err := chartloader.LoadFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	sortDependencies(ch)
+	return ch, nil
+}
+
+// sortDependencies orders subcharts by name and version at every level. The
+// loader collects them from a map, so without this the order of subchart
+// CRDs, and the choice among same-named subcharts, would vary between runs.
+func sortDependencies(ch *chart.Chart) {
+	deps := slices.Clone(ch.Dependencies())
+	slices.SortStableFunc(deps, func(a, b *chart.Chart) int {
+		return cmp.Or(strings.Compare(a.Name(), b.Name()), strings.Compare(a.Metadata.Version, b.Metadata.Version))
+	})
+	for _, d := range deps {
+		sortDependencies(d)
+	}
+	ch.SetDependencies(deps...)
 }
 
 // checkInstallable refuses library charts and charts whose declared
