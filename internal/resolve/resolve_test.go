@@ -82,8 +82,8 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			// No version in range lists what exists.
-			name: "no version in range",
-			req:  Request{Extension: "x", Found: true, Versions: catalog, Range: ">=3", ClusterVersion: "v1.31.0"},
+			name:    "no version in range",
+			req:     Request{Extension: "x", Found: true, Versions: catalog, Range: ">=3", ClusterVersion: "v1.31.0"},
 			wantErr: `spec.version: no version of x satisfies ">=3" (available: 2.1.0-rc.1, 2.0.0, 1.1.0, 1.0.0); change spec.version`,
 		},
 		{

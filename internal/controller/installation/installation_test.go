@@ -246,7 +246,7 @@ func TestInstallUpgradePruneUninstall(t *testing.T) {
 	ctx := context.Background()
 	// 2.0.0 drops the Service and adds a second ConfigMap.
 	v2 := podinfoChart("app1", "2.0.0", map[string]string{
-		"templates/svc.yaml": "",
+		"templates/svc.yaml":   "",
 		"templates/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata: {a: b}\n",
 	})
 	ns, _ := setup(t, podinfoChart("app1", "1.0.0", nil), v2)
@@ -536,4 +536,3 @@ func assertNoWarnings(t *testing.T, inst *v1alpha1.ExtensionInstallation) {
 		}
 	}
 }
-

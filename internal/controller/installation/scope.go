@@ -74,8 +74,12 @@ func (b *block) Error() string { return b.message }
 func terminal(reason, message string) *block {
 	return &block{kind: blockTerminal, reason: reason, message: message}
 }
-func retry(reason, message string) *block { return &block{kind: blockRetry, reason: reason, message: message} }
-func wait(reason, message string) *block  { return &block{kind: blockWait, reason: reason, message: message} }
+func retry(reason, message string) *block {
+	return &block{kind: blockRetry, reason: reason, message: message}
+}
+func wait(reason, message string) *block {
+	return &block{kind: blockWait, reason: reason, message: message}
+}
 
 // setCondition records a condition for the current generation.
 func setCondition(inst *v1alpha1.ExtensionInstallation, conditionType string, status metav1.ConditionStatus, reason, message string) {
