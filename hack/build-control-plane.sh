@@ -5,14 +5,21 @@
 #
 #   hack/build-control-plane.sh [kube-version]   (default: the pinned one)
 #
-# The version stamped into kube-apiserver may differ from the source it is
-# built from (ldflags only, about 30 s to relink): tests use that to upgrade a
-# cluster's reported Kubernetes version on the same etcd data.
+# A version whose minor has its own module in hack/tools/kube-<major.minor>
+# (e.g. 1.36.4) is built from there: tests upgrade a cluster for real by
+# restarting an older kube-apiserver as the pinned newer one on the same etcd
+# data. etcd always comes from hack/tools.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-src_version=$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' "$root/hack/tools/go.mod")
-version=${1:-${src_version#v}}
+pinned=$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' "$root/hack/tools/go.mod")
+version=${1:-${pinned#v}}
 version=${version#v}
+module="$root/hack/tools"
+minor_module="$root/hack/tools/kube-$(cut -d. -f1,2 <<<"$version")"
+if [[ -f "$minor_module/go.mod" ]]; then
+  module=$minor_module
+fi
+src_version=$(grep -Eo 'k8s.io/kubernetes v[0-9.]+' "$module/go.mod" | head -1 | cut -d' ' -f2)
 out="$root/bin/k8s/$version"
 if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
   exit 0
@@ -21,12 +28,12 @@ mkdir -p "$out"
 major=${version%%.*}
 minor=${version#*.}; minor=${minor%%.*}
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$version -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-cd "$root/hack/tools"
 if [[ ! -x "$out/etcd" ]]; then
   echo "annex: building etcd into $out (about 1 minute the first time)..." >&2
-  go build -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" ./etcd
+  (cd "$root/hack/tools" && go build -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" ./etcd)
   mv "$out/etcd.tmp" "$out/etcd"
 fi
+cd "$module"
 echo "annex: building kube-apiserver v$version from k8s.io/kubernetes $src_version into $out (about 5-8 minutes the first time, once)..." >&2
 start=$SECONDS
 go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver

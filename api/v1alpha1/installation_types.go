@@ -129,6 +129,9 @@ type Revision struct {
 	Number int64 `json:"number"`
 	// Version of the extension.
 	Version string `json:"version"`
+	// ArtifactDigest is the sha256 of the chart archive that was rendered.
+	// +optional
+	ArtifactDigest string `json:"artifactDigest,omitempty"`
 	// ValuesDigest is the sha256 of the effective values.
 	ValuesDigest string `json:"valuesDigest"`
 	// ManifestDigest is the sha256 of the rendered set.

@@ -52,7 +52,8 @@ type RenderError struct {
 }
 
 func (e *RenderError) Error() string {
-	if e.Template == "" {
+	// Helm's own messages usually name the file already.
+	if e.Template == "" || strings.Contains(e.Message, e.Template) {
 		return fmt.Sprintf("render extension %q: %s", e.Extension, e.Message)
 	}
 	return fmt.Sprintf("render extension %q: %s: %s", e.Extension, e.Template, e.Message)

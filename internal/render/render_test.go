@@ -475,6 +475,57 @@ func TestRenderSubcharts(t *testing.T) {
 	}
 }
 
+func TestRenderSubchartOrder(t *testing.T) {
+	// The loader collects subcharts from a map; CRD order must not depend on it.
+	files := with(podinfo, map[string]string{})
+	for _, name := range []string{"charlie", "alpha", "bravo"} {
+		files["charts/"+name+".tgz"] = string(chartArchive(t, name, map[string]string{
+			"Chart.yaml":    "apiVersion: v2\nname: " + name + "\nversion: 1.0.0\n",
+			"crds/crd.yaml": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: " + name + ".example.com\n",
+		}))
+	}
+	want := []string{
+		"CustomResourceDefinition/widgets.example.com",
+		"CustomResourceDefinition/alpha.example.com",
+		"CustomResourceDefinition/bravo.example.com",
+		"CustomResourceDefinition/charlie.example.com",
+	}
+	for range 10 {
+		res, err := Render(input(t, files, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(res.CRDs); !slices.Equal(got, want) {
+			t.Fatalf("CRDs = %v, want %v", got, want)
+		}
+	}
+}
+
+func TestRenderChartAPIVersions(t *testing.T) {
+	tests := []struct {
+		name      string
+		chartYAML string
+	}{
+		// The current chart API.
+		{"v2", "apiVersion: v2\nname: podinfo\nversion: 6.5.0\n"},
+		// Helm 2 charts still render.
+		{"v1", "apiVersion: v1\nname: podinfo\nversion: 6.5.0\n"},
+		// Helm 2 also accepted charts without apiVersion; they are v1.
+		{"missing", "name: podinfo\nversion: 6.5.0\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Render(input(t, with(podinfo, map[string]string{"Chart.yaml": tt.chartYAML}), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := ids(res.Objects), []string{"Deployment/web-podinfo", "Job/web-migrate", "Service/web-podinfo"}; !slices.Equal(got, want) {
+				t.Errorf("Objects = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 func TestRenderSandbox(t *testing.T) {
 	// lookup sees no cluster and DNS is off, but rendering still succeeds.
 	files := with(podinfo, map[string]string{

@@ -40,6 +40,9 @@ type Reconciler struct {
 	// HealthPollInterval is how often health is read while waiting
 	// (default 2s).
 	HealthPollInterval time.Duration
+	// ResyncInterval is how often a healthy installation is looked at again
+	// (re-resolved, health re-read) without any event (default 10m).
+	ResyncInterval time.Duration
 	// Now returns the current time; tests may fix it.
 	Now func() time.Time
 }
@@ -79,6 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.render,
 		r.apply,
 		r.waitHealthy,
+		r.scheduleResync,
 	})
 }
 
@@ -156,6 +160,18 @@ func (r *Reconciler) pollInterval() time.Duration {
 		return r.HealthPollInterval
 	}
 	return 2 * time.Second
+}
+
+// scheduleResync looks at a healthy installation again after the resync
+// interval: its health may change without an event Annex watches.
+func (r *Reconciler) scheduleResync(_ context.Context, s *scope) (ctrl.Result, error) {
+	if s.block != nil {
+		return ctrl.Result{}, nil
+	}
+	if r.ResyncInterval > 0 {
+		return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+	}
+	return ctrl.Result{RequeueAfter: 10 * time.Minute}, nil
 }
 
 func (r *Reconciler) historyLimit() int {

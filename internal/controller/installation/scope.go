@@ -18,12 +18,14 @@ type scope struct {
 	inst    *v1alpha1.ExtensionInstallation
 	written *v1alpha1.ExtensionInstallation // the object as last written, for status patches
 
-	target    Target
-	ext       *v1alpha1.Extension
-	choice    resolve.Choice
-	archive   []byte
-	rendered  *render.Result
-	inventory []v1alpha1.ObjectReference // after apply: what the installed revision owns
+	target  Target
+	ext     *v1alpha1.Extension
+	choice  resolve.Choice
+	archive []byte
+	// artifactDigest is the sha256 of archive, recorded with the revision.
+	artifactDigest string
+	rendered       *render.Result
+	inventory      []v1alpha1.ObjectReference // after apply: what the installed revision owns
 
 	block     *block // why the installation cannot go on, if it cannot
 	healthy   bool   // every applied object is healthy

@@ -2,6 +2,8 @@ package installation
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,7 +130,7 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
 		setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
 		return ctrl.Result{}, s.block
 	}
-	s.archive = data
+	s.archive, s.artifactDigest = data, digestOf(data)
 	return ctrl.Result{}, nil
 }
 
@@ -284,8 +286,11 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
-// upToDate reports whether the recorded revision already has this exact
-// version, values and rendered set, applied for the current generation.
+// upToDate reports whether the recorded revision was made from this exact
+// artifact and these effective values, for the current generation. Inputs,
+// not the rendered output, decide: a chart that generates a certificate or a
+// random password renders differently every time and must not be re-applied
+// (and its secrets rotated) on every reconcile.
 func (r *Reconciler) upToDate(s *scope) bool {
 	inst := s.inst
 	if len(inst.Status.History) == 0 || inst.Status.InstalledVersion != s.choice.Version.Version {
@@ -293,7 +298,7 @@ func (r *Reconciler) upToDate(s *scope) bool {
 	}
 	last := inst.Status.History[0]
 	installed := findCondition(inst, v1alpha1.ConditionInstalled)
-	return last.ManifestDigest == s.rendered.ManifestDigest &&
+	return last.ArtifactDigest == s.artifactDigest &&
 		last.ValuesDigest == s.rendered.ValuesDigest &&
 		installed != nil && installed.Status == metav1.ConditionTrue &&
 		installed.ObservedGeneration == inst.Generation
@@ -338,6 +343,7 @@ func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference) {
 	rev := v1alpha1.Revision{
 		Number:         number,
 		Version:        s.choice.Version.Version,
+		ArtifactDigest: s.artifactDigest,
 		ValuesDigest:   s.rendered.ValuesDigest,
 		ManifestDigest: s.rendered.ManifestDigest,
 		AppliedAt:      metav1.NewTime(r.now()),
@@ -434,6 +440,12 @@ func identity(ref v1alpha1.ObjectReference) v1alpha1.ObjectReference {
 
 func refKey(ref v1alpha1.ObjectReference) string {
 	return ref.Group + "/" + ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+}
+
+// digestOf returns "sha256:<hex>" of data.
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 func findCondition(inst *v1alpha1.ExtensionInstallation, t string) *metav1.Condition {
