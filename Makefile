@@ -7,6 +7,8 @@ export GOTOOLCHAIN := local
 # version pinned in hack/tools/go.mod.
 KUBE_VERSION := $(shell awk '$$1=="k8s.io/kubernetes"{sub(/^v/,"",$$2); print $$2; exit}' hack/tools/go.mod)
 KUBE_BIN := bin/k8s/$(KUBE_VERSION)
+# An older kube-apiserver, for tests that upgrade a cluster for real.
+KUBE_PREVIOUS_VERSION := $(shell grep -Eo 'k8s.io/kubernetes v[0-9.]+' hack/tools/kube-1.36/go.mod | head -1 | cut -d' ' -f2 | tr -d v)
 CONTROLLER_GEN := go tool controller-gen
 GO_TEST_FLAGS ?=
 
@@ -30,8 +32,9 @@ build: ## Build bin/annex.
 	go build -o bin/annex ./cmd/annex
 
 .PHONY: envtest-assets
-envtest-assets: ## Build kube-apiserver and etcd into bin/k8s/<version> (once; ~6-10 min the first time).
+envtest-assets: ## Build kube-apiserver and etcd into bin/k8s/<version> (once; ~10-20 min the first time).
 	hack/build-control-plane.sh $(KUBE_VERSION)
+	hack/build-control-plane.sh $(KUBE_PREVIOUS_VERSION)
 
 ##@ Generated code
 

@@ -52,6 +52,9 @@ const (
 	ReasonHealthTimeout       = "HealthTimeout"
 	ReasonUninstalling        = "Uninstalling"
 	ReasonUninstallFailed     = "UninstallFailed"
+	ReasonDeletionHeld        = "DeletionHeld"
+	ReasonDependencyCycle     = "DependencyCycle"
+	ReasonConflict            = "Conflict"
 )
 
 // Labels and annotations Annex puts on the objects it writes.
@@ -66,6 +69,14 @@ const (
 	// ExtensionInstallation that owns an applied object.
 	LabelInstallationName      = "annex.dev/installation"
 	LabelInstallationNamespace = "annex.dev/installation-namespace"
+
+	// LabelAddedFor marks an ExtensionInstallation that Annex created because
+	// another installation depends on its extension (value "dependencies").
+	// Annex removes it when no installation needs it any more.
+	LabelAddedFor = "annex.dev/added-for"
+	// AnnotationRequiredBy on such an installation says which installation
+	// it was first added for, and why.
+	AnnotationRequiredBy = "annex.dev/required-by"
 
 	// AnnotationDependencies on a Chart.yaml lists the extensions a chart
 	// needs, as a YAML list of {name, version}.

@@ -18,7 +18,7 @@ type ExtensionInstallationSpec struct {
 	// Version is a semver range, e.g. "^1.4", ">=1.2 <2", "1.x"; the highest
 	// version within it that fits the cluster is installed.
 	// +kubebuilder:default="*"
-	// +kubebuilder:validation:Pattern=`^\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*(\s*\|\|\s*(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?[0-9xX*]+(\.[0-9xX*]+){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*)*\s*$`
+	// +kubebuilder:validation:Pattern=`^\s*(v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*(\s*\|\|\s*(v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)((\s*,\s*|\s+)(v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s+-\s+v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?|(!=|>=|=>|<=|=<|~>|[=<>~^])?\s*v?([0-9]+|[xX*])(\.([0-9]+|[xX*])){0,2}(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?))*)*\s*$`
 	// +optional
 	Version string `json:"version,omitempty"`
 
@@ -166,6 +166,11 @@ type ExtensionInstallationStatus struct {
 	// InventoryCount is len(Inventory), for printing.
 	// +optional
 	InventoryCount int32 `json:"inventoryCount,omitempty"`
+	// RequiredBy lists the installations on the same cluster whose chosen
+	// version depends on this one's extension ("namespace/name"). While it
+	// is not empty, deleting this installation is held.
+	// +optional
+	RequiredBy []string `json:"requiredBy,omitempty"`
 	// History lists the most recent revisions, newest first.
 	// +optional
 	History []Revision `json:"history,omitempty"`
@@ -183,6 +188,7 @@ type ExtensionInstallationStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.inventoryCount`,priority=1
+// +kubebuilder:printcolumn:name="Required By",type=string,JSONPath=`.status.requiredBy`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ExtensionInstallation struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -336,6 +336,11 @@ func (in *ExtensionInstallationStatus) DeepCopyInto(out *ExtensionInstallationSt
 		*out = make([]ObjectReference, len(*in))
 		copy(*out, *in)
 	}
+	if in.RequiredBy != nil {
+		in, out := &in.RequiredBy, &out.RequiredBy
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.History != nil {
 		in, out := &in.History, &out.History
 		*out = make([]Revision, len(*in))

@@ -4,7 +4,8 @@
 //
 // Every object it writes carries the labels of the installation that owns
 // it; prune, delete and conflict detection trust those labels and nothing
-// else, so Annex never removes or takes over an object it did not create.
+// else, so Annex never removes an object it did not create, and takes over
+// an existing one only when it carries no installation's labels.
 package apply
 
 import (
@@ -14,6 +15,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,6 +45,9 @@ type Applier struct {
 	// CRDEstablishTimeout bounds the wait for applied CRDs to become
 	// Established; zero means DefaultCRDEstablishTimeout.
 	CRDEstablishTimeout time.Duration
+	// Workers is how many objects of one phase are applied at once; zero
+	// means DefaultWorkers.
+	Workers int
 }
 
 // New returns an Applier for the cluster cfg points at, with a RESTMapper
@@ -104,40 +109,93 @@ func installationOf(obj *unstructured.Unstructured) string {
 type Set struct {
 	// CRDs are CustomResourceDefinitions; a CRD in Objects is treated alike.
 	CRDs []*unstructured.Unstructured
-	// Objects are all other objects, custom resources included.
+	// Objects are all other objects, custom resources and Helm hooks
+	// included.
 	Objects []*unstructured.Unstructured
 }
 
-// Apply writes set into the cluster with server-side apply as field manager
-// v1alpha1.FieldManager, without forcing ownership, and returns the
+// ApplyOptions change how an apply writes.
+type ApplyOptions struct {
+	// TakeOwnership forces server-side apply, so that fields another field
+	// manager owns become Annex's, and adopts existing objects that carry
+	// no installation's labels. An object labelled for another
+	// installation is refused even then.
+	TakeOwnership bool
+}
+
+// Apply is ApplyWithOptions with the zero ApplyOptions.
+func (a *Applier) Apply(ctx context.Context, owner Owner, defaultNamespace string, set Set) ([]v1alpha1.ObjectReference, error) {
+	return a.ApplyWithOptions(ctx, owner, defaultNamespace, set, ApplyOptions{})
+}
+
+// ApplyWithOptions writes the regular objects of set into the cluster with
+// server-side apply as field manager v1alpha1.FieldManager and returns the
 // inventory of what it applied, ordered by phase, group, kind, namespace
-// and name. The objects of set are not modified.
+// and name. Helm hooks in set are neither applied nor listed: they run
+// only on an install or upgrade, through ApplyWithHooks. The objects of
+// set are not modified.
 //
-// Objects go in phases: CRDs (then Apply waits until each is Established,
-// at most CRDEstablishTimeout), Namespaces, ServiceAccounts and RBAC,
-// everything else, and last the custom resources whose CRD is in set. Each
-// object is applied once. A namespaced object without a namespace is put in
+// Objects go in the phases of Plan: CRDs (then Apply waits until each is
+// Established, at most CRDEstablishTimeout), Namespaces, ServiceAccounts
+// and RBAC, everything else, and last the custom resources whose CRD is in
+// set. The objects of one phase are applied concurrently by Workers
+// workers; a phase starts only when the previous one is done. Each object
+// is applied once. A namespaced object without a namespace is put in
 // defaultNamespace; a cluster-scoped one loses its namespace.
+//
+// Each object is read first. One that already matches (see drifted) is not
+// written, so that applying an unchanged set makes no writes. A write of
+// an existing object carries the resourceVersion that was read as a
+// precondition: if anyone changes the object in between, the write fails,
+// and the object is read again and rechecked, so Apply never overwrites an
+// object that became another installation's after it was read. (An object
+// that did not exist when read is created without a precondition, which
+// server-side apply cannot express; two installations that create the same
+// object in the same instant can both succeed.)
 //
 // Before writing anything Apply checks that every kind not defined by set
 // exists. Errors: *ConflictError when an object belongs to another
-// installation or some of its fields to another field manager; *ObjectError
-// for any other failure of one object (a missing kind among them). On an
+// installation or some of its fields to another field manager (unless
+// opts.TakeOwnership); *ObjectError for any other failure of one object (a
+// missing kind among them); the errors of one phase are joined. On an
 // error Apply still returns the inventory of the objects it did apply, so
 // that the caller can record them (and later prune or delete them).
-func (a *Applier) Apply(ctx context.Context, owner Owner, defaultNamespace string, set Set) ([]v1alpha1.ObjectReference, error) {
+func (a *Applier) ApplyWithOptions(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts ApplyOptions) ([]v1alpha1.ObjectReference, error) {
+	set = copySet(set)
+	var steps []Step
+	for _, st := range Plan(set, false) {
+		if st.Hook == "" {
+			steps = append(steps, st)
+		}
+	}
+	return a.run(ctx, owner, defaultNamespace, steps, HookOptions{ApplyOptions: opts})
+}
+
+// copySet deep-copies the objects of set, so that placing and labelling
+// them leaves the caller's objects alone.
+func copySet(set Set) Set {
+	cp := func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+		out := make([]*unstructured.Unstructured, len(objs))
+		for i, o := range objs {
+			out[i] = o.DeepCopy()
+		}
+		return out
+	}
+	return Set{CRDs: cp(set.CRDs), Objects: cp(set.Objects)}
+}
+
+// run applies steps in order: regular steps concurrently, hook steps one
+// object at a time, each awaited. It returns the inventory of the regular
+// objects applied.
+func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string, steps []Step, opts HookOptions) ([]v1alpha1.ObjectReference, error) {
 	if owner.Name == "" || owner.Namespace == "" {
 		return nil, fmt.Errorf("apply: owner needs a name and a namespace (got %q)", owner.String())
 	}
-	all := make([]*unstructured.Unstructured, 0, len(set.CRDs)+len(set.Objects))
-	for _, o := range slices.Concat(set.CRDs, set.Objects) {
-		all = append(all, o.DeepCopy())
+	var all []*unstructured.Unstructured
+	for _, st := range steps {
+		all = append(all, st.Objects...)
 	}
-	crds := definedKinds(all)
-	// Apply order: by phase, and within a phase as given.
-	slices.SortStableFunc(all, func(x, y *unstructured.Unstructured) int {
-		return int(phaseOf(x.GroupVersionKind().GroupKind(), crds) - phaseOf(y.GroupVersionKind().GroupKind(), crds))
-	})
+	crds := definedKinds(regularObjects(all))
 
 	// Fail before any write when a kind the set does not bring is missing.
 	for _, o := range all {
@@ -150,36 +208,145 @@ func (a *Applier) Apply(ctx context.Context, owner Owner, defaultNamespace strin
 	}
 
 	var (
-		inventory  []phasedRef
-		appliedCRD []*unstructured.Unstructured
-		seen       = map[objKey]bool{}
+		inventory []phasedRef
+		seen      = map[objKey]bool{}
 	)
-	for i, o := range all {
-		p := phaseOf(o.GroupVersionKind().GroupKind(), crds)
-		if err := a.place(o, defaultNamespace); err != nil {
+	for _, st := range steps {
+		// Custom resources are placed once their CRDs are Established.
+		for _, o := range st.Objects {
+			if err := a.place(o, defaultNamespace); err != nil {
+				return sortInventory(inventory), err
+			}
+			ref := refOf(o)
+			if seen[keyOf(ref)] {
+				return sortInventory(inventory), &ObjectError{Op: "apply", Object: ref,
+					Err: errors.New("the object appears more than once in the set; remove the duplicate")}
+			}
+			seen[keyOf(ref)] = true
+		}
+		if st.Hook != "" {
+			if err := a.runHookStep(ctx, owner, st, opts); err != nil {
+				return sortInventory(inventory), err
+			}
+			continue
+		}
+		applied, err := a.applyConcurrently(ctx, owner, st.Objects, opts.TakeOwnership)
+		for _, o := range applied {
+			inventory = append(inventory, phasedRef{ref: refOf(o), phase: st.phase})
+		}
+		if err != nil {
 			return sortInventory(inventory), err
 		}
-		ref := refOf(o)
-		if seen[keyOf(ref)] {
-			return sortInventory(inventory), &ObjectError{Op: "apply", Object: ref,
-				Err: errors.New("the object appears more than once in the set; remove the duplicate")}
-		}
-		seen[keyOf(ref)] = true
-		if err := a.applyOne(ctx, owner, o, ref); err != nil {
-			return sortInventory(inventory), err
-		}
-		inventory = append(inventory, phasedRef{ref: ref, phase: p})
-		if p == phaseCRDs {
-			appliedCRD = append(appliedCRD, o)
-		}
-		lastCRD := p == phaseCRDs && (i+1 == len(all) || phaseOf(all[i+1].GroupVersionKind().GroupKind(), crds) != phaseCRDs)
-		if lastCRD {
-			if err := a.waitEstablished(ctx, appliedCRD); err != nil {
+		if st.phase == phaseCRDs {
+			if err := a.waitEstablished(ctx, st.Objects); err != nil {
 				return sortInventory(inventory), err
 			}
 		}
 	}
 	return sortInventory(inventory), nil
+}
+
+// DefaultWorkers is how many objects of one phase Apply writes at once
+// when Applier.Workers is zero.
+const DefaultWorkers = 4
+
+func (a *Applier) workers() int {
+	if a.Workers > 0 {
+		return a.Workers
+	}
+	return DefaultWorkers
+}
+
+// applyConcurrently applies objs with at most a.workers() at once and
+// returns those applied, in the order of objs, and the joined errors of
+// the others in the same order.
+func (a *Applier) applyConcurrently(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, force bool) ([]*unstructured.Unstructured, error) {
+	errs := make([]error, len(objs))
+	forEach(a.workers(), len(objs), func(i int) {
+		errs[i] = a.applyOne(ctx, owner, objs[i], force)
+	})
+	var applied []*unstructured.Unstructured
+	for i, o := range objs {
+		if errs[i] == nil {
+			applied = append(applied, o)
+		}
+	}
+	return applied, errors.Join(errs...)
+}
+
+// forEach calls fn(0) … fn(n-1) on at most workers goroutines and returns
+// when all calls have returned.
+func forEach(workers, n int, fn func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := range next {
+				fn(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// maxApplyAttempts bounds how often applyOne reads and writes an object
+// that keeps changing between its read and its write.
+const maxApplyAttempts = 4
+
+// applyOne labels obj for owner and applies it unless it already matches,
+// refusing an object that belongs to another installation. The write of an
+// existing object is conditional on the resourceVersion read.
+func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.Unstructured, force bool) error {
+	ref := refOf(obj)
+	labelFor(obj, owner)
+	// Fields the server owns must not be sent back.
+	obj.SetResourceVersion("")
+	obj.SetManagedFields(nil)
+
+	for attempt := 1; ; attempt++ {
+		live, err := a.get(ctx, ref)
+		if err != nil {
+			return &ObjectError{Op: "apply", Object: ref, Err: err}
+		}
+		body := obj
+		if live != nil {
+			if other := installationOf(live); other != "" && other != owner.String() {
+				return &ConflictError{Object: ref, Installation: other}
+			}
+			if len(drifted(obj, live)) == 0 {
+				return nil
+			}
+			body = obj.DeepCopy()
+			body.SetResourceVersion(live.GetResourceVersion())
+		}
+		err = a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
+			client.FieldOwner(v1alpha1.FieldManager), &client.ApplyOptions{Force: ptr.To(force)})
+		if err == nil {
+			return nil
+		}
+		if c := fieldConflict(ref, err); c != nil {
+			return c
+		}
+		if live != nil && apierrors.IsConflict(err) && attempt < maxApplyAttempts {
+			// Changed since it was read: read it again.
+			continue
+		}
+		return &ObjectError{Op: "apply", Object: ref, Err: err}
+	}
+}
+
+// labelFor adds owner's labels to obj.
+func labelFor(obj *unstructured.Unstructured, owner Owner) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, owner.labels())
+	obj.SetLabels(labels)
 }
 
 // place sets obj's namespace from the scope of its kind: defaultNamespace
@@ -220,42 +387,6 @@ func (a *Applier) mappingError(ref v1alpha1.ObjectReference, err error) error {
 			ref.Kind, ref.Group, ref.Version, strings.Join(slices.Compact(served), ", "))
 	}
 	return fmt.Errorf("no API kind %q in group %q: install the extension that provides it first", ref.Kind, ref.Group)
-}
-
-// applyOne labels obj for owner and applies it, refusing objects that
-// belong to another installation.
-func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.Unstructured, ref v1alpha1.ObjectReference) error {
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(obj.GroupVersionKind())
-	switch err := a.Client.Get(ctx, client.ObjectKeyFromObject(obj), existing); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return &ObjectError{Op: "apply", Object: ref, Err: err}
-	default:
-		if other := installationOf(existing); other != "" && other != owner.String() {
-			return &ConflictError{Object: ref, Installation: other}
-		}
-	}
-
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, owner.labels())
-	obj.SetLabels(labels)
-	// Fields the server owns must not be sent back.
-	obj.SetResourceVersion("")
-	obj.SetManagedFields(nil)
-
-	err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-		client.FieldOwner(v1alpha1.FieldManager), &client.ApplyOptions{Force: ptr.To(false)})
-	if err == nil {
-		return nil
-	}
-	if c := fieldConflict(ref, err); c != nil {
-		return c
-	}
-	return &ObjectError{Op: "apply", Object: ref, Err: err}
 }
 
 // waitEstablished waits until every CRD in crds is Established, so that

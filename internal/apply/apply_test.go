@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,73 +17,46 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv"
 )
 
-// The integration tests share one kube-apiserver and etcd, started by the
-// first test that needs them; each test works in its own namespaces and API
-// groups. The pure tests run without them.
+// The integration tests share one kube-apiserver and etcd (internal/testenv),
+// started by the first test that needs them; each test works in its own
+// namespaces and API groups. The pure tests run without them.
 var cluster struct {
 	once sync.Once
-	env  *envtest.Environment
-	cfg  *rest.Config
+	env  *testenv.Env
+	stop func()
 	err  error
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if cluster.env != nil {
-		if err := cluster.env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stop test API server: %v\n", err)
-		}
+	if cluster.stop != nil {
+		cluster.stop()
 	}
 	os.Exit(code)
 }
 
-// startCluster starts etcd and kube-apiserver from <repo>/bin/k8s/1.37.1,
-// where hack/build-control-plane.sh builds them.
-func startCluster() (*envtest.Environment, *rest.Config, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return nil, nil, err
+// testConfig returns the REST config of the shared test API server.
+func testConfig(t *testing.T) *rest.Config {
+	t.Helper()
+	cluster.once.Do(func() {
+		cluster.env, cluster.stop, cluster.err = testenv.StartShared()
+	})
+	if cluster.err != nil {
+		t.Fatal(cluster.err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return nil, nil, errors.New("no go.mod above the working directory: run the tests inside the repository")
-		}
-		dir = parent
-	}
-	bin := filepath.Join(dir, "bin", "k8s", "1.37.1")
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
-			return nil, nil, fmt.Errorf("%s is missing: build it with hack/build-control-plane.sh", filepath.Join(bin, name))
-		}
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: bin}
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, nil, errors.Join(fmt.Errorf("start test API server from %s: %w", bin, err), env.Stop())
-	}
-	return env, cfg, nil
+	return cluster.env.Config
 }
 
 // newApplier returns an Applier, with a fresh REST mapper, for the shared
 // test API server.
 func newApplier(t *testing.T) *Applier {
 	t.Helper()
-	cluster.once.Do(func() {
-		cluster.env, cluster.cfg, cluster.err = startCluster()
-	})
-	if cluster.err != nil {
-		t.Fatal(cluster.err)
-	}
-	a, err := New(cluster.cfg)
+	a, err := New(testConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}

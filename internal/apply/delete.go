@@ -68,8 +68,8 @@ func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha
 //
 // Objects go in reverse phase order: custom resources, everything else,
 // RBAC, namespaces, and CRDs last. Delete issues the deletes (background
-// propagation) of one phase and moves to the next only when that phase's
-// objects are gone, so that an operator still runs while its custom
+// propagation) of one phase, Workers at a time, and moves to the next only
+// when that phase's objects are gone, so that an operator still runs while its custom
 // resources are finalized. Errors are joined *ObjectErrors.
 func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.ObjectReference, deleteCRDs bool) (remaining int, err error) {
 	crds, err := a.definedKindsOf(ctx, inventory)
@@ -94,23 +94,31 @@ func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.
 		for end < len(live) && phaseOf(live[end].GroupVersionKind().GroupKind(), crds) == p {
 			end++
 		}
-		var errs []error
-		left := 0
-		for _, obj := range live[start:end] {
+		phaseObjs := live[start:end]
+		errs := make([]error, len(phaseObjs))
+		stays := make([]bool, len(phaseObjs))
+		forEach(a.workers(), len(phaseObjs), func(i int) {
+			obj := phaseObjs[i]
+			var delErr error
 			if err := a.deleteOne(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, &ObjectError{Op: "delete", Object: refOf(obj), Err: err})
+				delErr = &ObjectError{Op: "delete", Object: refOf(obj), Err: err}
 			}
 			exists, err := a.exists(ctx, obj)
 			if err != nil {
-				errs = append(errs, &ObjectError{Op: "read", Object: refOf(obj), Err: err})
+				err = &ObjectError{Op: "read", Object: refOf(obj), Err: err}
 			}
-			if exists || err != nil {
+			errs[i] = errors.Join(delErr, err)
+			stays[i] = exists || err != nil
+		})
+		left := 0
+		for _, s := range stays {
+			if s {
 				left++
 			}
 		}
-		if left > 0 || len(errs) > 0 {
+		if err := errors.Join(errs...); left > 0 || err != nil {
 			// Later phases wait until this one is gone.
-			return left + len(live) - end, errors.Join(errs...)
+			return left + len(live) - end, err
 		}
 		start = end
 	}
@@ -139,17 +147,36 @@ func (a *Applier) definedKindsOf(ctx context.Context, refs []v1alpha1.ObjectRefe
 // liveOwned reads the objects of refs and returns those that exist and
 // carry owner's labels, in the order of refs.
 func (a *Applier) liveOwned(ctx context.Context, owner Owner, refs []v1alpha1.ObjectReference) ([]*unstructured.Unstructured, error) {
+	objs, err := a.getAll(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
 	var live []*unstructured.Unstructured
-	for _, ref := range refs {
-		obj, err := a.get(ctx, ref)
-		if err != nil {
-			return nil, &ObjectError{Op: "read", Object: ref, Err: err}
-		}
+	for _, obj := range objs {
 		if obj != nil && owner.owns(obj) {
 			live = append(live, obj)
 		}
 	}
 	return live, nil
+}
+
+// getAll reads the objects of refs, a.workers() at a time, and returns
+// them in the order of refs, nil for those that do not exist. Errors are
+// joined *ObjectErrors.
+func (a *Applier) getAll(ctx context.Context, refs []v1alpha1.ObjectReference) ([]*unstructured.Unstructured, error) {
+	objs := make([]*unstructured.Unstructured, len(refs))
+	errs := make([]error, len(refs))
+	forEach(a.workers(), len(refs), func(i int) {
+		obj, err := a.get(ctx, refs[i])
+		if err != nil {
+			errs[i] = &ObjectError{Op: "read", Object: refs[i], Err: err}
+		}
+		objs[i] = obj
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return objs, nil
 }
 
 // get reads the object ref names; it returns nil, nil when the object or

@@ -59,7 +59,7 @@ func (e *ConflictError) Error() string {
 	managers := strings.Join(quoted, ", ")
 	return fmt.Sprintf("apply %s: field manager %q conflicts with %s on %s; "+
 		"stop managing these fields with %s, or delete the object so that Annex creates it anew "+
-		"(taking ownership with spec.takeOwnership is not supported yet)",
+		"(or let the installation take ownership of existing objects)",
 		obj, v1alpha1.FieldManager, managers, strings.Join(e.Fields, ", "), managers)
 }
 

@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -56,17 +57,18 @@ func (h Health) Summary() string {
 	return s
 }
 
-// Health reads every object of inventory and computes its health with
-// kstatus rules (see objectStatus). An object that does not exist is
-// pending with status NotFound. The error is an *ObjectError when an
-// object cannot be read.
+// Health reads every object of inventory (Workers at a time) and computes
+// its health with kstatus rules (see objectStatus). An object that does not
+// exist is pending with status NotFound. The error is an *ObjectError (or
+// several, joined) when objects cannot be read.
 func (a *Applier) Health(ctx context.Context, inventory []v1alpha1.ObjectReference) (Health, error) {
 	h := Health{Total: len(inventory)}
-	for _, ref := range inventory {
-		obj, err := a.get(ctx, ref)
-		if err != nil {
-			return Health{}, &ObjectError{Op: "read", Object: ref, Err: err}
-		}
+	objs, err := a.getAll(ctx, inventory)
+	if err != nil {
+		return Health{}, err
+	}
+	for i, ref := range inventory {
+		obj := objs[i]
 		st := ObjectStatus{Ref: ref, Status: string(status.NotFoundStatus), Message: "object not found"}
 		if obj != nil {
 			st.Status, st.Message = objectStatus(obj)
@@ -83,13 +85,17 @@ func (a *Applier) Health(ctx context.Context, inventory []v1alpha1.ObjectReferen
 	return h, nil
 }
 
-// objectStatus computes the kstatus status of obj and its message, with one
-// addition: a Deployment, StatefulSet or ReplicaSet scaled to zero replicas
-// is Current once its controller has seen its generation, or when no
-// controller has written a status yet, since there is nothing to wait for.
+// objectStatus computes the kstatus status of obj and its message, with two
+// additions. A Deployment, StatefulSet or ReplicaSet scaled to zero
+// replicas is Current once its controller has seen its generation, or when
+// no controller has written a status yet, since there is nothing to wait
+// for. A custom resource follows customResourceStatus.
 func objectStatus(obj *unstructured.Unstructured) (string, string) {
 	if scaledToZero(obj) {
 		return string(status.CurrentStatus), "scaled to zero replicas"
+	}
+	if isCustomGroup(obj.GroupVersionKind().Group) {
+		return customResourceStatus(obj)
 	}
 	res, err := status.Compute(obj)
 	if err != nil {
@@ -115,4 +121,74 @@ func scaledToZero(obj *unstructured.Unstructured) bool {
 		return false
 	}
 	return !found || observed == obj.GetGeneration()
+}
+
+// isCustomGroup reports whether group is not one of Kubernetes' own API
+// groups (the legacy group, single-word groups such as apps and batch,
+// and *.k8s.io).
+func isCustomGroup(group string) bool {
+	return strings.Contains(group, ".") && group != "k8s.io" && !strings.HasSuffix(group, ".k8s.io")
+}
+
+// customResourceStatus computes the health of a custom resource from the
+// conditions operators commonly write:
+//
+//   - being deleted: Terminating;
+//   - status.observedGeneration behind metadata.generation: InProgress;
+//   - a Ready condition, or else an Available one, decides: True is
+//     Current (unless the condition's observedGeneration is behind), any
+//     other status is InProgress with the condition's reason and message;
+//   - kstatus' Stalled=True is InProgress too, with its reason: Annex
+//     cannot tell a terminal failure from a slow start, so it reports the
+//     reason and lets the caller's deadline decide;
+//   - Reconciling=True is InProgress;
+//   - without any of these conditions the resource is Current.
+func customResourceStatus(obj *unstructured.Unstructured) (string, string) {
+	inProgress := string(status.InProgressStatus)
+	if obj.GetDeletionTimestamp() != nil {
+		return string(status.TerminatingStatus), "being deleted"
+	}
+	generation := obj.GetGeneration()
+	if observed, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration"); found && observed < generation {
+		return inProgress, fmt.Sprintf("status.observedGeneration %d is behind metadata.generation %d", observed, generation)
+	}
+	conds := map[string]condition{}
+	for _, c := range conditions(obj) {
+		conds[c.typ] = c
+	}
+	if c, ok := conds["Stalled"]; ok && c.status == "True" {
+		return inProgress, "Stalled: " + reasonAndMessage(c)
+	}
+	for _, typ := range []string{"Ready", "Available"} {
+		c, ok := conds[typ]
+		if !ok {
+			continue
+		}
+		if c.status != "True" {
+			msg := fmt.Sprintf("%s condition is %s", typ, cmp.Or(c.status, "unset"))
+			if rm := reasonAndMessage(c); rm != "" {
+				msg += ": " + rm
+			}
+			return inProgress, msg
+		}
+		if c.observedGeneration != 0 && c.observedGeneration < generation {
+			return inProgress, fmt.Sprintf("%s condition describes generation %d, not %d", typ, c.observedGeneration, generation)
+		}
+		return string(status.CurrentStatus), ""
+	}
+	if c, ok := conds["Reconciling"]; ok && c.status == "True" {
+		return inProgress, "Reconciling: " + reasonAndMessage(c)
+	}
+	return string(status.CurrentStatus), ""
+}
+
+// reasonAndMessage joins a condition's reason and message.
+func reasonAndMessage(c condition) string {
+	switch {
+	case c.reason == "":
+		return c.message
+	case c.message == "":
+		return c.reason
+	}
+	return c.reason + ": " + c.message
 }

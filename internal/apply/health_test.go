@@ -27,6 +27,8 @@ func TestObjectStatus(t *testing.T) {
 		name string
 		obj  string
 		want string
+		// message, when set, is the message wanted.
+		message string
 	}{
 		{
 			// Nothing has looked at it yet, but there is nothing to wait for.
@@ -106,7 +108,8 @@ status:
 			want: "Current",
 		},
 		{
-			// Stalled means a person must act.
+			// Stalled may be terminal or a slow start: reported, and the
+			// caller's deadline decides.
 			name: "custom resource stalled",
 			obj: `
 apiVersion: demo.annex.dev/v1
@@ -115,7 +118,91 @@ metadata: {name: hi, namespace: demo, generation: 1}
 status:
   observedGeneration: 1
   conditions: [{type: Stalled, status: "True", reason: Broken, message: bad spec}]`,
-			want: "Failed",
+			want:    "InProgress",
+			message: "Stalled: Broken: bad spec",
+		},
+		{
+			// Ready=False with a reason is not ready, and says why.
+			name: "custom resource not ready",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 2}
+status:
+  conditions: [{type: Ready, status: "False", reason: InvalidSpec, message: "spec.text: required"}]`,
+			want:    "InProgress",
+			message: "Ready condition is False: InvalidSpec: spec.text: required",
+		},
+		{
+			// Ready=True for an older generation does not count yet.
+			name: "custom resource ready for an old generation",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 3}
+status:
+  conditions: [{type: Ready, status: "True", reason: Done, observedGeneration: 2}]`,
+			want:    "InProgress",
+			message: "Ready condition describes generation 2, not 3",
+		},
+		{
+			// status.observedGeneration behind the spec: the operator has not
+			// looked at the change yet.
+			name: "custom resource with an old observedGeneration",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 2}
+status:
+  observedGeneration: 1
+  conditions: [{type: Ready, status: "True", reason: Done}]`,
+			want:    "InProgress",
+			message: "status.observedGeneration 1 is behind metadata.generation 2",
+		},
+		{
+			// Without Ready, Available decides.
+			name: "custom resource available",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 1}
+status:
+  conditions: [{type: Available, status: "True"}, {type: Progressing, status: "True"}]`,
+			want: "Current",
+		},
+		{
+			// Available=False: not ready.
+			name: "custom resource unavailable",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 1}
+status:
+  conditions: [{type: Available, status: "False", reason: MinimumReplicasUnavailable}]`,
+			want:    "InProgress",
+			message: "Available condition is False: MinimumReplicasUnavailable",
+		},
+		{
+			// An operator that writes no conditions cannot be waited for.
+			name: "custom resource without conditions",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 1}
+spec: {text: hello}`,
+			want: "Current",
+		},
+		{
+			// Reconciling=True without Ready: still working.
+			name: "custom resource reconciling",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 1}
+status:
+  conditions: [{type: Reconciling, status: "True", reason: Progressing, message: creating}]`,
+			want:    "InProgress",
+			message: "Reconciling: Progressing: creating",
 		},
 		{
 			// A ConfigMap has no status: it is Current once it exists.
@@ -132,6 +219,9 @@ metadata: {name: c, namespace: demo}`,
 			got, msg := objectStatus(mustObject(t, tt.obj))
 			if got != tt.want {
 				t.Errorf("objectStatus = %s (%q), want %s", got, msg, tt.want)
+			}
+			if tt.message != "" && msg != tt.message {
+				t.Errorf("message = %q, want %q", msg, tt.message)
 			}
 		})
 	}

@@ -12,11 +12,12 @@ import (
 
 // Refs returns the inventory entries that Apply would record for set,
 // writing nothing, so that a caller can record its intent before applying.
+// Helm hooks are not inventory and are left out.
 // The scope of a kind comes from the cluster, or for a kind whose CRD is in
 // set from that CRD's spec.scope; a kind known to neither is taken as
 // namespaced (Apply would refuse it anyway).
 func (a *Applier) Refs(set Set, defaultNamespace string) []v1alpha1.ObjectReference {
-	all := slices.Concat(set.CRDs, set.Objects)
+	all := regularObjects(slices.Concat(set.CRDs, set.Objects))
 	scopes := crdScopes(all)
 	refs := make([]v1alpha1.ObjectReference, 0, len(all))
 	for _, o := range all {

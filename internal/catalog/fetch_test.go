@@ -196,11 +196,11 @@ func TestFetchErrors(t *testing.T) {
 			// Schemes the fetcher cannot serve are refused up front.
 			name: "unsupported scheme",
 			fetch: func(f *catalog.Fetcher) error {
-				_, err := f.FetchArtifact(context.Background(), v1alpha1.ArtifactSource{URL: "oci://registry.example.com/charts/demo:1.2.3"})
+				_, err := f.FetchArtifact(context.Background(), v1alpha1.ArtifactSource{URL: "ftp://registry.example.com/charts/demo-1.2.3.tgz"})
 				return err
 			},
 			check: func(t *testing.T, err error) {
-				if err == nil || !strings.Contains(err.Error(), `scheme "oci" is not supported`) {
+				if err == nil || !strings.Contains(err.Error(), `scheme "ftp" is not supported`) {
 					t.Fatalf("error = %v, want unsupported scheme", err)
 				}
 			},
@@ -244,7 +244,10 @@ func TestFetchErrors(t *testing.T) {
 // TestFetchBuiltin checks that builtin://<name>/<version> reaches
 // Fetcher.Builtin with the name and version, and that the digest is checked.
 func TestFetchBuiltin(t *testing.T) {
-	content := []byte("archive of hello 0.1.0")
+	content, err := catalog.ChartArchive("hello", map[string][]byte{"Chart.yaml": []byte("apiVersion: v2\nname: hello\nversion: 0.1.0\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var gotName, gotVersion string
 	f := &catalog.Fetcher{Builtin: func(name, version string) ([]byte, error) {
 		gotName, gotVersion = name, version

@@ -1,12 +1,16 @@
 package catalog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"time"
+	"unsafe"
 
 	"github.com/Masterminds/semver/v3"
 	"go.yaml.in/yaml/v3"
@@ -42,6 +46,12 @@ type Index struct {
 	// Skipped holds one line per malformed entry that was left out, e.g.
 	// `entry "foo" 1.x: version is not semver`.
 	Skipped []string
+	// FetchedAt is when the source last confirmed this content; zero for
+	// content that is not fetched (the built-in catalog) or just parsed.
+	FetchedAt time.Time `json:"-"`
+	// Stale is set when the source could not be read and this is the
+	// content of the last good read (of FetchedAt); it says why.
+	Stale error `json:"-"`
 }
 
 // helmIndexEntry is the part of one index.yaml entry (Chart.yaml metadata
@@ -72,7 +82,7 @@ type helmIndexFile struct {
 // parsedVersion is one accepted entry on its way into a Package.
 type parsedVersion struct {
 	semver *semver.Version
-	entry  helmIndexEntry
+	entry  *helmIndexEntry
 	spec   v1alpha1.ExtensionVersion
 }
 
@@ -91,31 +101,34 @@ var (
 // It returns an error only when the file as a whole is unusable (empty, not
 // YAML, no apiVersion); a malformed entry is skipped and listed in
 // Index.Skipped. The result depends only on the arguments.
+//
+// Most indexes are read by a fast decoder of the block subset of YAML that
+// index generators write; anything outside it (anchors, tags, multi-line
+// plain scalars, ...) is read by yaml.v3 with the same result.
 func ParseHelmIndex(data []byte, repoURL, catalogName string) (*Index, error) {
 	base, err := url.Parse(repoURL)
 	if err != nil {
 		return nil, fmt.Errorf("repository URL %q: %w", repoURL, err)
 	}
-	if len(strings.TrimSpace(string(data))) == 0 {
+	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, errors.New("index.yaml is empty")
 	}
-	var file helmIndexFile
-	if err := yaml.Unmarshal(data, &file); err != nil {
-		return nil, fmt.Errorf("index.yaml is not a Helm repository index: %w", err)
+	// The fast decoder copies what it keeps, so it may read data in place.
+	apiVersion, charts, err := decodeIndexFast(unsafe.String(unsafe.SliceData(data), len(data)))
+	if err != nil {
+		if apiVersion, charts, err = decodeIndexSlow(data); err != nil {
+			return nil, err
+		}
 	}
-	if file.APIVersion == "" {
+	if apiVersion == "" {
 		return nil, errors.New(`index.yaml has no apiVersion; a Helm repository index starts with "apiVersion: v1"`)
 	}
 
 	index := &Index{Digest: Digest(data)}
-	names := make([]string, 0, len(file.Entries))
-	for name := range file.Entries {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		node := file.Entries[name]
-		pkg, skipped := parseChart(name, &node, base, catalogName)
+	sort.Slice(charts, func(i, j int) bool { return charts[i].name < charts[j].name })
+	cache := newParseCache()
+	for i := range charts {
+		pkg, skipped := parseChart(&charts[i], base, catalogName, cache)
 		index.Skipped = append(index.Skipped, skipped...)
 		if pkg != nil {
 			index.Packages = append(index.Packages, *pkg)
@@ -124,39 +137,122 @@ func ParseHelmIndex(data []byte, repoURL, catalogName string) (*Index, error) {
 	return index, nil
 }
 
+// rawChart is one key of entries after decoding, before validation.
+type rawChart struct {
+	name string
+	// problem, when set, makes the whole chart unusable.
+	problem string
+	entries []rawEntry
+}
+
+// rawEntry is one decoded entry, or the reason it could not be decoded.
+type rawEntry struct {
+	entry   helmIndexEntry
+	problem string
+}
+
+// decodeIndexSlow decodes index.yaml with yaml.v3, one chart and one entry at
+// a time so that a malformed entry costs only itself.
+func decodeIndexSlow(data []byte) (string, []rawChart, error) {
+	var file helmIndexFile
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		return "", nil, fmt.Errorf("index.yaml is not a Helm repository index: %w", err)
+	}
+	charts := make([]rawChart, 0, len(file.Entries))
+	for name, node := range file.Entries {
+		c := rawChart{name: name}
+		var nodes []yaml.Node
+		if n := resolveAlias(&node); n.Kind != yaml.SequenceNode && !isNull(n) {
+			c.problem = fmt.Sprintf("entry %q: must be a list of chart versions (line %d)", name, n.Line)
+		} else if err := node.Decode(&nodes); err != nil {
+			c.problem = fmt.Sprintf("entry %q: %s", name, yamlReason(err))
+		}
+		for i := range nodes {
+			var e rawEntry
+			if n := resolveAlias(&nodes[i]); n.Kind != yaml.MappingNode {
+				e.problem = fmt.Sprintf("must be a mapping of chart fields (line %d)", n.Line)
+			} else if err := nodes[i].Decode(&e.entry); err != nil {
+				e.problem = yamlReason(err)
+			}
+			c.entries = append(c.entries, e)
+		}
+		charts = append(charts, c)
+	}
+	return file.APIVersion, charts, nil
+}
+
+// parseCache remembers the checks that repeat across the entries of one
+// index: the same kubeVersion range and dependency annotation appear in
+// thousands of entries of a large repository.
+type parseCache struct {
+	ranges map[string]error
+	deps   map[depsKey]depsResult
+}
+
+type depsKey struct{ chart, annotation string }
+
+type depsResult struct {
+	deps []v1alpha1.Dependency
+	err  error
+}
+
+func newParseCache() *parseCache {
+	return &parseCache{ranges: map[string]error{}, deps: map[depsKey]depsResult{}}
+}
+
+func (c *parseCache) checkRange(r string) error {
+	if r == "" {
+		return nil
+	}
+	err, ok := c.ranges[r]
+	if !ok {
+		err = checkRange(r)
+		c.ranges[r] = err
+	}
+	return err
+}
+
+func (c *parseCache) dependencies(chart, annotation string) ([]v1alpha1.Dependency, error) {
+	if strings.TrimSpace(annotation) == "" {
+		return nil, nil
+	}
+	k := depsKey{chart, annotation}
+	r, ok := c.deps[k]
+	if !ok {
+		r.deps, r.err = parseDependencies(chart, annotation)
+		c.deps[k] = r
+	}
+	// Each version gets its own slice: callers may change one version.
+	return slices.Clone(r.deps), r.err
+}
+
 // parseChart turns the entries of one chart into a Package, or nil when none
 // of them is usable, plus one line per skipped entry.
-func parseChart(name string, node *yaml.Node, base *url.URL, catalogName string) (*Package, []string) {
-	var nodes []yaml.Node
-	if n := resolveAlias(node); n.Kind != yaml.SequenceNode && !isNull(n) {
-		return nil, []string{fmt.Sprintf("entry %q: must be a list of chart versions (line %d)", name, n.Line)}
-	}
-	if err := node.Decode(&nodes); err != nil {
-		return nil, []string{fmt.Sprintf("entry %q: %s", name, yamlReason(err))}
+func parseChart(c *rawChart, base *url.URL, catalogName string, cache *parseCache) (*Package, []string) {
+	name := c.name
+	if c.problem != "" {
+		return nil, []string{c.problem}
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return nil, []string{fmt.Sprintf("entry %q: name is not a valid Kubernetes object name (%s); rename the chart", name, strings.Join(errs, "; "))}
 	}
 
 	var skipped []string
-	var versions []parsedVersion
-	seen := map[string]bool{}
-	for i := range nodes {
-		var entry helmIndexEntry
-		if n := resolveAlias(&nodes[i]); n.Kind != yaml.MappingNode {
-			skipped = append(skipped, fmt.Sprintf("entry %q #%d: must be a mapping of chart fields (line %d)", name, i+1, n.Line))
+	versions := make([]parsedVersion, 0, len(c.entries))
+	seen := make(map[string]bool, len(c.entries))
+	for i := range c.entries {
+		raw := &c.entries[i]
+		if raw.problem != "" {
+			skipped = append(skipped, fmt.Sprintf("entry %q #%d: %s", name, i+1, raw.problem))
 			continue
 		}
-		if err := nodes[i].Decode(&entry); err != nil {
-			skipped = append(skipped, fmt.Sprintf("entry %q #%d: %s", name, i+1, yamlReason(err)))
-			continue
-		}
-		label := fmt.Sprintf("entry %q %s", name, entry.Version)
-		if entry.Version == "" {
-			label = fmt.Sprintf("entry %q #%d", name, i+1)
-		}
-		v, err := parseEntry(name, entry, base, catalogName)
+		entry := &raw.entry
+		v, err := parseEntry(name, entry, base, catalogName, cache)
 		if err != nil {
+			label := fmt.Sprintf("entry %q %s", name, entry.Version)
+			if entry.Version == "" {
+				label = fmt.Sprintf("entry %q #%d", name, i+1)
+			}
 			skipped = append(skipped, label+": "+err.Error())
 			continue
 		}
@@ -164,7 +260,7 @@ func parseChart(name string, node *yaml.Node, base *url.URL, catalogName string)
 		// "1.0.0" do not become two versions a resolver cannot tell apart.
 		key := v.semver.String()
 		if seen[key] {
-			skipped = append(skipped, label+": duplicate version; the first entry is kept")
+			skipped = append(skipped, fmt.Sprintf("entry %q %s: duplicate version; the first entry is kept", name, entry.Version))
 			continue
 		}
 		seen[key] = true
@@ -183,24 +279,29 @@ func parseChart(name string, node *yaml.Node, base *url.URL, catalogName string)
 	})
 	top := versions[0].entry
 	pkg := &Package{Name: name, Spec: v1alpha1.ExtensionSpec{
-		DisplayName: top.Annotations[AnnotationDisplayName],
-		Description: top.Description,
-		Icon:        top.Icon,
-		Home:        top.Home,
-		Keywords:    top.Keywords,
+		DisplayName: cleanText(top.Annotations[AnnotationDisplayName]),
+		Description: cleanText(top.Description),
+		Icon:        cleanText(top.Icon),
+		Home:        cleanText(top.Home),
 	}}
+	for _, k := range top.Keywords {
+		if k = cleanText(k); k != "" {
+			pkg.Spec.Keywords = append(pkg.Spec.Keywords, k)
+		}
+	}
 	if pkg.Spec.DisplayName == "" {
 		pkg.Spec.DisplayName = name
 	}
-	for _, v := range versions {
-		pkg.Spec.Versions = append(pkg.Spec.Versions, v.spec)
+	pkg.Spec.Versions = make([]v1alpha1.ExtensionVersion, len(versions))
+	for i, v := range versions {
+		pkg.Spec.Versions[i] = v.spec
 	}
 	return pkg, skipped
 }
 
 // parseEntry checks one entry of chart name and maps it onto an
 // ExtensionVersion. The error is the reason the entry is skipped.
-func parseEntry(name string, e helmIndexEntry, base *url.URL, catalogName string) (parsedVersion, error) {
+func parseEntry(name string, e *helmIndexEntry, base *url.URL, catalogName string, cache *parseCache) (parsedVersion, error) {
 	switch {
 	case e.Name == "":
 		return parsedVersion{}, errors.New("has no name")
@@ -213,15 +314,18 @@ func parseEntry(name string, e helmIndexEntry, base *url.URL, catalogName string
 	if err != nil || !strictVersion.MatchString(e.Version) || len(e.Version) > 128 {
 		return parsedVersion{}, errors.New("version is not semver (major.minor.patch)")
 	}
-	if err := checkRange(e.KubeVersion); err != nil {
+	if err := cache.checkRange(e.KubeVersion); err != nil {
 		return parsedVersion{}, fmt.Errorf("kubeVersion %q is not a version range: %v", e.KubeVersion, err)
 	}
-	deps, err := parseDependencies(name, e.Annotations[AnnotationDependencies])
+	deps, err := cache.dependencies(name, e.Annotations[AnnotationDependencies])
 	if err != nil {
 		return parsedVersion{}, fmt.Errorf("annotation %s: %v", AnnotationDependencies, err)
 	}
 	if len(e.URLs) == 0 || e.URLs[0] == "" {
 		return parsedVersion{}, errors.New("has no urls")
+	}
+	if hasControl(e.URLs[0]) {
+		return parsedVersion{}, fmt.Errorf("url %q contains control characters; a chart URL must be plain text", e.URLs[0])
 	}
 	src, err := resolveChartURL(base, e.URLs[0])
 	if err != nil {
@@ -230,7 +334,7 @@ func parseEntry(name string, e helmIndexEntry, base *url.URL, catalogName string
 
 	spec := v1alpha1.ExtensionVersion{
 		Version:      e.Version,
-		AppVersion:   e.AppVersion,
+		AppVersion:   cleanText(e.AppVersion),
 		KubeVersion:  e.KubeVersion,
 		Dependencies: deps,
 		Source:       v1alpha1.ArtifactSource{Catalog: catalogName, URL: src},

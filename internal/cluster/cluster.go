@@ -120,18 +120,36 @@ func newTarget(cfg *rest.Config, fingerprint string, ttl time.Duration) (*target
 	return &target{fingerprint: fingerprint, applier: a, discovery: dc, ttl: ttl}, nil
 }
 
+// ObserveVersion reads the Kubernetes version of the named cluster from
+// discovery now, bypassing the TTL, and remembers it for KubeVersion.
+func (r *Registry) ObserveVersion(ctx context.Context, name string) (string, error) {
+	t, err := r.Target(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return t.(*target).observe()
+}
+
 // KubeVersion returns the cluster's gitVersion, observed through discovery
 // and reused for the TTL.
 func (t *target) KubeVersion(ctx context.Context) (string, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.version != "" && time.Since(t.versionAt) < t.ttl {
-		return t.version, nil
+	fresh := t.version != "" && time.Since(t.versionAt) < t.ttl
+	version := t.version
+	t.mu.Unlock()
+	if fresh {
+		return version, nil
 	}
+	return t.observe()
+}
+
+func (t *target) observe() (string, error) {
 	info, err := t.discovery.ServerVersion()
 	if err != nil {
 		return "", err
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.version, t.versionAt = info.GitVersion, time.Now()
 	return t.version, nil
 }

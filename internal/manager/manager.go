@@ -12,6 +12,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -22,7 +23,6 @@ import (
 	catalogcontroller "github.com/annex-platform/annex/internal/controller/catalog"
 	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/render"
-	"github.com/annex-platform/annex/internal/resolve"
 )
 
 // Options configure the manager.
@@ -42,6 +42,9 @@ type Options struct {
 	// HealthPollInterval is how often installations waiting for health are
 	// re-read (default 2s).
 	HealthPollInterval time.Duration
+	// ClusterVersionInterval is how often each cluster's Kubernetes version
+	// is observed; a change re-resolves its installations (default 30s).
+	ClusterVersionInterval time.Duration
 }
 
 // Scheme returns a scheme with the built-in kinds, CRDs and the Annex API.
@@ -76,23 +79,33 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: 60 * time.Second}
 	}
-	fetcher := &catalog.Fetcher{Client: httpClient, Builtin: builtin.Archive}
-	artifacts := &catalog.MemoryCache{Next: fetcher}
+	lookup := catalog.KubeLookup{Reader: mgr.GetAPIReader()}
+	fetcher := &catalog.Fetcher{Client: httpClient, Builtin: builtin.Archive, Lookup: lookup}
+	cacheDir := catalog.DefaultCacheDir() // artifacts and last good catalog content
+	artifacts := &catalog.MemoryCache{Next: &catalog.DiskCache{Next: fetcher, Dir: cacheDir}}
 
 	if err := (&catalogcontroller.Reconciler{
 		Client: mgr.GetClient(),
-		Source: catalog.Sources{Fetcher: fetcher, Builtin: builtin.Index},
+		Source: &catalog.Sources{Fetcher: fetcher, Builtin: builtin.Index, Lookup: lookup, CacheDir: cacheDir},
 	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	clusters := &cluster.Registry{Local: cfg, Reader: mgr.GetAPIReader(), VersionTTL: o.ClusterVersionInterval}
+	clusterEvents := make(chan event.GenericEvent)
+	if err := mgr.Add(&cluster.VersionWatcher{
+		Registry: clusters, Reader: mgr.GetClient(), Interval: o.ClusterVersionInterval, Events: clusterEvents,
+	}); err != nil {
 		return nil, err
 	}
 	if err := (&installation.Reconciler{
 		Client:             mgr.GetClient(),
 		Reader:             mgr.GetAPIReader(),
-		Resolver:           resolve.Resolver{},
+		Resolver:           &indexedResolver{},
 		Fetcher:            artifacts,
 		Renderer:           helmRenderer{},
-		Clusters:           &cluster.Registry{Local: cfg, Reader: mgr.GetAPIReader()},
+		Clusters:           clusters,
 		Events:             mgr.GetEventRecorder("annex"),
+		ClusterEvents:      clusterEvents,
 		HealthPollInterval: o.HealthPollInterval,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err

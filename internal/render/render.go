@@ -24,6 +24,8 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/annex-platform/annex/internal/catalog"
 )
 
 // Input is everything a render needs; Render performs no I/O.
@@ -172,9 +174,13 @@ func Render(in Input) (*Result, error) {
 }
 
 // loadChart loads a chart of API version v1 or v2 from archive bytes. The
-// archive loader refuses absolute paths, parent references and archives
-// larger than archive.MaxDecompressedChartSize once decompressed.
+// archive is walked with catalog.CheckArchive first, so Helm's loader never
+// sees links, absolute or parent paths, duplicate entries or more bytes
+// than the default limits.
 func loadChart(data []byte) (*chart.Chart, error) {
+	if err := catalog.CheckArchive(data, catalog.Limits{}); err != nil {
+		return nil, err
+	}
 	files, err := archive.LoadArchiveFiles(bytes.NewReader(data))
 	if err != nil {
 		return nil, err

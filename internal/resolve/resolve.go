@@ -1,7 +1,3 @@
-// Package resolve chooses which version of an extension to install. It is a
-// pure core: it takes values (the extension's versions, the cluster's
-// Kubernetes version, the installation's range and policy) and returns a
-// choice or an Explanation a person can act on. It performs no I/O.
 package resolve
 
 import (
@@ -49,6 +45,10 @@ type Choice struct {
 type Explanation struct {
 	Reason  string
 	Message string
+	// Installations names, for a Solve, the installations whose
+	// requirements the explanation rests on (the failed one included),
+	// sorted.
+	Installations []string
 }
 
 func (e *Explanation) Error() string { return e.Message }

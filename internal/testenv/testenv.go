@@ -70,12 +70,38 @@ func RepoRoot() (string, error) {
 
 // KubeVersion returns the Kubernetes version the binaries are built from:
 // the k8s.io/kubernetes requirement of hack/tools/go.mod, without the "v".
-func KubeVersion() (string, error) {
+func KubeVersion() (string, error) { return kubeVersionOf(filepath.Join("hack", "tools")) }
+
+// PreviousKubeVersion returns the older Kubernetes version built from
+// hack/tools/kube-1.36, for tests that upgrade a cluster.
+func PreviousKubeVersion() (string, error) {
+	return kubeVersionOf(filepath.Join("hack", "tools", "kube-1.36"))
+}
+
+// RequirePreviousBinDir returns the folder of the older kube-apiserver (and
+// etcd), failing the test with how to build them when they are missing.
+func RequirePreviousBinDir(t testing.TB) string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err == nil {
+		var version string
+		if version, err = PreviousKubeVersion(); err == nil {
+			dir := filepath.Join(root, "bin", "k8s", version)
+			if err = binariesIn(dir); err == nil {
+				return dir
+			}
+		}
+	}
+	t.Fatal(err)
+	return ""
+}
+
+func kubeVersionOf(module string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(root, "hack", "tools", "go.mod")
+	path := filepath.Join(root, module, "go.mod")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
@@ -123,12 +149,16 @@ func readyBinDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return dir, binariesIn(dir)
+}
+
+func binariesIn(dir string) error {
 	for _, name := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			return "", fmt.Errorf("%s is missing: %s", filepath.Join(dir, name), missingBinariesHint)
+			return fmt.Errorf("%s is missing: %s", filepath.Join(dir, name), missingBinariesHint)
 		}
 	}
-	return dir, nil
+	return nil
 }
 
 // Start starts etcd and kube-apiserver, installs the CRDs of config/crd/bases

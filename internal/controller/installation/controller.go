@@ -14,12 +14,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/render"
-	"github.com/annex-platform/annex/internal/resolve"
 )
 
 // Reconciler installs, upgrades and uninstalls ExtensionInstallations.
@@ -34,6 +34,9 @@ type Reconciler struct {
 	Renderer Renderer
 	Clusters Clusters
 	Events   events.EventRecorder
+	// ClusterEvents announces installations to re-resolve because their
+	// cluster's Kubernetes version changed; nil when nothing watches.
+	ClusterEvents <-chan event.GenericEvent
 
 	// HistoryLimit is how many revisions status keeps (default 10).
 	HistoryLimit int
@@ -77,6 +80,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return r.run(ctx, s, []step{
 		r.connect,
 		r.resolve,
+		r.releaseIfUnneeded,
+		r.syncOwners,
+		r.ensureDependencies,
 		r.checkDependencies,
 		r.fetch,
 		r.render,
@@ -104,9 +110,24 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 	if controllerutil.ContainsFinalizer(s.inst, v1alpha1.FinalizerUninstall) {
 		return nil
 	}
+	return r.patchMeta(ctx, s, func() { controllerutil.AddFinalizer(s.inst, v1alpha1.FinalizerUninstall) })
+}
+
+// patchMeta changes the installation's metadata (finalizers, owners) in the
+// middle of a reconcile. The server's answer would overwrite the status this
+// reconcile has computed so far, so that is kept, and the base of the final
+// status patch follows the new metadata.
+func (r *Reconciler) patchMeta(ctx context.Context, s *scope, mutate func()) error {
+	status := *s.inst.Status.DeepCopy()
 	patch := client.MergeFrom(s.inst.DeepCopy())
-	controllerutil.AddFinalizer(s.inst, v1alpha1.FinalizerUninstall)
-	return r.Client.Patch(ctx, s.inst, patch)
+	mutate()
+	if err := r.Client.Patch(ctx, s.inst, patch); err != nil {
+		return err
+	}
+	s.written.ObjectMeta = *s.inst.ObjectMeta.DeepCopy()
+	s.written.Status = *s.inst.Status.DeepCopy()
+	s.inst.Status = status
+	return nil
 }
 
 // finish writes the status once per reconcile, computed from what the
@@ -199,13 +220,4 @@ func describeRender(s *scope, err error) *block {
 			s.inst.Spec.Extension, s.choice.Version.Version, archiveErr.Error()))
 	}
 	return retry(v1alpha1.ReasonRenderFailed, err.Error())
-}
-
-// explanationBlock converts a resolver error into a block.
-func explanationBlock(err error) *block {
-	var ex *resolve.Explanation
-	if errors.As(err, &ex) {
-		return terminal(ex.Reason, ex.Message)
-	}
-	return retry(v1alpha1.ReasonNoMatchingVersion, err.Error())
 }

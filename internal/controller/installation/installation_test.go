@@ -426,12 +426,14 @@ func TestTerminalConditions(t *testing.T) {
 	tests := []struct {
 		name, extension, version, reason, message string
 	}{
-		// An extension no catalog offers.
+		// An extension no catalog offers: names the field, the object and the fix.
 		{"unknown", "nginx-nope", "", v1alpha1.ReasonExtensionNotFound,
-			"spec.extension: no catalog offers an extension named \"nginx-nope\"; check the name with `kubectl get extensions`, or add a Catalog that provides it"},
-		// A range nothing satisfies.
+			"no catalog offers an extension named \"nginx-nope\" (spec.extension of testterminalconditions/unknown); " +
+				"check the name with `kubectl get extensions`, or add a Catalog that offers nginx-nope."},
+		// A range nothing satisfies lists what exists.
 		{"norange", "app5", ">=5", v1alpha1.ReasonNoMatchingVersion,
-			`spec.version: no version of app5 satisfies ">=5" (available: 1.0.0); change spec.version`},
+			"testterminalconditions/norange wants app5 >=5, but no catalog offers a version in that range (available: 1.0.0). " +
+				"Change spec.version of testterminalconditions/norange."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,11 +14,12 @@ import (
 // implementations. The types they exchange (resolve.Request, render.Input)
 // are plain values.
 
-// Resolver chooses the version of an extension to install.
+// Resolver chooses versions for every installation of one cluster
+// together, over the Extensions on offer.
 type Resolver interface {
-	// Resolve returns the choice, or a *resolve.Explanation when no version
-	// fits.
-	Resolve(req resolve.Request) (resolve.Choice, error)
+	// Solve returns the plan; installations that cannot be satisfied are in
+	// Plan.Failed with an explanation.
+	Solve(extensions []v1alpha1.Extension, problem resolve.Problem) *resolve.Plan
 }
 
 // Fetcher downloads an artifact and verifies its digest.

@@ -19,7 +19,8 @@ type scope struct {
 	written *v1alpha1.ExtensionInstallation // the object as last written, for status patches
 
 	target  Target
-	ext     *v1alpha1.Extension
+	cluster *clusterState // every installation on the target cluster, and the Extensions
+	plan    *resolve.Plan // the cluster-wide resolution
 	choice  resolve.Choice
 	archive []byte
 	// artifactDigest is the sha256 of archive, recorded with the revision.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
@@ -21,22 +22,26 @@ import (
 const indexExtension = "spec.extension"
 
 // SetupWithManager registers the controller: it reconciles an installation
-// when its spec changes, when its Extension changes (new versions), and when
-// another installation on the same cluster changes readiness (it may be a
-// dependency).
+// when its spec changes, when its Extension changes (new versions), when
+// another installation on the same cluster comes, goes, or changes version or
+// readiness (the cluster is resolved as a whole), and when the cluster's
+// Kubernetes version changes (ClusterEvents).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, indexExtension,
 		func(o client.Object) []string { return []string{o.(*v1alpha1.ExtensionInstallation).Spec.Extension} }); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ExtensionInstallation{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate()))).
 		Watches(&v1alpha1.Extension{}, handler.EnqueueRequestsFromMapFunc(r.installationsOfExtension)).
-		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(r.waitingOnSameCluster),
-			builder.WithPredicates(readinessChanged())).
-		Named("extensioninstallation").
-		Complete(r)
+		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(r.unsettledOnSameCluster),
+			builder.WithPredicates(clusterRelevantChange())).
+		Named("extensioninstallation")
+	if r.ClusterEvents != nil {
+		b = b.WatchesRawSource(source.Channel(r.ClusterEvents, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }
 
 func (r *Reconciler) installationsOfExtension(ctx context.Context, o client.Object) []reconcile.Request {
@@ -47,17 +52,21 @@ func (r *Reconciler) installationsOfExtension(ctx context.Context, o client.Obje
 	return requests(list.Items, func(*v1alpha1.ExtensionInstallation) bool { return true })
 }
 
-// waitingOnSameCluster wakes the installations on the changed one's cluster
-// that wait for a dependency.
-func (r *Reconciler) waitingOnSameCluster(ctx context.Context, o client.Object) []reconcile.Request {
+// unsettledOnSameCluster wakes the installations on the changed one's
+// cluster whose outcome may depend on it: those not Ready (waiting for a
+// dependency, or in conflict), those being deleted (held by dependents), and
+// those added for dependencies (released when no longer needed).
+func (r *Reconciler) unsettledOnSameCluster(ctx context.Context, o client.Object) []reconcile.Request {
 	changed := o.(*v1alpha1.ExtensionInstallation)
 	var list v1alpha1.ExtensionInstallationList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil
 	}
 	return requests(list.Items, func(i *v1alpha1.ExtensionInstallation) bool {
-		ready := findCondition(i, v1alpha1.ConditionReady)
-		return i.Spec.Cluster == changed.Spec.Cluster && ready != nil && ready.Reason == v1alpha1.ReasonDependencyNotReady
+		if i.Spec.Cluster != changed.Spec.Cluster || (i.Namespace == changed.Namespace && i.Name == changed.Name) {
+			return false
+		}
+		return !isReady(i) || !i.DeletionTimestamp.IsZero() || i.Labels[v1alpha1.LabelAddedFor] != ""
 	})
 }
 
@@ -71,16 +80,19 @@ func requests(items []v1alpha1.ExtensionInstallation, keep func(*v1alpha1.Extens
 	return out
 }
 
-// readinessChanged passes updates that change an installation's installed
-// version or Ready condition, and deletions.
-func readinessChanged() predicate.Funcs {
+// clusterRelevantChange passes what can change another installation's
+// resolution or readiness: creation, deletion, a spec change, and a change of
+// installed version or Ready condition.
+func clusterRelevantChange() predicate.Funcs {
 	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
+		CreateFunc:  func(event.CreateEvent) bool { return true },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return true },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*v1alpha1.ExtensionInstallation), e.ObjectNew.(*v1alpha1.ExtensionInstallation)
-			return o.Status.InstalledVersion != n.Status.InstalledVersion ||
+			return o.Generation != n.Generation ||
+				o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
+				o.Status.InstalledVersion != n.Status.InstalledVersion ||
 				!equality.Semantic.DeepEqual(findCondition(o, v1alpha1.ConditionReady), findCondition(n, v1alpha1.ConditionReady))
 		},
 	}

@@ -45,65 +45,19 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error)
 	return ctrl.Result{}, s.block
 }
 
-// resolve chooses the version to install.
-func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error) {
-	ext := &v1alpha1.Extension{}
-	err := r.Client.Get(ctx, types.NamespacedName{Name: s.inst.Spec.Extension}, ext)
-	switch {
-	case apierrors.IsNotFound(err):
-		ext = nil
-	case err != nil:
-		return ctrl.Result{}, err
-	}
-	req := resolve.Request{
-		Extension:      s.inst.Spec.Extension,
-		Range:          s.inst.Spec.Version,
-		ClusterVersion: s.inst.Status.ClusterVersion,
-		Installed:      s.inst.Status.InstalledVersion,
-		Automatic:      s.inst.Spec.Upgrade.Automatic == nil || *s.inst.Spec.Upgrade.Automatic,
-		AllowDowngrade: s.inst.Spec.Upgrade.AllowDowngrade,
-	}
-	if ext != nil {
-		req.Found, req.Versions = true, ext.Spec.Versions
-	}
-	choice, err := r.Resolver.Resolve(req)
-	if err != nil {
-		s.block = explanationBlock(err)
-		if s.inst.Status.InstalledVersion != "" {
-			s.block.message += fmt.Sprintf(". %s %s stays installed as it is", s.inst.Spec.Extension, s.inst.Status.InstalledVersion)
-		}
-		setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.reason, s.block.message)
-		return ctrl.Result{}, nil
-	}
-	s.ext, s.choice = ext, choice
-	s.inst.Status.ResolvedVersion = choice.Version.Version
-	msg := fmt.Sprintf("chose %s %s for Kubernetes %s", s.inst.Spec.Extension, choice.Version.Version, s.inst.Status.ClusterVersion)
-	if choice.Kept {
-		msg += " (kept the installed version: spec.upgrade does not allow moving it)"
-	}
-	setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
-	return ctrl.Result{}, nil
-}
-
 // checkDependencies waits until every dependency of the chosen version is
 // installed, in range and Ready on the same cluster.
 func (r *Reconciler) checkDependencies(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.block != nil || len(s.choice.Version.Dependencies) == 0 {
 		return ctrl.Result{}, nil
 	}
-	var all v1alpha1.ExtensionInstallationList
-	if err := r.Client.List(ctx, &all); err != nil {
-		return ctrl.Result{}, err
-	}
 	present := map[string][]resolve.Present{}
-	for i := range all.Items {
-		other := &all.Items[i]
-		if other.Spec.Cluster != s.inst.Spec.Cluster || !other.DeletionTimestamp.IsZero() ||
-			(other.Namespace == s.inst.Namespace && other.Name == s.inst.Name) {
+	for _, other := range s.cluster.installations {
+		if other == s.inst || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
 		present[other.Spec.Extension] = append(present[other.Spec.Extension], resolve.Present{
-			Installation: other.Namespace + "/" + other.Name,
+			Installation: nameOf(other),
 			Version:      other.Status.InstalledVersion,
 			Ready:        isReady(other),
 		})

@@ -3,6 +3,7 @@ package installation
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +21,15 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	if !controllerutil.ContainsFinalizer(inst, v1alpha1.FinalizerUninstall) {
 		s.gone = true
 		return ctrl.Result{}, nil
+	}
+	if err := r.loadCluster(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if held := heldBy(inst, s.cluster); len(held) > 0 {
+		s.block = wait(v1alpha1.ReasonDeletionHeld, fmt.Sprintf(
+			"deletion held: %s still needed by %s; delete those first, or together with this one (dependents are uninstalled first)",
+			inst.Spec.Extension, strings.Join(held, ", ")))
+		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
 	}
 	if len(inst.Status.Inventory) > 0 {
 		target, err := r.Clusters.Target(ctx, inst.Spec.Cluster)
@@ -40,9 +50,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	r.event(s, corev1.EventTypeNormal, "Uninstalled", fmt.Sprintf("removed %d objects of %s %s",
 		len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion))
-	patch := client.MergeFrom(inst.DeepCopy())
-	controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall)
-	if err := r.Client.Patch(ctx, inst, patch); err != nil {
+	if err := r.patchMeta(ctx, s, func() { controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall) }); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s.gone = true

@@ -1,0 +1,72 @@
+// Command annexctl inspects and plans what Annex does; it changes nothing
+// unless a command says so.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/internal/cli"
+	"github.com/annex-platform/annex/internal/cluster"
+	"github.com/annex-platform/annex/internal/manager"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCommand().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "annexctl:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	var kubeconfig string
+	root := &cobra.Command{
+		Use:           "annexctl",
+		Short:         "Inspect and plan Annex installations",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG or ~/.kube/config)")
+	root.AddCommand(newPlanCommand(&kubeconfig))
+	return root
+}
+
+func newPlanCommand(kubeconfig *string) *cobra.Command {
+	o := cli.PlanOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Print the versions and install order Annex would choose for a cluster, or why it cannot",
+		Example: `  annexctl plan
+  annexctl plan --kube-version 1.34.0
+  annexctl plan --set cert-manager=1.14.x --cluster prod-eu`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			rules.ExplicitPath = *kubeconfig
+			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+			if err != nil {
+				return err
+			}
+			c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+			if err != nil {
+				return err
+			}
+			clusters := &cluster.Registry{Local: cfg, Reader: c}
+			o.Out = cmd.OutOrStdout()
+			return cli.Plan(cmd.Context(), c, clusters.ObserveVersion, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "ManagedCluster to plan for (default: the hub cluster)")
+	cmd.Flags().StringVar(&o.KubeVersion, "kube-version", "", "plan as if the cluster ran this Kubernetes version")
+	cmd.Flags().StringArrayVar(&o.Set, "set", nil, "extension=range: plan with this range instead (repeatable)")
+	return cmd
+}

@@ -1,0 +1,231 @@
+package catalog
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// indexFromEntries writes entries (chart name → Chart.yaml fields plus urls
+// and digest) as a Helm index and parses it, so that every source kind is
+// validated, sanitised and mapped by the same code.
+func indexFromEntries(entries map[string][]map[string]any, repoURL, catalogName string) (*Index, error) {
+	if entries == nil {
+		entries = map[string][]map[string]any{}
+	}
+	data, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "entries": entries})
+	if err != nil {
+		return nil, fmt.Errorf("catalog %q: %w", catalogName, err)
+	}
+	return ParseHelmIndex(data, repoURL, catalogName)
+}
+
+// DirectoryIndex reads a folder of charts: every sub-folder holding a
+// Chart.yaml is packed as a chart (URL file://<folder>), every regular
+// *.tgz file is a packed chart (URL file://<file>). Symbolic links, other
+// files and charts that break the Limits are skipped and counted. The
+// folder must be absolute.
+func (f *Fetcher) DirectoryIndex(root, catalogName string) (*Index, error) {
+	if !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("spec.source.directory.path %q: must be an absolute path", root)
+	}
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, fmt.Errorf("spec.source.directory.path %q: %w", root, err)
+	}
+	items, err := os.ReadDir(real)
+	if err != nil {
+		return nil, fmt.Errorf("spec.source.directory.path %q: %w", root, err)
+	}
+	lim := f.limits()
+	entries := map[string][]map[string]any{}
+	var skipped []string
+	for _, it := range items {
+		p := filepath.Join(real, it.Name())
+		var data []byte
+		switch {
+		case it.Type()&fs.ModeSymlink != 0:
+			skipped = append(skipped, fmt.Sprintf("%s: is a symbolic link; a directory catalog reads regular files and folders only", it.Name()))
+			continue
+		case it.IsDir():
+			if _, err := os.Lstat(filepath.Join(p, "Chart.yaml")); err != nil {
+				continue
+			}
+			data, err = packDir(p, lim)
+		case it.Type().IsRegular() && strings.HasSuffix(it.Name(), ".tgz"):
+			data, err = readFileLimited(p, lim.MaxArchiveBytes)
+		default:
+			continue
+		}
+		var md map[string]any
+		if err == nil {
+			if err = CheckArchive(data, lim); err == nil {
+				md, err = archiveMetadata(data)
+			}
+		}
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", it.Name(), err))
+			continue
+		}
+		chartName, _ := md["name"].(string)
+		entry := make(map[string]any, len(md)+2)
+		for k, v := range md {
+			entry[k] = v
+		}
+		entry["urls"] = []string{(&url.URL{Scheme: "file", Path: p}).String()}
+		entry["digest"] = strings.TrimPrefix(Digest(data), "sha256:")
+		entries[chartName] = append(entries[chartName], entry)
+	}
+	index, err := indexFromEntries(entries, "file://"+real, catalogName)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(skipped)
+	index.Skipped = append(skipped, index.Skipped...)
+	return index, nil
+}
+
+// fetchFile serves file:// URLs of a directory catalog, and only paths
+// inside that catalog's folder (after resolving symbolic links).
+func (f *Fetcher) fetchFile(ctx context.Context, src v1alpha1.ArtifactSource, lim Limits) ([]byte, error) {
+	u, err := url.Parse(src.URL)
+	if err != nil || u.Host != "" || !filepath.IsAbs(u.Path) {
+		return nil, fmt.Errorf("artifact URL %q: a file artifact URL is file:///<absolute path>", src.URL)
+	}
+	if f.Lookup == nil {
+		return nil, fmt.Errorf("artifact URL %q: this fetcher cannot look up catalog %q to check the path", src.URL, src.Catalog)
+	}
+	cat, err := f.Lookup.Catalog(ctx, src.Catalog)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %q: %w", src.Catalog, err)
+	}
+	if cat == nil || cat.Spec.Source.Directory == nil {
+		return nil, fmt.Errorf("artifact URL %q: file:// artifacts are served only for a directory catalog, and catalog %q is not one", src.URL, src.Catalog)
+	}
+	root, err := filepath.EvalSymlinks(cat.Spec.Source.Directory.Path)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %q: spec.source.directory.path: %w", src.Catalog, err)
+	}
+	target, err := filepath.EvalSymlinks(u.Path)
+	if err != nil {
+		return nil, &FetchError{URL: src.URL, Err: err}
+	}
+	rel, err := filepath.Rel(root, target)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return nil, fmt.Errorf("artifact URL %q is outside the folder %s of catalog %q; refused", src.URL, cat.Spec.Source.Directory.Path, src.Catalog)
+	}
+	st, err := os.Stat(target)
+	if err != nil {
+		return nil, &FetchError{URL: src.URL, Err: err}
+	}
+	if st.IsDir() {
+		return packDir(target, lim)
+	}
+	return readFileLimited(target, lim.MaxArchiveBytes)
+}
+
+// readFileLimited reads at most limit bytes of a regular file.
+func readFileLimited(p string, limit int64) ([]byte, error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &TooLargeError{URL: "file://" + p, Limit: limit}
+	}
+	return data, nil
+}
+
+// packDir packs a chart folder into an archive with ChartArchive (so the
+// same folder always gives the same digest), refusing symbolic links,
+// special files and folders beyond the Limits.
+func packDir(dir string, lim Limits) ([]byte, error) {
+	files := map[string][]byte{}
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			return &UnsafeArchiveError{Entry: rel, Reason: "is a symbolic link; charts may hold regular files only"}
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			return &UnsafeArchiveError{Entry: rel, Reason: "is not a regular file; charts may hold regular files only"}
+		}
+		if len(files) >= lim.MaxFiles {
+			return &UnsafeArchiveError{Reason: fmt.Sprintf("more than %d files; a chart has far fewer", lim.MaxFiles)}
+		}
+		data, err := readFileLimited(p, lim.MaxFileBytes)
+		if err != nil {
+			var tl *TooLargeError
+			if errors.As(err, &tl) {
+				return &UnsafeArchiveError{Entry: rel, Reason: fmt.Sprintf("is more than the limit of %d bytes per file", lim.MaxFileBytes)}
+			}
+			return err
+		}
+		if total += int64(len(data)); total > lim.MaxExpandedBytes {
+			return &UnsafeArchiveError{Reason: fmt.Sprintf("holds more than %d bytes", lim.MaxExpandedBytes)}
+		}
+		files[filepath.ToSlash(rel)] = data
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ChartArchive(filepath.Base(dir), files)
+}
+
+// archiveMetadata returns the Chart.yaml of a checked archive as a map.
+func archiveMetadata(data []byte) (map[string]any, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	tr := tar.NewReader(zr)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("no Chart.yaml in the chart folder")
+		}
+		if err != nil {
+			return nil, err
+		}
+		if _, rest, _ := strings.Cut(hdr.Name, "/"); rest != "Chart.yaml" {
+			continue
+		}
+		raw, err := io.ReadAll(io.LimitReader(tr, DefaultMaxFileBytes))
+		if err != nil {
+			return nil, err
+		}
+		var md map[string]any
+		if err := yaml.Unmarshal(raw, &md); err != nil {
+			return nil, fmt.Errorf("Chart.yaml: %v", err)
+		}
+		if md == nil {
+			return nil, errors.New("Chart.yaml is empty")
+		}
+		return md, nil
+	}
+}

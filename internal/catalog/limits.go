@@ -1,0 +1,215 @@
+package catalog
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+)
+
+// Limits bound what Annex reads from a catalog. A zero field means its
+// default; every limit applies before the bytes reach Helm.
+type Limits struct {
+	// MaxIndexBytes bounds an index.yaml (default 50 MiB).
+	MaxIndexBytes int64
+	// MaxArchiveBytes bounds a chart archive as downloaded (default 10 MiB).
+	MaxArchiveBytes int64
+	// MaxExpandedBytes bounds a chart archive once decompressed, tar headers
+	// included (default 100 MiB).
+	MaxExpandedBytes int64
+	// MaxFileBytes bounds one file in a chart archive (default 5 MiB).
+	MaxFileBytes int64
+	// MaxFiles bounds the entries of a chart archive (default 10,000).
+	MaxFiles int
+}
+
+// Defaults of Limits.
+const (
+	DefaultMaxIndexBytes    int64 = 50 << 20
+	DefaultMaxArchiveBytes  int64 = 10 << 20
+	DefaultMaxExpandedBytes int64 = 100 << 20
+	DefaultMaxFileBytes     int64 = 5 << 20
+	DefaultMaxFiles               = 10_000
+)
+
+// withDefaults fills the zero fields.
+func (l Limits) withDefaults() Limits {
+	l.MaxIndexBytes = limitOr(l.MaxIndexBytes, DefaultMaxIndexBytes)
+	l.MaxArchiveBytes = limitOr(l.MaxArchiveBytes, DefaultMaxArchiveBytes)
+	l.MaxExpandedBytes = limitOr(l.MaxExpandedBytes, DefaultMaxExpandedBytes)
+	l.MaxFileBytes = limitOr(l.MaxFileBytes, DefaultMaxFileBytes)
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = DefaultMaxFiles
+	}
+	return l
+}
+
+// UnsafeArchiveError means a chart archive was refused before Helm read it:
+// it breaks a size limit or holds an entry that could escape the chart
+// (absolute or parent paths, links, devices). The artifact must change;
+// retrying fails again.
+type UnsafeArchiveError struct {
+	// Entry is the archive entry at fault; empty when the whole archive is.
+	Entry string
+	// Reason says what is wrong and what to do.
+	Reason string
+}
+
+func (e *UnsafeArchiveError) Error() string {
+	if e.Entry == "" {
+		return "chart archive refused: " + e.Reason
+	}
+	return fmt.Sprintf("chart archive refused: entry %q: %s", e.Entry, e.Reason)
+}
+
+// errExpandedTooLarge stops decompression at the expanded-size limit.
+var errExpandedTooLarge = errors.New("expanded size limit reached")
+
+// cappedReader fails once more than n bytes were read.
+type cappedReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.n < 0 {
+		return 0, errExpandedTooLarge
+	}
+	if int64(len(p)) > c.n+1 {
+		p = p[:c.n+1]
+	}
+	n, err := c.r.Read(p)
+	c.n -= int64(n)
+	if c.n < 0 {
+		return n, errExpandedTooLarge
+	}
+	return n, err
+}
+
+// CheckArchive walks a chart archive (.tgz) with limits and refuses
+// anything Helm's loader should never see: a download larger than
+// MaxArchiveBytes, more than MaxExpandedBytes once decompressed (a
+// decompression bomb), a file larger than MaxFileBytes, more than MaxFiles
+// entries, absolute or parent-relative paths, backslashes, control
+// characters in names, symbolic and hard links, devices and FIFOs,
+// duplicate paths, and entries outside a single top-level chart folder.
+// Errors are *UnsafeArchiveError, or a plain error for bytes that are not
+// a gzipped tar at all. It reads the archive once and allocates little.
+func CheckArchive(data []byte, lim Limits) error {
+	lim = lim.withDefaults()
+	if int64(len(data)) > lim.MaxArchiveBytes {
+		return &UnsafeArchiveError{Reason: fmt.Sprintf("%d bytes is more than the limit of %d bytes; shrink the chart or raise the limit", len(data), lim.MaxArchiveBytes)}
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("chart archive is not gzip-compressed: %w", err)
+	}
+	capped := &cappedReader{r: zr, n: lim.MaxExpandedBytes}
+	tr := tar.NewReader(capped)
+	seen := map[string]bool{}
+	top := ""
+	for files := 0; ; files++ {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.Is(err, errExpandedTooLarge) {
+			return tooExpanded(lim)
+		}
+		if err != nil {
+			return fmt.Errorf("chart archive is not a valid tar: %w", err)
+		}
+		if files >= lim.MaxFiles {
+			return &UnsafeArchiveError{Reason: fmt.Sprintf("more than %d entries; a chart has far fewer files", lim.MaxFiles)}
+		}
+		name := hdr.Name
+		if err := checkEntryName(name); err != nil {
+			return &UnsafeArchiveError{Entry: name, Reason: err.Error()}
+		}
+		switch hdr.Typeflag {
+		case tar.TypeReg, tar.TypeDir:
+		case tar.TypeSymlink:
+			return &UnsafeArchiveError{Entry: name, Reason: fmt.Sprintf("is a symbolic link (to %q); charts may hold regular files only", hdr.Linkname)}
+		case tar.TypeLink:
+			return &UnsafeArchiveError{Entry: name, Reason: fmt.Sprintf("is a hard link (to %q); charts may hold regular files only", hdr.Linkname)}
+		default:
+			return &UnsafeArchiveError{Entry: name, Reason: fmt.Sprintf("has tar type %q (a device, FIFO or other special file); charts may hold regular files only", string(hdr.Typeflag))}
+		}
+		clean := strings.TrimSuffix(name, "/")
+		first, _, _ := strings.Cut(clean, "/")
+		switch {
+		case top == "":
+			top = first
+		case first != top:
+			return &UnsafeArchiveError{Entry: name, Reason: fmt.Sprintf("is outside the chart folder %q; an archive holds one chart folder", top)}
+		}
+		if hdr.Typeflag == tar.TypeDir {
+			continue
+		}
+		if clean == top {
+			return &UnsafeArchiveError{Entry: name, Reason: "is a file at the top of the archive; chart files belong in the chart folder"}
+		}
+		if seen[clean] {
+			return &UnsafeArchiveError{Entry: name, Reason: "appears twice; which copy counts would be ambiguous"}
+		}
+		seen[clean] = true
+		if hdr.Size > lim.MaxFileBytes {
+			return &UnsafeArchiveError{Entry: name, Reason: fmt.Sprintf("is %d bytes, more than the limit of %d bytes per file", hdr.Size, lim.MaxFileBytes)}
+		}
+		n, err := io.Copy(io.Discard, io.LimitReader(tr, lim.MaxFileBytes+1))
+		if errors.Is(err, errExpandedTooLarge) {
+			return tooExpanded(lim)
+		}
+		if err != nil {
+			return fmt.Errorf("chart archive is not a valid tar: %s: %w", name, err)
+		}
+		if n > lim.MaxFileBytes {
+			return &UnsafeArchiveError{Entry: name, Reason: fmt.Sprintf("is more than the limit of %d bytes per file", lim.MaxFileBytes)}
+		}
+	}
+	if top == "" {
+		return &UnsafeArchiveError{Reason: "holds no files; a chart archive holds a folder with Chart.yaml"}
+	}
+	// Whatever follows the tar (padding, more gzip members) counts too.
+	if _, err := io.Copy(io.Discard, capped); errors.Is(err, errExpandedTooLarge) {
+		return tooExpanded(lim)
+	}
+	return nil
+}
+
+func tooExpanded(lim Limits) error {
+	return &UnsafeArchiveError{Reason: fmt.Sprintf("expands to more than %d bytes (a decompression bomb?); a chart is far smaller", lim.MaxExpandedBytes)}
+}
+
+// checkEntryName refuses names that could land outside the chart folder
+// when extracted, or confuse a terminal when shown.
+func checkEntryName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("has an empty name")
+	case strings.HasPrefix(name, "/"):
+		return errors.New("is an absolute path; chart entries are relative")
+	case strings.Contains(name, `\`):
+		return errors.New(`contains a backslash; chart entries use "/"`)
+	case len(name) >= 2 && name[1] == ':':
+		return errors.New("starts with a drive letter; chart entries are relative")
+	case hasControl(name):
+		return errors.New("contains control characters")
+	}
+	for _, seg := range strings.Split(strings.TrimSuffix(name, "/"), "/") {
+		if seg == ".." {
+			return errors.New(`contains ".."; chart entries stay inside the chart folder`)
+		}
+		if seg == "" || seg == "." {
+			return errors.New("is not a clean path")
+		}
+	}
+	if path.Clean(name) != strings.TrimSuffix(name, "/") {
+		return errors.New("is not a clean path")
+	}
+	return nil
+}

@@ -1,0 +1,309 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// Media types of a Helm chart stored as an OCI artifact.
+const (
+	MediaTypeHelmConfig = "application/vnd.cncf.helm.config.v1+json"
+	MediaTypeHelmChart  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+)
+
+// maxManifestBytes bounds an OCI manifest or a chart's config blob.
+const maxManifestBytes = 1 << 20
+
+// ociManifest is the part of an OCI image manifest Annex reads.
+type ociManifest struct {
+	Config ociDescriptor   `json:"config"`
+	Layers []ociDescriptor `json:"layers"`
+}
+
+type ociDescriptor struct {
+	MediaType string `json:"mediaType"`
+	Digest    string `json:"digest"`
+	Size      int64  `json:"size"`
+}
+
+// ociChart is what one manifest says about a chart version: its Chart.yaml
+// (the config blob) and the chart layer.
+type ociChart struct {
+	metadata map[string]any
+	layer    ociDescriptor
+	manifest string // digest
+}
+
+// ociCache remembers charts by manifest digest: a manifest never changes,
+// so a re-sync only asks each tag for its digest.
+type ociCache struct {
+	mu     sync.Mutex
+	charts map[string]*ociChart
+}
+
+// ociOptions are the go-containerregistry options for access.
+func (f *Fetcher) ociOptions(ctx context.Context, access *Access) ([]remote.Option, error) {
+	opts := []remote.Option{remote.WithContext(ctx)}
+	base := f.Client
+	var rt http.RoundTripper = http.DefaultTransport
+	if base != nil && base.Transport != nil {
+		rt = base.Transport
+	}
+	if access != nil {
+		cfg, err := access.tlsConfig()
+		if err != nil {
+			return nil, fmt.Errorf("credentials for %s: %w", access.Host, err)
+		}
+		if cfg != nil {
+			t, ok := rt.(*http.Transport)
+			if !ok {
+				return nil, errors.New("the fetcher's HTTP client has a custom transport; TLS settings from a Secret need an *http.Transport")
+			}
+			t = t.Clone()
+			t.TLSClientConfig = cfg
+			rt = t
+		}
+		// go-containerregistry sends these to the registry's host only,
+		// and a bearer token only within the registry's token realm.
+		switch {
+		case access.Token != "":
+			opts = append(opts, remote.WithAuth(authn.FromConfig(authn.AuthConfig{RegistryToken: access.Token})))
+		case access.Username != "" || access.Password != "":
+			opts = append(opts, remote.WithAuth(&authn.Basic{Username: access.Username, Password: access.Password}))
+		}
+	}
+	return append(opts, remote.WithTransport(rt)), nil
+}
+
+// ociRepository turns oci://host/path into a repository name.
+func ociRepository(ref string) (name.Repository, error) {
+	rest, ok := strings.CutPrefix(ref, "oci://")
+	if !ok {
+		return name.Repository{}, fmt.Errorf("%q: must start with oci://", ref)
+	}
+	return name.NewRepository(strings.TrimSuffix(rest, "/"))
+}
+
+// OCIIndex lists the Helm charts under an OCI repository as an index:
+// every repository directly below it (from the registry's catalog
+// listing), or the repository itself, is a chart; every tag is a version
+// ("_" in a tag stands for "+", as Helm writes it). Each version's Chart.yaml
+// comes from the manifest's config blob; its URL is
+// oci://<repository>/<chart>@<manifest digest> and its digest that of the
+// chart layer. A manifest that is not a Helm chart is skipped and counted.
+func (f *Fetcher) OCIIndex(ctx context.Context, repository, catalogName string, access *Access, cache *ociCache) (*Index, error) {
+	repo, err := ociRepository(repository)
+	if err != nil {
+		return nil, fmt.Errorf("spec.source.oci.repository %w", err)
+	}
+	opts, err := f.ociOptions(ctx, access)
+	if err != nil {
+		return nil, err
+	}
+	candidates := []name.Repository{repo}
+	if all, err := remote.Catalog(ctx, repo.Registry, opts...); err == nil {
+		prefix := repo.RepositoryStr() + "/"
+		for _, r := range all {
+			if rest, ok := strings.CutPrefix(r, prefix); ok && rest != "" && !strings.Contains(rest, "/") {
+				sub, err := name.NewRepository(repo.RegistryStr() + "/" + r)
+				if err == nil {
+					candidates = append(candidates, sub)
+				}
+			}
+		}
+	}
+	entries := map[string][]map[string]any{}
+	var skipped []string
+	for _, c := range candidates {
+		tags, err := remote.List(c, opts...)
+		if err != nil {
+			if isNotFound(err) && c == repo && len(candidates) > 1 {
+				continue // a namespace of charts, not a chart itself
+			}
+			return nil, &FetchError{URL: "oci://" + c.Name(), Err: err}
+		}
+		sort.Strings(tags)
+		chartName := c.RepositoryStr()[strings.LastIndex(c.RepositoryStr(), "/")+1:]
+		for _, tag := range tags {
+			ch, err := f.ociChartOf(c.Tag(tag), opts, cache)
+			if err != nil {
+				var fe *FetchError
+				if errors.As(err, &fe) {
+					return nil, err
+				}
+				skipped = append(skipped, fmt.Sprintf("entry %q tag %q: %v", chartName, tag, err))
+				continue
+			}
+			entry := make(map[string]any, len(ch.metadata)+2)
+			for k, v := range ch.metadata {
+				entry[k] = v
+			}
+			entry["urls"] = []string{"oci://" + c.Name() + "@" + ch.manifest}
+			entry["digest"] = strings.TrimPrefix(ch.layer.Digest, "sha256:")
+			entries[chartName] = append(entries[chartName], entry)
+		}
+	}
+	index, err := indexFromEntries(entries, "oci://"+repo.Name(), catalogName)
+	if err != nil {
+		return nil, err
+	}
+	index.Skipped = append(skipped, index.Skipped...)
+	return index, nil
+}
+
+// ociChartOf reads the manifest a tag points at and, once per manifest
+// digest, its config blob.
+func (f *Fetcher) ociChartOf(ref name.Tag, opts []remote.Option, cache *ociCache) (*ociChart, error) {
+	desc, err := remote.Head(ref, opts...)
+	if err != nil {
+		return nil, &FetchError{URL: "oci://" + ref.Name(), Err: err}
+	}
+	digest := desc.Digest.String()
+	cache.mu.Lock()
+	ch, ok := cache.charts[digest]
+	cache.mu.Unlock()
+	if ok {
+		return ch, nil
+	}
+	m, err := f.ociManifestAt(ref.Context().Digest(digest), opts)
+	if err != nil {
+		return nil, err
+	}
+	if m.Config.MediaType != MediaTypeHelmConfig {
+		return nil, fmt.Errorf("config media type %q is not a Helm chart's (%s)", m.Config.MediaType, MediaTypeHelmConfig)
+	}
+	layer, err := chartLayer(m)
+	if err != nil {
+		return nil, err
+	}
+	if m.Config.Size > maxManifestBytes {
+		return nil, fmt.Errorf("config blob of %d bytes is larger than %d", m.Config.Size, maxManifestBytes)
+	}
+	raw, err := readBlob(ref.Context().Digest(m.Config.Digest), opts, maxManifestBytes)
+	if err != nil {
+		return nil, err
+	}
+	var md map[string]any
+	if err := json.Unmarshal(raw, &md); err != nil {
+		return nil, fmt.Errorf("config blob is not Chart.yaml as JSON: %v", err)
+	}
+	// Helm's config blob holds Chart.yaml; its chart dependencies are not
+	// Annex dependencies, and its lists of maintainers do not matter here.
+	ch = &ociChart{metadata: md, layer: layer, manifest: digest}
+	cache.mu.Lock()
+	if cache.charts == nil {
+		cache.charts = map[string]*ociChart{}
+	}
+	cache.charts[digest] = ch
+	cache.mu.Unlock()
+	return ch, nil
+}
+
+func (f *Fetcher) ociManifestAt(ref name.Digest, opts []remote.Option) (*ociManifest, error) {
+	desc, err := remote.Get(ref, opts...)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, fmt.Errorf("manifest %s not found", ref.DigestStr())
+		}
+		return nil, &FetchError{URL: "oci://" + ref.Name(), Err: err}
+	}
+	if len(desc.Manifest) > maxManifestBytes {
+		return nil, fmt.Errorf("manifest of %d bytes is larger than %d", len(desc.Manifest), maxManifestBytes)
+	}
+	var m ociManifest
+	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
+		return nil, fmt.Errorf("manifest is not an OCI image manifest: %v", err)
+	}
+	return &m, nil
+}
+
+func chartLayer(m *ociManifest) (ociDescriptor, error) {
+	var found []ociDescriptor
+	for _, l := range m.Layers {
+		if l.MediaType == MediaTypeHelmChart {
+			found = append(found, l)
+		}
+	}
+	if len(found) != 1 {
+		return ociDescriptor{}, fmt.Errorf("manifest has %d layers of media type %s; a Helm chart has exactly one", len(found), MediaTypeHelmChart)
+	}
+	return found[0], nil
+}
+
+// readBlob reads a blob, at most limit bytes.
+func readBlob(ref name.Digest, opts []remote.Option, limit int64) ([]byte, error) {
+	layer, err := remote.Layer(ref, opts...)
+	if err != nil {
+		return nil, &FetchError{URL: "oci://" + ref.Name(), Err: err}
+	}
+	rc, err := layer.Compressed()
+	if err != nil {
+		return nil, &FetchError{URL: "oci://" + ref.Name(), Err: err}
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, &FetchError{URL: "oci://" + ref.Name(), Err: err}
+	}
+	if int64(len(data)) > limit {
+		return nil, &TooLargeError{URL: "oci://" + ref.Name(), Limit: limit}
+	}
+	return data, nil
+}
+
+// fetchOCI serves oci://<repository>@sha256:<manifest digest>: the chart
+// layer of that manifest, refused before download when its declared size is
+// above the limit.
+func (f *Fetcher) fetchOCI(ctx context.Context, src v1alpha1.ArtifactSource, lim Limits) ([]byte, error) {
+	rest := strings.TrimPrefix(src.URL, "oci://")
+	ref, err := name.NewDigest(rest)
+	if err != nil {
+		return nil, fmt.Errorf("artifact URL %q: an OCI artifact URL is oci://<registry>/<repository>@sha256:<digest>: %v", src.URL, err)
+	}
+	access, err := f.catalogAccess(ctx, src.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := f.ociOptions(ctx, access)
+	if err != nil {
+		return nil, err
+	}
+	m, err := f.ociManifestAt(ref, opts)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := chartLayer(m)
+	if err != nil {
+		return nil, fmt.Errorf("artifact %s: %w", src.URL, err)
+	}
+	if layer.Size > lim.MaxArchiveBytes {
+		return nil, &TooLargeError{URL: src.URL, Limit: lim.MaxArchiveBytes}
+	}
+	data, err := readBlob(ref.Context().Digest(layer.Digest), opts, lim.MaxArchiveBytes)
+	if err != nil {
+		return nil, err
+	}
+	if got := Digest(data); got != layer.Digest {
+		return nil, &DigestMismatchError{URL: src.URL, Want: layer.Digest, Got: got}
+	}
+	return data, nil
+}
+
+func isNotFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
+}

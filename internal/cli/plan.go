@@ -1,0 +1,164 @@
+// Package cli implements annexctl's commands as functions over Options
+// structs; cmd/annexctl is a thin cobra layer over it.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/Masterminds/semver/v3"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/resolve"
+)
+
+// PlanOptions configure Plan.
+type PlanOptions struct {
+	// Cluster is the ManagedCluster to plan for; "" is the hub cluster.
+	Cluster string
+	// KubeVersion, when set, replaces the observed Kubernetes version: what
+	// would happen if the cluster ran it.
+	KubeVersion string
+	// Set changes ranges hypothetically: "extension=range" replaces the range
+	// of that extension's installations, or adds an installation if there is
+	// none.
+	Set []string
+	Out io.Writer
+}
+
+// VersionObserver reads a cluster's Kubernetes version.
+type VersionObserver func(ctx context.Context, cluster string) (string, error)
+
+// Plan prints what Annex would install on a cluster — versions, install
+// order, what each change is — or why an installation cannot be satisfied,
+// for the current state or a hypothetical change. It changes nothing.
+func Plan(ctx context.Context, c client.Reader, observe VersionObserver, o PlanOptions) error {
+	var exts v1alpha1.ExtensionList
+	if err := c.List(ctx, &exts); err != nil {
+		return fmt.Errorf("listing Extensions: %w", err)
+	}
+	var list v1alpha1.ExtensionInstallationList
+	if err := c.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing ExtensionInstallations: %w", err)
+	}
+	var insts []*v1alpha1.ExtensionInstallation
+	for i := range list.Items {
+		if list.Items[i].Spec.Cluster == o.Cluster {
+			insts = append(insts, &list.Items[i])
+		}
+	}
+	observed, err := observe(ctx, o.Cluster)
+	if err != nil && o.KubeVersion == "" {
+		return fmt.Errorf("reading the cluster's Kubernetes version (or pass --kube-version): %w", err)
+	}
+	kubeVersion := observed
+	if o.KubeVersion != "" {
+		kubeVersion = o.KubeVersion
+	}
+	problem := resolve.ProblemFor(kubeVersion, insts)
+	if err := applySets(&problem, o.Set); err != nil {
+		return err
+	}
+	plan := resolve.NewIndex(resolve.UniverseOf(exts.Items)).Solve(problem)
+	printPlan(o.Out, o, observed, kubeVersion, problem, plan)
+	return nil
+}
+
+// applySets applies --set changes to the problem.
+func applySets(p *resolve.Problem, sets []string) error {
+	for _, s := range sets {
+		ext, rng, ok := strings.Cut(s, "=")
+		if !ok || ext == "" {
+			return fmt.Errorf("--set %q: use extension=range, e.g. cert-manager=1.14.x", s)
+		}
+		if _, err := resolve.ParseRange(rng); err != nil {
+			return fmt.Errorf("--set %q: %q is not a version range: %v", s, rng, err)
+		}
+		found := false
+		for i := range p.Installations {
+			if p.Installations[i].Extension == ext {
+				p.Installations[i].Range, found = rng, true
+			}
+		}
+		if !found {
+			p.Installations = append(p.Installations, resolve.Installation{Name: "(planned)/" + ext, Extension: ext, Range: rng, Automatic: true})
+		}
+	}
+	return nil
+}
+
+func printPlan(out io.Writer, o PlanOptions, observed, kubeVersion string, p resolve.Problem, plan *resolve.Plan) {
+	cluster := o.Cluster
+	if cluster == "" {
+		cluster = "the hub cluster"
+	}
+	fmt.Fprintf(out, "Plan for %s, Kubernetes %s", cluster, kubeVersion)
+	if o.KubeVersion != "" && observed != "" && observed != kubeVersion {
+		fmt.Fprintf(out, " (hypothetical; it runs %s)", observed)
+	}
+	fmt.Fprintln(out)
+	if len(o.Set) > 0 {
+		fmt.Fprintf(out, "With: %s\n", strings.Join(o.Set, ", "))
+	}
+	installed := map[string]string{}
+	requested := map[string][]string{}
+	for _, inst := range p.Installations {
+		if inst.Installed != "" {
+			installed[inst.Extension] = inst.Installed
+		}
+		requested[inst.Extension] = append(requested[inst.Extension], inst.Name)
+	}
+	fmt.Fprintln(out)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ORDER\tEXTENSION\tVERSION\tINSTALLED\tCHANGE\tFOR")
+	for i, ext := range plan.InstallOrder {
+		sel := plan.Selected[ext]
+		why := strings.Join(requested[ext], ", ")
+		if why == "" {
+			why = "dependency of " + strings.Join(sel.RequiredBy, ", ")
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, ext, sel.Version.Version, orDash(installed[ext]), change(installed[ext], sel), why)
+	}
+	_ = w.Flush()
+	if len(plan.Failed) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nCannot be satisfied:")
+	names := make([]string, 0, len(plan.Failed))
+	for name := range plan.Failed {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(out, "  %s: %s\n", name, plan.Failed[name].Message)
+	}
+}
+
+func change(installed string, sel resolve.Selection) string {
+	switch {
+	case installed == "":
+		return "install"
+	case installed == sel.Version.Version && sel.Kept:
+		return "keep (pinned)"
+	case installed == sel.Version.Version:
+		return "none"
+	}
+	iv, err1 := semver.NewVersion(installed)
+	sv, err2 := semver.NewVersion(sel.Version.Version)
+	if err1 == nil && err2 == nil && sv.LessThan(iv) {
+		return "downgrade"
+	}
+	return "upgrade"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,191 @@
+package installation_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
+)
+
+// depChart renders one ConfigMap named after the release and declares
+// Annex dependencies as "name@range" pairs.
+func depChart(name, version string, deps ...string) helmrepo.Chart {
+	c := helmrepo.Chart{Name: name, Version: version, Files: map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata: {chart: {{ .Chart.Name }}}\n",
+	}}
+	if len(deps) > 0 {
+		var b strings.Builder
+		for _, d := range deps {
+			name, rng, _ := strings.Cut(d, "@")
+			fmt.Fprintf(&b, "- name: %s\n  version: %q\n", name, rng)
+		}
+		c.Annotations = map[string]string{v1alpha1.AnnotationDependencies: b.String()}
+	}
+	return c
+}
+
+func getInstallation(t *testing.T, ns, name string) (*v1alpha1.ExtensionInstallation, error) {
+	t.Helper()
+	inst := &v1alpha1.ExtensionInstallation{}
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, inst)
+	return inst, err
+}
+
+// creationRevision is the etcd revision at which a ConfigMap was created;
+// revisions grow monotonically, so they order creations within one test.
+func creationRevision(t *testing.T, ns, name string) int {
+	t.Helper()
+	cm, err := get(t, configMapGVK, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := strconv.Atoi(cm.GetResourceVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rv
+}
+
+func waitGone(t *testing.T, ns, name string) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() error {
+		if _, err := getInstallation(t, ns, name); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("installation %s/%s still present (err=%v)", ns, name, err)
+		}
+		return nil
+	})
+}
+
+func TestDependencyChainInstalledInOrder(t *testing.T) {
+	ns, _ := setup(t,
+		depChart("chain-a", "1.0.0", "chain-b@^1"),
+		depChart("chain-b", "1.0.0", "chain-c@>=2.0.0"),
+		depChart("chain-c", "1.0.0"), depChart("chain-c", "2.1.0"),
+	)
+	a := install(t, ns, "chain-a", "chain-a", "")
+	waitCondition(t, a, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+
+	// b and c were added as installations of their own, visible and labelled.
+	for _, name := range []string{"chain-b", "chain-c"} {
+		inst, err := getInstallation(t, ns, name)
+		if err != nil {
+			t.Fatalf("dependency %s was not added: %v", name, err)
+		}
+		if inst.Labels[v1alpha1.LabelAddedFor] != "dependencies" || len(inst.OwnerReferences) != 1 {
+			t.Fatalf("%s: labels %v owners %v", name, inst.Labels, inst.OwnerReferences)
+		}
+		waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	}
+	c, _ := getInstallation(t, ns, "chain-c")
+	if c.Status.InstalledVersion != "2.1.0" || strings.Join(c.Status.RequiredBy, ",") != ns+"/chain-b" {
+		t.Fatalf("chain-c: version %s requiredBy %v", c.Status.InstalledVersion, c.Status.RequiredBy)
+	}
+	// Nothing was applied before its dependencies: c, then b, then a.
+	rc, rb, ra := creationRevision(t, ns, "chain-c"), creationRevision(t, ns, "chain-b"), creationRevision(t, ns, "chain-a")
+	if !(rc < rb && rb < ra) {
+		t.Fatalf("applied out of order: c@%d b@%d a@%d", rc, rb, ra)
+	}
+
+	// Deleting a uninstalls the chain: dependents first, then what they needed.
+	if err := env.Client.Delete(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"chain-a", "chain-b", "chain-c"} {
+		waitGone(t, ns, name)
+		if _, err := get(t, configMapGVK, ns, name); !apierrors.IsNotFound(err) {
+			t.Fatalf("%s's ConfigMap is still there (err=%v)", name, err)
+		}
+	}
+}
+
+func TestSharedDependencyStaysUntilLastDependentGoes(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, depChart("share-x", "1.0.0", "share-d@^1"), depChart("share-y", "1.0.0", "share-d@>=1.1"),
+		depChart("share-d", "1.0.0"), depChart("share-d", "1.1.0"))
+	x := install(t, ns, "share-x", "share-x", "")
+	y := install(t, ns, "share-y", "share-y", "")
+	waitCondition(t, x, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	waitCondition(t, y, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	d, err := getInstallation(t, ns, "share-d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = waitCondition(t, d, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	if d.Status.InstalledVersion != "1.1.0" {
+		t.Fatalf("share-d %s, want 1.1.0 (the highest that satisfies both ^1 and >=1.1)", d.Status.InstalledVersion)
+	}
+
+	if err := env.Client.Delete(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, "share-x")
+	eventually(t, 30*time.Second, func() error {
+		d, err := getInstallation(t, ns, "share-d")
+		if err != nil {
+			return err
+		}
+		if strings.Join(d.Status.RequiredBy, ",") != ns+"/share-y" {
+			return fmt.Errorf("share-d requiredBy %v", d.Status.RequiredBy)
+		}
+		return nil
+	})
+	if _, err := get(t, configMapGVK, ns, "share-d"); err != nil {
+		t.Fatalf("the shared dependency must stay while share-y needs it: %v", err)
+	}
+
+	if err := env.Client.Delete(ctx, y); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, "share-y")
+	waitGone(t, ns, "share-d") // released once nobody needs it
+	if _, err := get(t, configMapGVK, ns, "share-d"); !apierrors.IsNotFound(err) {
+		t.Fatalf("share-d's objects must go with it (err=%v)", err)
+	}
+}
+
+func TestDeletingANeededInstallationIsHeld(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, depChart("hold-app", "1.0.0", "hold-lib@*"), depChart("hold-lib", "1.0.0"))
+	lib := install(t, ns, "hold-lib", "hold-lib", "")
+	app := install(t, ns, "hold-app", "hold-app", "")
+	waitCondition(t, app, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+
+	if err := env.Client.Delete(ctx, lib); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		got, err := getInstallation(t, ns, "hold-lib")
+		if err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || ready.Reason != v1alpha1.ReasonDeletionHeld {
+			return fmt.Errorf("conditions: %s", describeConditions(got))
+		}
+		want := fmt.Sprintf("deletion held: hold-lib still needed by %s/hold-app (hold-app 1.0.0); "+
+			"delete those first, or together with this one (dependents are uninstalled first)", ns)
+		if ready.Message != want {
+			return fmt.Errorf("message\n got: %s\nwant: %s", ready.Message, want)
+		}
+		return nil
+	})
+	if _, err := get(t, configMapGVK, ns, "hold-lib"); err != nil {
+		t.Fatalf("a held installation keeps its objects: %v", err)
+	}
+
+	if err := env.Client.Delete(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, "hold-app")
+	waitGone(t, ns, "hold-lib")
+}

@@ -1,0 +1,261 @@
+package installation
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/resolve"
+)
+
+// clusterState is what one reconcile knows of the installation's cluster:
+// every installation on it and every Extension on offer.
+type clusterState struct {
+	installations []*v1alpha1.ExtensionInstallation // same spec.cluster, including the reconciled one
+	extensions    []v1alpha1.Extension
+}
+
+// loadCluster lists the installations on s's cluster and the Extensions.
+func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
+	var insts v1alpha1.ExtensionInstallationList
+	if err := r.Client.List(ctx, &insts); err != nil {
+		return err
+	}
+	var exts v1alpha1.ExtensionList
+	if err := r.Client.List(ctx, &exts); err != nil {
+		return err
+	}
+	st := &clusterState{extensions: exts.Items}
+	for i := range insts.Items {
+		other := &insts.Items[i]
+		if other.Spec.Cluster != s.inst.Spec.Cluster {
+			continue
+		}
+		if other.Namespace == s.inst.Namespace && other.Name == s.inst.Name {
+			other = s.inst // the freshest copy, with this reconcile's status
+		}
+		st.installations = append(st.installations, other)
+	}
+	s.cluster = st
+	return nil
+}
+
+func nameOf(inst *v1alpha1.ExtensionInstallation) string { return inst.Namespace + "/" + inst.Name }
+
+// resolve solves every installation on the cluster together and takes this
+// installation's version from the plan.
+func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.loadCluster(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	plan := r.Resolver.Solve(s.cluster.extensions, resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations))
+	s.plan = plan
+	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, plan)
+	if ex := plan.Failed[nameOf(s.inst)]; ex != nil {
+		s.block = terminal(ex.Reason, ex.Message)
+		if s.inst.Status.InstalledVersion != "" {
+			s.block.message += fmt.Sprintf(" %s %s keeps running as it is.", s.inst.Spec.Extension, s.inst.Status.InstalledVersion)
+		}
+		setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.reason, s.block.message)
+		return ctrl.Result{}, nil
+	}
+	sel, ok := plan.Selected[s.inst.Spec.Extension]
+	if !ok {
+		return ctrl.Result{}, fmt.Errorf("the resolver chose no version of %s and gave no reason", s.inst.Spec.Extension)
+	}
+	s.choice = resolve.Choice{Version: sel.Version, Kept: sel.Kept}
+	s.inst.Status.ResolvedVersion = sel.Version.Version
+	msg := fmt.Sprintf("chose %s %s for Kubernetes %s", s.inst.Spec.Extension, sel.Version.Version, s.inst.Status.ClusterVersion)
+	if sel.Kept {
+		msg += " (kept the installed version: spec.upgrade does not allow moving it)"
+	}
+	setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
+	return ctrl.Result{}, nil
+}
+
+// requiredBy lists the installations whose chosen version depends on inst's
+// extension, sorted.
+func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.ExtensionInstallation, plan *resolve.Plan) []string {
+	dependentExts := map[string]bool{}
+	for ext, sel := range plan.Selected {
+		for _, dep := range sel.Version.Dependencies {
+			if dep.Name == inst.Spec.Extension {
+				dependentExts[ext] = true
+			}
+		}
+	}
+	var out []string
+	for _, other := range insts {
+		if other != inst && dependentExts[other.Spec.Extension] {
+			out = append(out, nameOf(other))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// releaseIfUnneeded deletes an installation Annex added for dependencies
+// once no installation on the cluster needs it any more; its uninstall then
+// runs like any other.
+func (r *Reconciler) releaseIfUnneeded(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.block != nil || s.inst.Labels[v1alpha1.LabelAddedFor] == "" || len(s.inst.Status.RequiredBy) > 0 {
+		return ctrl.Result{}, nil
+	}
+	r.event(s, "Normal", "Released", fmt.Sprintf("no installation on the cluster needs %s any more; uninstalling it", s.inst.Spec.Extension))
+	if err := r.Client.Delete(ctx, s.inst); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	s.block = wait(v1alpha1.ReasonUninstalling, fmt.Sprintf("added for dependencies and no longer needed: uninstalling %s", s.inst.Spec.Extension))
+	return ctrl.Result{Requeue: true}, nil
+}
+
+// ensureDependencies creates an installation for every dependency of the
+// chosen version that nothing on the cluster installs yet. It is labelled
+// as added for dependencies and owned by the installations in its namespace
+// that need it; Annex removes it when the last of them goes.
+func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.block != nil {
+		return ctrl.Result{}, nil
+	}
+	present := map[string]bool{}
+	for _, other := range s.cluster.installations {
+		present[other.Spec.Extension] = true
+	}
+	var created []string
+	for _, dep := range s.choice.Version.Dependencies {
+		if present[dep.Name] {
+			continue
+		}
+		added := &v1alpha1.ExtensionInstallation{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: s.inst.Namespace,
+				Name:      dep.Name,
+				Labels:    map[string]string{v1alpha1.LabelAddedFor: "dependencies"},
+				Annotations: map[string]string{
+					v1alpha1.AnnotationRequiredBy: fmt.Sprintf("%s (%s %s needs %s %s)", nameOf(s.inst), s.inst.Spec.Extension, s.choice.Version.Version, dep.Name, rangeOrAny(dep.Version)),
+				},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: v1alpha1.GroupVersion.String(), Kind: "ExtensionInstallation",
+					Name: s.inst.Name, UID: s.inst.UID,
+				}},
+			},
+			Spec: v1alpha1.ExtensionInstallationSpec{
+				Extension:       dep.Name,
+				Version:         "*", // the dependents' ranges constrain it in the solver
+				Cluster:         s.inst.Spec.Cluster,
+				TargetNamespace: s.targetNamespace(),
+			},
+		}
+		err := r.Client.Create(ctx, added)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			s.block = terminal(v1alpha1.ReasonDependencyNotReady, fmt.Sprintf(
+				"%s %s needs %s %s, and the name %s/%s for its installation is taken by an installation of another extension; "+
+					"create an ExtensionInstallation for %s yourself", s.inst.Spec.Extension, s.choice.Version.Version,
+				dep.Name, rangeOrAny(dep.Version), s.inst.Namespace, dep.Name, dep.Name))
+			return ctrl.Result{}, nil
+		case err != nil:
+			return ctrl.Result{}, err
+		}
+		created = append(created, dep.Name)
+	}
+	if len(created) > 0 {
+		r.event(s, "Normal", "DependenciesAdded", fmt.Sprintf("added installations for %s", strings.Join(created, ", ")))
+	}
+	return ctrl.Result{}, nil
+}
+
+func rangeOrAny(r string) string {
+	if strings.TrimSpace(r) == "" {
+		return "*"
+	}
+	return r
+}
+
+// syncOwners keeps an added dependency owned by the installations in its
+// namespace that need it, so that on a cluster with garbage collection it
+// goes when the last of them goes (Annex also releases it itself).
+func (r *Reconciler) syncOwners(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.block != nil || s.inst.Labels[v1alpha1.LabelAddedFor] == "" {
+		return ctrl.Result{}, nil
+	}
+	var owners []metav1.OwnerReference
+	for _, other := range s.cluster.installations {
+		if other.Namespace != s.inst.Namespace || !contains(s.inst.Status.RequiredBy, nameOf(other)) {
+			continue
+		}
+		owners = append(owners, metav1.OwnerReference{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: "ExtensionInstallation", Name: other.Name, UID: other.UID,
+		})
+	}
+	sort.Slice(owners, func(i, j int) bool { return owners[i].Name < owners[j].Name })
+	if len(owners) == 0 || equalOwners(owners, s.inst.OwnerReferences) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.patchMeta(ctx, s, func() { s.inst.OwnerReferences = owners })
+}
+
+func equalOwners(a, b []metav1.OwnerReference) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].UID != b[i].UID {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// heldBy lists the installations that still use inst's extension: their
+// installed version depends on it and no other live installation of the
+// extension remains. Deleting inst waits until they are gone.
+func heldBy(inst *v1alpha1.ExtensionInstallation, st *clusterState) []string {
+	for _, other := range st.installations {
+		if other != inst && other.Spec.Extension == inst.Spec.Extension && other.DeletionTimestamp.IsZero() {
+			return nil
+		}
+	}
+	versions := map[string][]v1alpha1.ExtensionVersion{}
+	for _, ext := range st.extensions {
+		versions[ext.Name] = ext.Spec.Versions
+	}
+	var held []string
+	for _, other := range st.installations {
+		if other == inst || other.Status.InstalledVersion == "" {
+			continue
+		}
+		for _, v := range versions[other.Spec.Extension] {
+			if v.Version != other.Status.InstalledVersion {
+				continue
+			}
+			for _, dep := range v.Dependencies {
+				if dep.Name == inst.Spec.Extension {
+					state := ""
+					if !other.DeletionTimestamp.IsZero() {
+						state = ", being uninstalled"
+					}
+					held = append(held, fmt.Sprintf("%s (%s %s%s)", nameOf(other), other.Spec.Extension, other.Status.InstalledVersion, state))
+				}
+			}
+		}
+	}
+	sort.Strings(held)
+	return held
+}
