@@ -11,6 +11,11 @@ KUBE_BIN := bin/k8s/$(KUBE_VERSION)
 KUBE_PREVIOUS_VERSION := $(shell grep -Eo 'k8s.io/kubernetes v[0-9.]+' hack/tools/kube-1.36/go.mod | head -1 | cut -d' ' -f2 | tr -d v)
 CONTROLLER_GEN := go tool controller-gen
 GO_TEST_FLAGS ?=
+BENCH ?= .
+BENCH_COUNT ?= 6
+BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/ ./test/bench/
+FUZZTIME ?= 60s
+FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/:FuzzParseHelmIndex ./internal/render/:FuzzRender ./internal/render/:FuzzRenderChart
 
 .PHONY: all
 all: build
@@ -24,6 +29,18 @@ run: envtest-assets build ## Start a local control plane, the manager and the bu
 .PHONY: test
 test: envtest-assets verify-generate vet ## Run every test against a real kube-apiserver and etcd.
 	go test -timeout 30m $(GO_TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: envtest-assets ## Run the benchmarks (6 counts) and summarise them with benchstat into bin/bench.txt.
+	@mkdir -p bin
+	go test -run '^$$' -bench "$(BENCH)" -benchmem -count $(BENCH_COUNT) -timeout 90m $(BENCH_PKGS) | tee bin/bench.raw
+	go tool benchstat bin/bench.raw | tee bin/bench.txt
+
+.PHONY: fuzz
+fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 60s).
+	@for target in $(FUZZ_TARGETS); do pkg=$${target%%:*}; name=$${target##*:}; \
+	  echo "fuzzing $$name in $$pkg for $(FUZZTIME)"; \
+	  go test $$pkg -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 || exit 1; done
 
 ##@ Building
 

@@ -454,7 +454,8 @@ func isNull(n *yaml.Node) bool {
 func yamlReason(err error) string {
 	var typeErr *yaml.TypeError
 	if errors.As(err, &typeErr) {
-		return strings.Join(typeErr.Errors, "; ")
+		// An alias repeats one mistake many times; say it once.
+		return strings.Join(slices.Compact(slices.Clone(typeErr.Errors)), "; ")
 	}
 	return err.Error()
 }
