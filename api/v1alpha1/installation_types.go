@@ -49,10 +49,37 @@ type ExtensionInstallationSpec struct {
 	// +optional
 	Upgrade UpgradePolicy `json:"upgrade,omitempty"`
 
+	// Install says what happens when a first install fails.
+	// +kubebuilder:default={}
+	// +optional
+	Install InstallPolicy `json:"install,omitempty"`
+
 	// Uninstall says what deletion removes.
 	// +kubebuilder:default={}
 	// +optional
 	Uninstall UninstallPolicy `json:"uninstall,omitempty"`
+
+	// DriftDetection compares the cluster with the installed revision on
+	// every interval: Enabled lists and corrects drifted objects (deleted
+	// ones are recreated), Warn only lists them, Disabled does neither.
+	// +kubebuilder:validation:Enum=Enabled;Warn;Disabled
+	// +kubebuilder:default=Enabled
+	// +optional
+	DriftDetection DriftDetectionMode `json:"driftDetection,omitempty"`
+
+	// TakeOwnership lets Annex adopt objects that exist already and take over
+	// fields another field manager owns. Objects of another installation are
+	// never adopted.
+	// +optional
+	TakeOwnership bool `json:"takeOwnership,omitempty"`
+
+	// Interval is how often Annex looks at a healthy installation again:
+	// health, drift, and new versions in range.
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +optional
+	Interval metav1.Duration `json:"interval,omitzero"`
 
 	// Suspend stops reconciling; what is installed stays as it is.
 	// +optional
@@ -91,6 +118,26 @@ type ValuesReference struct {
 	Optional bool `json:"optional,omitempty"`
 }
 
+// DriftDetectionMode says what Annex does about drift.
+type DriftDetectionMode string
+
+const (
+	DriftDetectionEnabled  DriftDetectionMode = "Enabled"
+	DriftDetectionWarn     DriftDetectionMode = "Warn"
+	DriftDetectionDisabled DriftDetectionMode = "Disabled"
+)
+
+// InstallPolicy controls a failed first install.
+type InstallPolicy struct {
+	// Remediation of a first install that fails (apply error, hook failure,
+	// not healthy within spec.timeout): Uninstall removes what was applied;
+	// Keep leaves it for inspection.
+	// +kubebuilder:validation:Enum=Uninstall;Keep
+	// +kubebuilder:default=Keep
+	// +optional
+	Remediation string `json:"remediation,omitempty"`
+}
+
 // UpgradePolicy controls version moves.
 type UpgradePolicy struct {
 	// Automatic moves an installed extension to a newer version within the
@@ -101,6 +148,13 @@ type UpgradePolicy struct {
 	// AllowDowngrade lets Annex install a lower version than the installed one.
 	// +optional
 	AllowDowngrade bool `json:"allowDowngrade,omitempty"`
+	// Retries is how many times a failed upgrade is tried again before
+	// Annex rolls back to the last good revision.
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=20
+	// +optional
+	Retries *int32 `json:"retries,omitempty"`
 }
 
 // UninstallPolicy controls what deletion removes.
@@ -121,6 +175,13 @@ type ObjectReference struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
+}
+
+// DriftedObject is an object that differs from what Annex applied.
+type DriftedObject struct {
+	ObjectReference `json:",inline"`
+	// Fields that differ, or "deleted".
+	Fields []string `json:"fields"`
 }
 
 // Revision records one applied version.
@@ -166,6 +227,14 @@ type ExtensionInstallationStatus struct {
 	// InventoryCount is len(Inventory), for printing.
 	// +optional
 	InventoryCount int32 `json:"inventoryCount,omitempty"`
+	// Drifted lists the objects that differ from the installed revision, as
+	// of the last drift check.
+	// +optional
+	Drifted []DriftedObject `json:"drifted,omitempty"`
+	// Failures counts consecutive failed attempts at the current target
+	// revision; it resets on success.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
 	// RequiredBy lists the installations on the same cluster whose chosen
 	// version depends on this one's extension ("namespace/name"). While it
 	// is not empty, deleting this installation is held.

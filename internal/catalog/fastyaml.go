@@ -826,13 +826,17 @@ func fastStrings(n *ynode) ([]string, error) {
 	if n.kind != 'q' {
 		return nil, errFallback
 	}
-	out := make([]string, len(n.kids))
+	out := make([]string, 0, len(n.kids))
 	for i := range n.kids {
+		// yaml.v3 leaves null items out of a []string.
+		if n.kids[i].isNull() {
+			continue
+		}
 		s, err := fastString(&n.kids[i])
 		if err != nil {
 			return nil, err
 		}
-		out[i] = s
+		out = append(out, s)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,15 +18,24 @@ type Universe map[string][]v1alpha1.ExtensionVersion
 // parsed once. Build it when Extensions change and reuse it for many solves;
 // an Index is never modified after NewIndex, so concurrent Solves are safe.
 type Index struct {
-	exts    []extIndex     // sorted by name; an extension's id is its position
-	byName  map[string]int // name → id
-	skipped int
+	exts     []extIndex     // sorted by name; an extension's id is its position
+	byName   map[string]int // name → id
+	skipped  int
+	groups   int // dependency groups; their ids are 0 to groups-1
+	maxWords int // the longest vset of any extension, in words
 }
 
 type extIndex struct {
 	name     string
 	versions []indexedVersion // ascending; bit i of a vset is versions[i]
 	current  vset             // the versions that are not deprecated
+	kube     []kubeGroup      // sorted by text
+}
+
+// kubeGroup is the versions of one extension that share a kubeVersion.
+type kubeGroup struct {
+	text     string
+	versions vset
 }
 
 type indexedVersion struct {
@@ -61,10 +71,13 @@ func NewIndex(u Universe) *Index {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	// Catalogs repeat the same few range texts thousands of times, and
+	// parsing one is far dearer than looking it up.
+	ranges := rangeCache{}
 	ix.exts = make([]extIndex, len(names))
 	for id, name := range names {
 		ix.byName[name] = id
-		ix.exts[id] = extIndex{name: name, versions: ix.parseVersions(u[name])}
+		ix.exts[id] = extIndex{name: name, versions: ix.parseVersions(u[name], ranges)}
 	}
 
 	// Versions whose dependency ranges do not parse are dropped first, so
@@ -73,7 +86,7 @@ func NewIndex(u Universe) *Index {
 		e := &ix.exts[id]
 		kept := e.versions[:0]
 		for _, v := range e.versions {
-			if v.parsed, ok = parseDeps(v.spec.Dependencies); !ok {
+			if v.parsed, ok = parseDeps(v.spec.Dependencies, ranges); !ok {
 				ix.skipped++
 				continue
 			}
@@ -90,9 +103,10 @@ func NewIndex(u Universe) *Index {
 	}
 	sets := map[rangeKey]vset{}
 	groupCount := 0
+	groups := map[[2]string]*depGroup{}
 	for from := range ix.exts {
 		e := &ix.exts[from]
-		groups := map[[2]string]*depGroup{}
+		clear(groups)
 		for i := range e.versions {
 			v := &e.versions[i]
 			for _, d := range v.parsed {
@@ -119,22 +133,52 @@ func NewIndex(u Universe) *Index {
 			v.parsed = nil
 		}
 	}
+	ix.groups = groupCount
 	for id := range ix.exts {
 		e := &ix.exts[id]
+		ix.maxWords = max(ix.maxWords, words(len(e.versions)))
 		e.current = make(vset, words(len(e.versions)))
 		for i, v := range e.versions {
 			if !v.spec.Deprecated {
 				e.current.add(i)
 			}
+			if v.kube == nil {
+				continue
+			}
+			k := slices.IndexFunc(e.kube, func(k kubeGroup) bool { return k.text == v.kubeText })
+			if k < 0 {
+				k = len(e.kube)
+				e.kube = append(e.kube, kubeGroup{text: v.kubeText, versions: make(vset, words(len(e.versions)))})
+			}
+			e.kube[k].versions.add(i)
 		}
+		slices.SortFunc(e.kube, func(a, b kubeGroup) int { return strings.Compare(a.text, b.text) })
 	}
 	return ix
+}
+
+// rangeCache holds parsed ranges by their trimmed text; a nil Constraints
+// is a text that does not parse.
+type rangeCache map[string]*semver.Constraints
+
+// parse returns the range text parses to (see ParseRange), from the cache
+// when the text was seen before.
+func (rc rangeCache) parse(text string) (*semver.Constraints, bool) {
+	c, seen := rc[text]
+	if !seen {
+		var err error
+		if c, err = ParseRange(text); err != nil {
+			c = nil
+		}
+		rc[text] = c
+	}
+	return c, c != nil
 }
 
 // Skipped is the number of catalog versions NewIndex left out.
 func (ix *Index) Skipped() int { return ix.skipped }
 
-func (ix *Index) parseVersions(in []v1alpha1.ExtensionVersion) []indexedVersion {
+func (ix *Index) parseVersions(in []v1alpha1.ExtensionVersion, ranges rangeCache) []indexedVersion {
 	out := make([]indexedVersion, 0, len(in))
 	for _, spec := range in {
 		sv, err := semver.NewVersion(spec.Version)
@@ -144,7 +188,8 @@ func (ix *Index) parseVersions(in []v1alpha1.ExtensionVersion) []indexedVersion 
 		}
 		iv := indexedVersion{spec: spec, sv: sv, kubeText: strings.TrimSpace(spec.KubeVersion)}
 		if iv.kubeText != "" {
-			if iv.kube, err = semver.NewConstraint(iv.kubeText); err != nil {
+			var ok bool
+			if iv.kube, ok = ranges.parse(iv.kubeText); !ok {
 				ix.skipped++
 				continue
 			}
@@ -170,12 +215,12 @@ type parsedDep struct {
 
 // parseDeps parses a version's dependency ranges, returning false when one
 // does not parse.
-func parseDeps(deps []v1alpha1.Dependency) ([]parsedDep, bool) {
+func parseDeps(deps []v1alpha1.Dependency, ranges rangeCache) ([]parsedDep, bool) {
 	out := make([]parsedDep, 0, len(deps))
 	for _, d := range deps {
 		text := strings.TrimSpace(d.Version)
-		c, err := ParseRange(text)
-		if err != nil {
+		c, ok := ranges.parse(text)
+		if !ok {
 			return nil, false
 		}
 		out = append(out, parsedDep{name: d.Name, text: text, c: c})

@@ -1,7 +1,8 @@
 package resolve
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 
 	"github.com/Masterminds/semver/v3"
 )
@@ -13,6 +14,13 @@ import (
 // package: the installations' requirements are incompatibilities with one
 // negative term, propagated at decision level 0, and solving fails when
 // conflict resolution derives the empty incompatibility.
+//
+// Unit propagation uses two watched terms per incompatibility, as CDCL SAT
+// solvers do with literals: an incompatibility can only become almost
+// satisfied (one term left) or satisfied when a term it watches becomes
+// satisfied, so a change to an extension revisits only the
+// incompatibilities that watch a term on it. See propagate for the
+// invariant that makes this complete.
 
 // term says of one extension that its selected version lies in set (pos) or
 // that it is either not selected or selected outside set (!pos).
@@ -52,17 +60,24 @@ func disjoint(a, b term) bool {
 	}
 }
 
-func intersect(a, b term) term {
+// intersectInto writes a ∩ b into dst (len(dst) == len(a.set)) and returns
+// it as a term; dst may be a.set or b.set.
+func intersectInto(dst vset, a, b term) term {
 	switch {
 	case a.pos && b.pos:
-		return term{a.pkg, true, a.set.and(b.set)}
+		return term{a.pkg, true, dst.setAnd(a.set, b.set)}
 	case a.pos:
-		return term{a.pkg, true, a.set.andNot(b.set)}
+		return term{a.pkg, true, dst.setAndNot(a.set, b.set)}
 	case b.pos:
-		return term{a.pkg, true, b.set.andNot(a.set)}
+		return term{a.pkg, true, dst.setAndNot(b.set, a.set)}
 	default:
-		return term{a.pkg, false, a.set.or(b.set)}
+		return term{a.pkg, false, dst.setOr(a.set, b.set)}
 	}
+}
+
+// intersect returns a ∩ b in newly allocated memory.
+func intersect(a, b term) term {
+	return intersectInto(make(vset, len(a.set)), a, b)
 }
 
 type causeKind uint8
@@ -87,6 +102,12 @@ type incompat struct {
 	kubeText    string
 	cycle       []pick // causeCycle, in dependency order
 	left, right int    // causeDerived
+	// watch holds the indices into terms of the watched terms (equal for a
+	// one-term incompatibility); active is false for a derived
+	// incompatibility that only explains another and takes no part in
+	// propagation.
+	watch  [2]int
+	active bool
 }
 
 // pick is one extension at one version (a version index).
@@ -102,6 +123,7 @@ type requirement struct {
 
 type assignment struct {
 	term   term
+	acc    term // the intersection of the extension's assignments up to this one
 	level  int
 	cause  int // incompatibility id; -1 for a decision
 	serial int // unique within a run, from 1
@@ -116,6 +138,7 @@ type contradiction struct {
 type pkgState struct {
 	touched bool
 	acc     term  // intersection of the extension's assignments
+	count   int   // acc.set.count() when acc.pos: the candidates left
 	decided int   // version index, -1 if none
 	assigns []int // indices into solver.assigns, in order
 }
@@ -128,7 +151,8 @@ type solver struct {
 	prefer  []int // installed version index per extension, -1 if none
 	zeros   vset  // read-only; zeros[:words(n)] is the empty set of n versions
 	incs    []incompat
-	byPkg   [][]int
+	watches [][]int // per extension: ids of the incompatibilities watching a term on it
+	fresh   []int   // ids added since the last propagation, not yet checked
 	assigns []assignment
 	pkgs    []pkgState
 	touched []int // extensions with assignments, in first-touch order
@@ -136,22 +160,28 @@ type solver struct {
 	serial  int
 	contra  []contradiction // per incompatibility id
 	loaded  []bool          // kube incompatibilities added
-	added   map[int]bool    // dependency groups added
+	added   []bool          // per dependency group id: incompatibility added
+	changed []int           // propagate's work stack
+	mem     vset            // arena the solver's sets are cut from
+	// propagateFn replaces propagate when set; tests use it to compare
+	// against a reference propagation.
+	propagateFn func(s *solver, start int) int
 }
+
+// testHookPropagate, when set by a test, is every new solver's
+// propagateFn.
+var testHookPropagate func(s *solver, start int) int
 
 func newSolver(ix *Index, kubeOK func(string) bool, reqs []requirement, prefer []int, extra []incompat) *solver {
 	n := len(ix.exts)
-	maxWords := 1
-	for i := range ix.exts {
-		maxWords = max(maxWords, words(len(ix.exts[i].versions)))
-	}
 	s := &solver{
 		ix: ix, kubeOK: kubeOK, reqs: reqs, prefer: prefer,
-		zeros:  make(vset, maxWords),
-		byPkg:  make([][]int, n),
-		pkgs:   make([]pkgState, n),
-		loaded: make([]bool, n),
-		added:  map[int]bool{},
+		zeros:       make(vset, max(1, ix.maxWords)),
+		watches:     make([][]int, n),
+		pkgs:        make([]pkgState, n),
+		loaded:      make([]bool, n),
+		added:       make([]bool, ix.groups),
+		propagateFn: testHookPropagate,
 	}
 	for i := range s.pkgs {
 		s.pkgs[i].decided = -1
@@ -162,21 +192,90 @@ func newSolver(ix *Index, kubeOK func(string) bool, reqs []requirement, prefer [
 	for _, inc := range extra {
 		s.addIncompat(inc)
 	}
+	// Nothing is assigned yet, so any two terms may be watched; run
+	// propagates from each requirement's extension.
+	for _, id := range s.fresh {
+		s.watchBest(id, -1)
+	}
+	s.fresh = s.fresh[:0]
 	return s
+}
+
+// alloc returns an empty set of n words cut from the solver's arena, so a
+// run allocates a few large blocks instead of one slice per set.
+func (s *solver) alloc(n int) vset {
+	if len(s.mem) < n {
+		s.mem = make(vset, max(1024, n))
+	}
+	v := s.mem[:n:n]
+	s.mem = s.mem[n:]
+	return v
 }
 
 func (s *solver) any(pkg int) term {
 	return term{pkg, false, s.zeros[:words(len(s.ix.exts[pkg].versions))]}
 }
 
-// addIncompat stores inc and indexes it under each of its extensions.
+// addIncompat stores inc and queues it for the next propagation, which
+// checks it in full and chooses its watched terms.
 func (s *solver) addIncompat(inc incompat) int {
 	id := len(s.incs)
+	inc.active = true
 	s.incs = append(s.incs, inc)
-	for _, t := range inc.terms {
-		s.byPkg[t.pkg] = append(s.byPkg[t.pkg], id)
-	}
+	s.fresh = append(s.fresh, id)
 	return id
+}
+
+// watchBest chooses the watched terms of incompatibility id: unsat (a term
+// index, or -1) first, then terms that are not satisfied, then the
+// satisfied terms whose satisfier came last. Watching the latest satisfied
+// term keeps the invariant across backjumps: undoing an assignment undoes
+// every later one too.
+func (s *solver) watchBest(id, unsat int) {
+	inc := &s.incs[id]
+	score := func(i int) int {
+		if i == unsat {
+			return 1 << 62
+		}
+		if s.relationOf(inc.terms[i]) != relSatisfied {
+			return 1<<62 - 1
+		}
+		return s.firstSatisfying(inc.terms[i])
+	}
+	best, second := -1, -1
+	bestScore, secondScore := -1, -1
+	for i := range inc.terms {
+		switch sc := score(i); {
+		case sc > bestScore:
+			second, secondScore = best, bestScore
+			best, bestScore = i, sc
+		case sc > secondScore:
+			second, secondScore = i, sc
+		}
+	}
+	if second < 0 {
+		second = best
+	}
+	inc.watch = [2]int{best, second}
+	if len(inc.terms) == 0 {
+		return
+	}
+	s.watches[inc.terms[best].pkg] = append(s.watches[inc.terms[best].pkg], id)
+	if second != best {
+		s.watches[inc.terms[second].pkg] = append(s.watches[inc.terms[second].pkg], id)
+	}
+}
+
+// unwatch removes id from the watch lists of its watched terms.
+func (s *solver) unwatch(id int) {
+	inc := &s.incs[id]
+	for k, w := range inc.watch {
+		if k == 1 && w == inc.watch[0] || len(inc.terms) == 0 {
+			break
+		}
+		pkg := inc.terms[w].pkg
+		s.watches[pkg] = slices.DeleteFunc(s.watches[pkg], func(x int) bool { return x == id })
+	}
 }
 
 // run solves. It returns -1 on success (chosen holds a version per
@@ -184,7 +283,7 @@ func (s *solver) addIncompat(inc incompat) int {
 // whose derivation explains the failure.
 func (s *solver) run() (failure int) {
 	for _, r := range s.reqs {
-		if f := s.propagate(r.pkg); f >= 0 {
+		if f := s.propagateFrom(r.pkg); f >= 0 {
 			return f
 		}
 	}
@@ -193,10 +292,17 @@ func (s *solver) run() (failure int) {
 		if done {
 			return -1
 		}
-		if f := s.propagate(next); f >= 0 {
+		if f := s.propagateFrom(next); f >= 0 {
 			return f
 		}
 	}
+}
+
+func (s *solver) propagateFrom(pkg int) int {
+	if s.propagateFn != nil {
+		return s.propagateFn(s, pkg)
+	}
+	return s.propagate(pkg)
 }
 
 // chosen returns the decided version of every extension, -1 when absent.
@@ -234,31 +340,45 @@ func (s *solver) relationOf(t term) relation {
 	}
 }
 
+// contradicted reports whether a contradiction remembered for id still
+// holds. Further assignments only narrow a term, so a contradiction holds
+// until backtracking removes the assignment that caused it.
+func (s *solver) contradicted(id int) bool {
+	if id >= len(s.contra) {
+		return false
+	}
+	c := s.contra[id]
+	if c.serial == 0 {
+		return false
+	}
+	as := s.pkgs[c.pkg].assigns
+	return c.pos < len(as) && s.assigns[as[c.pos]].serial == c.serial
+}
+
+// remember records that id's term on pkg is contradicted by pkg's latest
+// assignment.
+func (s *solver) remember(id, pkg int) {
+	as := s.pkgs[pkg].assigns
+	if len(as) == 0 {
+		return
+	}
+	for id >= len(s.contra) {
+		s.contra = append(s.contra, contradiction{})
+	}
+	s.contra[id] = contradiction{pkg: pkg, pos: len(as) - 1, serial: s.assigns[as[len(as)-1]].serial}
+}
+
 // relationInc compares the partial solution to an incompatibility; for
 // relAlmost it also returns the one term not yet satisfied.
-//
-// A contradiction found once is remembered with the assignment that caused
-// it: further assignments only narrow a term, so it holds until backtracking
-// removes that assignment. This keeps unit propagation's rescans cheap.
 func (s *solver) relationInc(id int) (relation, int) {
-	if id < len(s.contra) {
-		if c := s.contra[id]; c.serial > 0 {
-			as := s.pkgs[c.pkg].assigns
-			if c.pos < len(as) && s.assigns[as[c.pos]].serial == c.serial {
-				return relContradicted, -1
-			}
-		}
+	if s.contradicted(id) {
+		return relContradicted, -1
 	}
 	unsat := -1
 	for i, t := range s.incs[id].terms {
 		switch s.relationOf(t) {
 		case relContradicted:
-			if as := s.pkgs[t.pkg].assigns; len(as) > 0 {
-				for id >= len(s.contra) {
-					s.contra = append(s.contra, contradiction{})
-				}
-				s.contra[id] = contradiction{pkg: t.pkg, pos: len(as) - 1, serial: s.assigns[as[len(as)-1]].serial}
-			}
+			s.remember(id, t.pkg)
 			return relContradicted, -1
 		case relInconclusive:
 			if unsat >= 0 {
@@ -275,46 +395,153 @@ func (s *solver) relationInc(id int) (relation, int) {
 
 // propagate runs unit propagation from one changed extension. It returns
 // the failing incompatibility, or -1.
+//
+// Incompatibilities added since the last propagation are checked in full
+// first, newest first. Then each changed extension's watchers are visited,
+// newest first. The invariant, kept by watchBest and by moving a watch off
+// a term when it becomes satisfied: each watched term is not satisfied,
+// unless the other watched term is contradicted by an earlier assignment
+// (or the incompatibility is the conflict being resolved). So an
+// incompatibility all of whose unwatched terms are satisfied is found as
+// soon as a watched one changes.
 func (s *solver) propagate(start int) int {
-	changed := []int{start}
-	for len(changed) > 0 {
-		pkg := changed[len(changed)-1]
-		changed = changed[:len(changed)-1]
-		ids := s.byPkg[pkg]
-	scan:
-		for i := len(ids) - 1; i >= 0; i-- {
-			id := ids[i]
-			rel, unsat := s.relationInc(id)
-			switch rel {
-			case relSatisfied:
-				root, ok := s.resolveConflict(id)
-				if !ok {
-					return root
-				}
-				_, unsat = s.relationInc(root)
-				t := s.incs[root].terms[unsat]
-				s.assign(t.negate(), root)
-				changed = append(changed[:0], t.pkg)
-				break scan
-			case relAlmost:
-				t := s.incs[id].terms[unsat]
-				s.assign(t.negate(), id)
-				if !containsInt(changed, t.pkg) {
-					changed = append(changed, t.pkg)
-				}
+	s.changed = append(s.changed[:0], start)
+	for len(s.fresh) > 0 {
+		id := s.fresh[len(s.fresh)-1]
+		s.fresh = s.fresh[:len(s.fresh)-1]
+		rel, unsat := s.relationInc(id)
+		s.watchBest(id, unsat)
+		switch rel {
+		case relSatisfied:
+			if f := s.conflict(id); f >= 0 {
+				return f
 			}
+		case relAlmost:
+			s.derive(id, unsat)
+		}
+	}
+	for len(s.changed) > 0 {
+		pkg := s.changed[len(s.changed)-1]
+		s.changed = s.changed[:len(s.changed)-1]
+		conflict := s.visitWatchers(pkg)
+		if conflict < 0 {
+			continue
+		}
+		if f := s.conflict(conflict); f >= 0 {
+			return f
 		}
 	}
 	return -1
 }
 
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
+// derive assigns the negation of id's term unsat and queues its extension.
+func (s *solver) derive(id, unsat int) {
+	t := s.incs[id].terms[unsat]
+	s.assign(t.negate(), id)
+	if !slices.Contains(s.changed, t.pkg) {
+		s.changed = append(s.changed, t.pkg)
+	}
+}
+
+// conflict resolves the satisfied incompatibility id, backjumps, and
+// derives from the learned incompatibility. It returns the empty
+// incompatibility when solving has failed, else -1.
+func (s *solver) conflict(id int) int {
+	root, ok := s.resolveConflict(id)
+	if !ok {
+		return root
+	}
+	_, unsat := s.relationInc(root)
+	s.unwatch(root)
+	s.watchBest(root, unsat)
+	t := s.incs[root].terms[unsat]
+	s.assign(t.negate(), root)
+	s.changed = append(s.changed[:0], t.pkg)
+	return -1
+}
+
+// visitWatchers revisits the incompatibilities watching a term on pkg after
+// pkg changed: a watch whose term became satisfied moves to another term
+// that is not, and an incompatibility with no such term left derives the
+// negation of its other watched term or, when that is satisfied too, is a
+// conflict, whose id is returned (-1 for none).
+func (s *solver) visitWatchers(pkg int) int {
+	ws := s.watches[pkg]
+	top := len(ws) // ws[top:] are the kept watchers
+	conflict := -1
+	i := len(ws) - 1
+	for ; i >= 0; i-- {
+		id := ws[i]
+		inc := &s.incs[id]
+		slot := 0
+		if inc.terms[inc.watch[0]].pkg != pkg {
+			slot = 1
+		}
+		keep, done := s.visit(id, inc, slot)
+		if keep {
+			top--
+			ws[top] = id
+		}
+		if done {
+			conflict = id
+			break
 		}
 	}
-	return false
+	// Put back the unvisited watchers (ws[:i]) and the kept ones.
+	n := max(i, 0)
+	n += copy(ws[n:], ws[top:])
+	s.watches[pkg] = ws[:n]
+	return conflict
+}
+
+// visit handles one watcher of a changed extension; slot is the watched
+// term on it. It reports whether the watch stays and whether id is a
+// conflict.
+func (s *solver) visit(id int, inc *incompat, slot int) (keep, conflict bool) {
+	w := inc.watch[slot]
+	if len(inc.terms) == 1 {
+		switch s.relationOf(inc.terms[0]) {
+		case relSatisfied:
+			return true, true
+		case relInconclusive:
+			s.derive(id, 0)
+		}
+		return true, false
+	}
+	if s.contradicted(id) {
+		return true, false
+	}
+	switch s.relationOf(inc.terms[w]) {
+	case relContradicted:
+		s.remember(id, inc.terms[w].pkg)
+		return true, false
+	case relInconclusive:
+		return true, false
+	}
+	other := inc.watch[1-slot]
+	for k, t := range inc.terms {
+		if k == w || k == other {
+			continue
+		}
+		switch s.relationOf(t) {
+		case relSatisfied:
+			continue
+		case relContradicted:
+			s.remember(id, t.pkg)
+		}
+		inc.watch[slot] = k
+		s.watches[t.pkg] = append(s.watches[t.pkg], id)
+		return false, false
+	}
+	switch s.relationOf(inc.terms[other]) {
+	case relSatisfied:
+		return true, true
+	case relContradicted:
+		s.remember(id, inc.terms[other].pkg)
+	default:
+		s.derive(id, other)
+	}
+	return true, false
 }
 
 // assign records a derivation (cause >= 0) or a decision (cause -1).
@@ -325,11 +552,14 @@ func (s *solver) assign(t term, cause int) {
 		st.acc = t
 		s.touched = append(s.touched, t.pkg)
 	} else {
-		st.acc = intersect(st.acc, t)
+		st.acc = intersectInto(s.alloc(len(t.set)), st.acc, t)
+	}
+	if st.acc.pos {
+		st.count = st.acc.set.count()
 	}
 	st.assigns = append(st.assigns, len(s.assigns))
 	s.serial++
-	s.assigns = append(s.assigns, assignment{term: t, level: s.level, cause: cause, serial: s.serial})
+	s.assigns = append(s.assigns, assignment{term: t, acc: st.acc, level: s.level, cause: cause, serial: s.serial})
 }
 
 // decide picks the undecided extension with the fewest candidate versions
@@ -343,7 +573,7 @@ func (s *solver) decide() (pkg int, done bool) {
 		if !st.acc.pos || st.decided >= 0 {
 			continue
 		}
-		c := st.acc.set.count()
+		c := st.count
 		if best < 0 || c < bestCount || (c == bestCount && p < best) {
 			best, bestCount = p, c
 		}
@@ -377,7 +607,7 @@ func (s *solver) decide() (pkg int, done bool) {
 	}
 	if !conflicting {
 		s.level++
-		one := make(vset, words(len(e.versions)))
+		one := s.alloc(words(len(e.versions)))
 		one.add(ver)
 		s.assign(term{best, true, one}, -1)
 		s.pkgs[best].decided = ver
@@ -397,24 +627,10 @@ func (s *solver) othersSatisfied(id, pkg int) bool {
 // addKube adds, for each kubeVersion text that excludes the cluster, the
 // incompatibility "none of these versions".
 func (s *solver) addKube(pkg int) {
-	vs := s.ix.exts[pkg].versions
-	var texts []string
-	sets := map[string]vset{}
-	for i := range vs {
-		if vs[i].kube == nil || s.kubeOK(vs[i].kubeText) {
-			continue
+	for _, k := range s.ix.exts[pkg].kube {
+		if !s.kubeOK(k.text) {
+			s.addIncompat(incompat{terms: []term{{pkg, true, k.versions}}, kind: causeKube, kubeText: k.text})
 		}
-		set, ok := sets[vs[i].kubeText]
-		if !ok {
-			set = make(vset, words(len(vs)))
-			sets[vs[i].kubeText] = set
-			texts = append(texts, vs[i].kubeText)
-		}
-		set.add(i)
-	}
-	sort.Strings(texts)
-	for _, text := range texts {
-		s.addIncompat(incompat{terms: []term{{pkg, true, sets[text]}}, kind: causeKube, kubeText: text})
 	}
 }
 
@@ -442,7 +658,7 @@ func (s *solver) depIncompat(g *depGroup) (incompat, bool) {
 // higher current (non-deprecated) one is allowed; otherwise the highest
 // current version; a deprecated one only when nothing else is allowed.
 func (s *solver) choose(pkg int, allowed vset) int {
-	current := allowed.and(s.ix.exts[pkg].current).highest()
+	current := allowed.highestAnd(s.ix.exts[pkg].current)
 	if in := s.prefer[pkg]; in >= 0 && allowed.has(in) && current <= in {
 		return in
 	}
@@ -454,9 +670,9 @@ func (s *solver) choose(pkg int, allowed vset) int {
 
 // resolveConflict is PubGrub's conflict resolution. It returns the learned
 // incompatibility after backjumping, or the empty incompatibility and false
-// when solving has failed.
+// when solving has failed. The incompatibilities derived on the way only
+// explain the learned one; they are stored inactive.
 func (s *solver) resolveConflict(id int) (int, bool) {
-	learned := false
 	for {
 		inc := &s.incs[id]
 		if len(inc.terms) == 0 {
@@ -466,78 +682,72 @@ func (s *solver) resolveConflict(id int) (int, bool) {
 		sat := s.assigns[satIdx]
 		if sat.cause < 0 || prevLevel < sat.level {
 			s.backtrack(prevLevel)
-			if learned {
-				for _, t := range s.incs[id].terms {
-					s.byPkg[t.pkg] = append(s.byPkg[t.pkg], id)
-				}
-			}
+			s.incs[id].active = true
 			return id, true
 		}
 		cause := &s.incs[sat.cause]
 		var terms []term
 		for _, t := range inc.terms {
 			if t.pkg != satTerm.pkg {
-				terms = mergeTerm(terms, t)
+				terms = s.mergeTerm(terms, t)
 			}
 		}
 		for _, t := range cause.terms {
 			if t.pkg != satTerm.pkg {
-				terms = mergeTerm(terms, t)
+				terms = s.mergeTerm(terms, t)
 			}
 		}
 		if !subset(sat.term, satTerm) {
-			terms = mergeTerm(terms, intersect(sat.term, satTerm.negate()).negate())
+			rest := intersectInto(s.alloc(len(satTerm.set)), sat.term, satTerm.negate())
+			terms = s.mergeTerm(terms, rest.negate())
 		}
-		sort.Slice(terms, func(i, j int) bool { return terms[i].pkg < terms[j].pkg })
+		slices.SortFunc(terms, func(a, b term) int { return cmp.Compare(a.pkg, b.pkg) })
 		s.incs = append(s.incs, incompat{terms: terms, kind: causeDerived, left: id, right: sat.cause})
 		id = len(s.incs) - 1
-		learned = true
 	}
 }
 
+func (s *solver) mergeTerm(terms []term, t term) []term { return mergeTerm(terms, t, s.alloc) }
+
 // mergeTerm adds t to terms, intersecting it with a term on the same
-// extension.
-func mergeTerm(terms []term, t term) []term {
+// extension into a set from alloc.
+func mergeTerm(terms []term, t term, alloc func(words int) vset) []term {
 	for i := range terms {
 		if terms[i].pkg == t.pkg {
-			terms[i] = intersect(terms[i], t)
+			terms[i] = intersectInto(alloc(len(t.set)), terms[i], t)
 			return terms
 		}
 	}
 	return append(terms, t)
 }
 
+// newSet allocates a set of n words.
+func newSet(words int) vset { return make(vset, words) }
+
 // satisfier finds the earliest assignment that makes the partial solution
 // satisfy incompatibility id, the term it satisfies, and the decision level
 // of the previous satisfier (0 when there is none).
 func (s *solver) satisfier(id int) (satIdx int, satTerm term, prevLevel int) {
 	terms := s.incs[id].terms
-	first := make([]int, len(terms))
 	satIdx = -1
-	for i, t := range terms {
-		first[i] = s.firstSatisfying(t)
-		if first[i] > satIdx {
-			satIdx, satTerm = first[i], t
+	for _, t := range terms {
+		if f := s.firstSatisfying(t); f > satIdx {
+			satIdx, satTerm = f, t
 		}
 	}
-	for i, t := range terms {
+	for _, t := range terms {
 		if t.pkg != satTerm.pkg {
-			prevLevel = max(prevLevel, s.assigns[first[i]].level)
+			prevLevel = max(prevLevel, s.assigns[s.firstSatisfying(t)].level)
 		}
 	}
 	sat := s.assigns[satIdx].term
 	if !subset(sat, satTerm) {
-		var acc term
-		for k, ai := range s.pkgs[satTerm.pkg].assigns {
+		scratch := s.zerosScratch(len(sat.set))
+		for _, ai := range s.pkgs[satTerm.pkg].assigns {
 			if ai >= satIdx {
 				break
 			}
-			if k == 0 {
-				acc = s.assigns[ai].term
-			} else {
-				acc = intersect(acc, s.assigns[ai].term)
-			}
-			if subset(intersect(acc, sat), satTerm) {
+			if subset(intersectInto(scratch, s.assigns[ai].acc, sat), satTerm) {
 				prevLevel = max(prevLevel, s.assigns[ai].level)
 				break
 			}
@@ -546,17 +756,20 @@ func (s *solver) satisfier(id int) (satIdx int, satTerm term, prevLevel int) {
 	return satIdx, satTerm, prevLevel
 }
 
+// zerosScratch returns n words of scratch memory; its contents are
+// overwritten by the next call.
+func (s *solver) zerosScratch(n int) vset {
+	if len(s.mem) < n {
+		s.mem = make(vset, max(1024, n))
+	}
+	return s.mem[:n:n]
+}
+
 // firstSatisfying returns the index of the earliest assignment after which
 // the extension's assignments satisfy t.
 func (s *solver) firstSatisfying(t term) int {
-	var acc term
-	for k, ai := range s.pkgs[t.pkg].assigns {
-		if k == 0 {
-			acc = s.assigns[ai].term
-		} else {
-			acc = intersect(acc, s.assigns[ai].term)
-		}
-		if subset(acc, t) {
+	for _, ai := range s.pkgs[t.pkg].assigns {
+		if subset(s.assigns[ai].acc, t) {
 			return ai
 		}
 	}
@@ -569,33 +782,23 @@ func (s *solver) backtrack(level int) {
 	for n > 0 && s.assigns[n-1].level > level {
 		n--
 	}
-	for _, a := range s.assigns[n:] {
+	for i := len(s.assigns) - 1; i >= n; i-- {
+		a := &s.assigns[i]
 		st := &s.pkgs[a.term.pkg]
 		if a.cause < 0 {
 			st.decided = -1
 		}
-	}
-	dirty := map[int]bool{}
-	for _, a := range s.assigns[n:] {
-		dirty[a.term.pkg] = true
+		st.assigns = st.assigns[:len(st.assigns)-1]
+		if k := len(st.assigns); k == 0 {
+			st.touched = false
+		} else {
+			st.acc = s.assigns[st.assigns[k-1]].acc
+			if st.acc.pos {
+				st.count = st.acc.set.count()
+			}
+		}
 	}
 	s.assigns = s.assigns[:n]
-	for pkg := range dirty {
-		st := &s.pkgs[pkg]
-		k := len(st.assigns)
-		for k > 0 && st.assigns[k-1] >= n {
-			k--
-		}
-		st.assigns = st.assigns[:k]
-		if k == 0 {
-			st.touched = false
-			continue
-		}
-		st.acc = s.assigns[st.assigns[0]].term
-		for _, ai := range st.assigns[1:] {
-			st.acc = intersect(st.acc, s.assigns[ai].term)
-		}
-	}
 	kept := s.touched[:0]
 	for _, p := range s.touched {
 		if s.pkgs[p].touched {

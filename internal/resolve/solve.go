@@ -300,7 +300,7 @@ func (pr *problem) solveReqs(reqs []requirement, kubeOK func(string) bool) attem
 		for _, p := range cyc {
 			one := make(vset, words(len(pr.ix.exts[p.pkg].versions)))
 			one.add(p.ver)
-			inc.terms = mergeTerm(inc.terms, term{p.pkg, true, one})
+			inc.terms = mergeTerm(inc.terms, term{p.pkg, true, one}, newSet)
 		}
 		extra = append(extra, inc)
 	}

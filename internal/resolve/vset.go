@@ -73,29 +73,11 @@ func (s vset) disjoint(o vset) bool {
 	return true
 }
 
-func (s vset) and(o vset) vset {
-	r := make(vset, len(s))
-	for i := range s {
-		r[i] = s[i] & o[i]
-	}
-	return r
-}
+func (s vset) and(o vset) vset { return make(vset, len(s)).setAnd(s, o) }
 
-func (s vset) or(o vset) vset {
-	r := make(vset, len(s))
-	for i := range s {
-		r[i] = s[i] | o[i]
-	}
-	return r
-}
+func (s vset) or(o vset) vset { return make(vset, len(s)).setOr(s, o) }
 
-func (s vset) andNot(o vset) vset {
-	r := make(vset, len(s))
-	for i := range s {
-		r[i] = s[i] &^ o[i]
-	}
-	return r
-}
+func (s vset) andNot(o vset) vset { return make(vset, len(s)).setAndNot(s, o) }
 
 // highest returns the highest member, -1 when s is empty.
 func (s vset) highest() int {
@@ -118,4 +100,39 @@ func (s vset) members() []int {
 		}
 	}
 	return out
+}
+
+// The set* methods write into s (len(s) == len(a) == len(b)) and return
+// it; s may be a or b. They let the solver's hot path reuse memory.
+
+func (s vset) setAnd(a, b vset) vset {
+	for i := range s {
+		s[i] = a[i] & b[i]
+	}
+	return s
+}
+
+func (s vset) setOr(a, b vset) vset {
+	for i := range s {
+		s[i] = a[i] | b[i]
+	}
+	return s
+}
+
+func (s vset) setAndNot(a, b vset) vset {
+	for i := range s {
+		s[i] = a[i] &^ b[i]
+	}
+	return s
+}
+
+// highestAnd returns the highest member of s ∩ o, -1 when there is none,
+// without building the intersection.
+func (s vset) highestAnd(o vset) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if w := s[i] & o[i]; w != 0 {
+			return i*64 + 63 - bits.LeadingZeros64(w)
+		}
+	}
+	return -1
 }

@@ -243,3 +243,17 @@ func newScheme() (*runtime.Scheme, error) {
 	}
 	return s, nil
 }
+
+// WriteKubeconfig writes an admin kubeconfig (group system:masters) for the
+// test API server to path, for tests that run Annex as a subprocess.
+func (e *Env) WriteKubeconfig(path string) error {
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "annex-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}

@@ -3,10 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -17,12 +19,20 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/apply"
 	"github.com/annex-platform/annex/internal/apply/reqcount"
 	"github.com/annex-platform/annex/internal/testenv"
 )
+
+func TestMain(m *testing.M) {
+	// envtest logs through controller-runtime, which complains, with a
+	// stack trace, when no logger is set.
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
 
 // workers is how many installations (or apps, for the plain client) are
 // worked on at once, as a controller with 10 concurrent reconciles would.

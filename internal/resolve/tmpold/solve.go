@@ -1,0 +1,550 @@
+package resolve
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// ReasonDependencyCycle is the Explanation reason for installations whose
+// only possible versions depend on each other in a ring.
+const ReasonDependencyCycle = "DependencyCycle"
+
+// maxCycleRounds bounds how often a solution with a dependency cycle is
+// ruled out and solving starts again.
+const maxCycleRounds = 100
+
+// Installation is one ExtensionInstallation on the cluster, as the solver
+// sees it.
+type Installation struct {
+	Name           string // "namespace/name", used in texts
+	Extension      string
+	Range          string // spec.version; "" means any
+	Installed      string // the installed version; "" when not installed
+	Automatic      bool   // the installed version may move up (within Range)
+	AllowDowngrade bool   // the installed version may move down
+}
+
+// Problem is every installation on one cluster and the cluster's version.
+type Problem struct {
+	// ClusterVersion is as discovery reports it: "v1.33.4-gke.100",
+	// "v1.31.2+k3s1".
+	ClusterVersion string
+	Installations  []Installation
+}
+
+// Selection is the version chosen for one extension.
+type Selection struct {
+	Extension string
+	Version   v1alpha1.ExtensionVersion
+	// RequiredBy names, for an added dependency, the selected versions that
+	// need it ("hello 0.2.0"); for a requested extension, the installations
+	// that request it. Sorted.
+	RequiredBy []string
+	// Kept is true when the installed version was kept although a higher
+	// one satisfies every installation's range and the cluster.
+	Kept bool
+}
+
+// Plan is the outcome of a Solve.
+type Plan struct {
+	// Selected holds one version per extension on the cluster, requested
+	// or added.
+	Selected map[string]Selection
+	// Added are the dependencies no installation requests, sorted by
+	// extension; the caller creates installations for them.
+	Added []Selection
+	// InstallOrder lists extension names, dependencies first, ties by name;
+	// UninstallOrder is its reverse.
+	InstallOrder   []string
+	UninstallOrder []string
+	// Failed maps an installation name to why it cannot be satisfied
+	// together with the installations that did not fail.
+	Failed map[string]*Explanation
+}
+
+// problem is one Solve call: the installations sorted by name, each with its
+// requirements, and what the texts need.
+type problem struct {
+	ix         *Index
+	cluster    *semver.Version
+	clusterRaw string
+	kubeOK     func(string) bool
+	insts      []Installation
+	installed  []int // per installation: version index of Installed, -1
+	reqs       [][]requirement
+	prefer     []int
+}
+
+// attempt is one solve over a set of installations.
+type attempt struct {
+	s      *solver
+	fail   int   // the empty incompatibility, -1 on success
+	chosen []int // on success: version index per extension, -1 if absent
+	// stuck is a cycle that kept coming back after maxCycleRounds.
+	stuck []pick
+}
+
+func (a attempt) ok() bool { return a.fail < 0 && a.stuck == nil }
+
+// Solve chooses one version per extension for the whole cluster. See the
+// package documentation for the rules. Solve is deterministic and never
+// fails as a whole: installations that cannot be satisfied are in
+// Plan.Failed, the rest are solved without them.
+func (ix *Index) Solve(p Problem) *Plan {
+	plan := &Plan{Selected: map[string]Selection{}, Failed: map[string]*Explanation{}}
+	insts := slices.Clone(p.Installations)
+	sort.SliceStable(insts, func(i, j int) bool { return insts[i].Name < insts[j].Name })
+
+	cluster, err := ParseClusterVersion(p.ClusterVersion)
+	if err != nil {
+		for _, in := range insts {
+			plan.Failed[in.Name] = &Explanation{
+				Reason: v1alpha1.ReasonClusterUnavailable,
+				Message: fmt.Sprintf("the cluster reports Kubernetes version %q, which is not a semantic version; "+
+					"no version of %s can be checked against it", p.ClusterVersion, in.Extension),
+				Installations: []string{in.Name},
+			}
+		}
+		return plan
+	}
+	pr := &problem{ix: ix, cluster: cluster, clusterRaw: strings.TrimSpace(p.ClusterVersion),
+		kubeOK: kubeChecker(cluster), insts: insts}
+	pr.prefer = make([]int, len(ix.exts))
+	for i := range pr.prefer {
+		pr.prefer[i] = -1
+	}
+	pr.installed = make([]int, len(insts))
+	pr.reqs = make([][]requirement, len(insts))
+	var active []int
+	for i := range insts {
+		reqs, ex := pr.requirements(i)
+		if ex != nil {
+			plan.Failed[insts[i].Name] = ex
+			continue
+		}
+		pr.reqs[i] = reqs
+		if pkg, in := reqs[0].pkg, pr.installed[i]; in >= 0 && pr.prefer[pkg] < 0 {
+			pr.prefer[pkg] = in
+		}
+		active = append(active, i)
+	}
+
+	// Drop one installation named in each conflict until the rest solve;
+	// then take back every dropped one that fits with the final set, so
+	// that each failure conflicts with installations that did not fail.
+	var dropped []int
+	final := pr.solve(active, pr.kubeOK)
+	for !final.ok() {
+		victim := pr.victim(pr.named(final), active)
+		dropped = append(dropped, victim)
+		active = slices.DeleteFunc(active, func(i int) bool { return i == victim })
+		final = pr.solve(active, pr.kubeOK)
+	}
+	for _, d := range dropped {
+		with := append(slices.Clone(active), d)
+		slices.Sort(with)
+		a := pr.solve(with, pr.kubeOK)
+		if a.ok() {
+			active, final = with, a
+			continue
+		}
+		plan.Failed[insts[d].Name] = pr.explain(d, a, active)
+	}
+	pr.fillPlan(plan, active, final.chosen)
+	return plan
+}
+
+// requirements turns an installation into constraints on its extension:
+// its range, and the installed version's policy. Problems that need no
+// solving (unknown extension, bad range, nothing in range) come back as an
+// Explanation.
+func (pr *problem) requirements(i int) ([]requirement, *Explanation) {
+	in := pr.insts[i]
+	pr.installed[i] = -1
+	pkg, ok := pr.ix.byName[in.Extension]
+	if !ok {
+		return nil, &Explanation{
+			Reason: v1alpha1.ReasonExtensionNotFound,
+			Message: fmt.Sprintf("no catalog offers an extension named %q (spec.extension of %s); check the name with "+
+				"`kubectl get extensions`, or add a Catalog that offers %s.", in.Extension, in.Name, in.Extension),
+			Installations: []string{in.Name},
+		}
+	}
+	e := &pr.ix.exts[pkg]
+	c, err := ParseRange(in.Range)
+	if err != nil {
+		return nil, &Explanation{
+			Reason: v1alpha1.ReasonNoMatchingVersion,
+			Message: fmt.Sprintf("spec.version of %s: %q is not a version range (%v); use e.g. \"^1.4\", \">=1.2 <2\" or \"*\".",
+				in.Name, in.Range, err),
+			Installations: []string{in.Name},
+		}
+	}
+	inRange := pr.ix.rangeSet(pkg, c)
+	if inRange.empty() {
+		return nil, &Explanation{
+			Reason:        v1alpha1.ReasonNoMatchingVersion,
+			Message:       pr.noVersionInRange(in, e, c),
+			Installations: []string{in.Name},
+		}
+	}
+	reqs := []requirement{{inst: i, pkg: pkg, set: inRange, kind: causeRange}}
+	if in.Installed == "" {
+		return reqs, nil
+	}
+	iv, err := semver.NewVersion(in.Installed)
+	if err != nil {
+		return reqs, nil // not a version Annex installed: treat as not installed
+	}
+	idx := -1
+	for k := range e.versions {
+		if e.versions[k].sv.Equal(iv) {
+			idx = k
+		}
+	}
+	pr.installed[i] = idx
+	switch {
+	case !in.Automatic && idx < 0:
+		return nil, &Explanation{
+			Reason: v1alpha1.ReasonNoMatchingVersion,
+			Message: fmt.Sprintf("%s keeps %s %s (installed; automatic upgrades are off), but no catalog offers %s %s any more. "+
+				"Turn on spec.upgrade.automatic of %s, or add a Catalog that offers %s %s.",
+				in.Name, in.Extension, in.Installed, in.Extension, in.Installed, in.Name, in.Extension, in.Installed),
+			Installations: []string{in.Name},
+		}
+	case !in.Automatic:
+		one := make(vset, words(len(e.versions)))
+		one.add(idx)
+		reqs = append(reqs, requirement{inst: i, pkg: pkg, set: one, kind: causePin})
+	case !in.AllowDowngrade:
+		up := make(vset, words(len(e.versions)))
+		for k := range e.versions {
+			if !e.versions[k].sv.LessThan(iv) {
+				up.add(k)
+			}
+		}
+		if up.empty() {
+			return nil, &Explanation{
+				Reason: v1alpha1.ReasonNoMatchingVersion,
+				Message: fmt.Sprintf("%s has %s %s installed and downgrades are not allowed, but no catalog offers %s %s or higher any more. "+
+					"Set spec.upgrade.allowDowngrade of %s, or add a Catalog that offers %s >=%s.",
+					in.Name, in.Extension, in.Installed, in.Extension, in.Installed, in.Name, in.Extension, in.Installed),
+				Installations: []string{in.Name},
+			}
+		}
+		reqs = append(reqs, requirement{inst: i, pkg: pkg, set: up, kind: causeNoDowngrade})
+	}
+	return reqs, nil
+}
+
+func (pr *problem) noVersionInRange(in Installation, e *extIndex, c *semver.Constraints) string {
+	var avail []string
+	hint := ""
+	for k := len(e.versions) - 1; k >= 0; k-- {
+		v := e.versions[k].sv
+		if len(avail) < 5 {
+			avail = append(avail, e.versions[k].spec.Version)
+		}
+		release := semver.New(v.Major(), v.Minor(), v.Patch(), "", "")
+		if hint == "" && v.Prerelease() != "" && c.Check(release) {
+			hint = fmt.Sprintf("; pre-releases match only a range that names one, such as \">=%s-0\"", release)
+		}
+	}
+	if n := len(e.versions); n > 5 {
+		avail = append(avail, fmt.Sprintf("and %d more", n-5))
+	}
+	return fmt.Sprintf("%s wants %s %s, but no catalog offers a version in that range (available: %s)%s. Change spec.version of %s.",
+		in.Name, in.Extension, rangeOrAny(in.Range), strings.Join(avail, ", "), hint, in.Name)
+}
+
+func rangeOrAny(r string) string {
+	if r = strings.TrimSpace(r); r == "" {
+		return "*"
+	}
+	return r
+}
+
+// solve runs PubGrub over the given installations; a solution with a
+// dependency cycle is ruled out by a new incompatibility and solving starts
+// again.
+func (pr *problem) solve(active []int, kubeOK func(string) bool) attempt {
+	var reqs []requirement
+	for _, i := range active {
+		reqs = append(reqs, pr.reqs[i]...)
+	}
+	return pr.solveReqs(reqs, kubeOK)
+}
+
+func (pr *problem) solveReqs(reqs []requirement, kubeOK func(string) bool) attempt {
+	var extra []incompat
+	for round := 0; ; round++ {
+		s := newSolver(pr.ix, kubeOK, reqs, pr.prefer, extra)
+		Solvers = append(Solvers, s)
+		if f := s.run(); f >= 0 {
+			return attempt{s: s, fail: f}
+		}
+		chosen := s.chosen()
+		cyc := findCycle(pr.ix, chosen)
+		if cyc == nil {
+			return attempt{s: s, fail: -1, chosen: chosen}
+		}
+		if round == maxCycleRounds {
+			return attempt{s: s, fail: -1, chosen: chosen, stuck: cyc}
+		}
+		inc := incompat{kind: causeCycle, cycle: cyc}
+		for _, p := range cyc {
+			one := make(vset, words(len(pr.ix.exts[p.pkg].versions)))
+			one.add(p.ver)
+			inc.terms = mergeTerm(inc.terms, term{p.pkg, true, one})
+		}
+		extra = append(extra, inc)
+	}
+}
+
+// findCycle returns the first dependency cycle among the chosen versions
+// (depth-first in name order), or nil.
+func findCycle(ix *Index, chosen []int) []pick {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]uint8, len(chosen))
+	var stack []pick
+	var found []pick
+	var visit func(p int) bool
+	visit = func(p int) bool {
+		color[p] = grey
+		stack = append(stack, pick{p, chosen[p]})
+		for _, g := range depsSorted(ix, p, chosen[p]) {
+			if g.to < 0 || chosen[g.to] < 0 {
+				continue
+			}
+			switch color[g.to] {
+			case grey:
+				for k := range stack {
+					if stack[k].pkg == g.to {
+						found = slices.Clone(stack[k:])
+						return true
+					}
+				}
+			case white:
+				if visit(g.to) {
+					return true
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[p] = black
+		return false
+	}
+	for p := range chosen {
+		if chosen[p] >= 0 && color[p] == white && visit(p) {
+			return found
+		}
+	}
+	return nil
+}
+
+// depsSorted returns a version's dependency groups ordered by target id.
+func depsSorted(ix *Index, pkg, ver int) []*depGroup {
+	deps := slices.Clone(ix.exts[pkg].versions[ver].deps)
+	sort.Slice(deps, func(i, j int) bool { return deps[i].to < deps[j].to })
+	return deps
+}
+
+// named returns the installations whose requirements the failure used.
+func (pr *problem) named(a attempt) []int {
+	if a.stuck != nil {
+		return pr.reaching(a)
+	}
+	var out []int
+	for _, id := range a.s.leaves(a.fail) {
+		inc := &a.s.incs[id]
+		if inc.kind == causeRange || inc.kind == causePin || inc.kind == causeNoDowngrade {
+			out = append(out, a.s.reqs[inc.req].inst)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// reaching returns the installations whose extension depends, directly or
+// not, on a cycle that could not be ruled out.
+func (pr *problem) reaching(a attempt) []int {
+	inCycle := map[int]bool{}
+	for _, p := range a.stuck {
+		inCycle[p.pkg] = true
+	}
+	var out []int
+	for _, r := range a.s.reqs {
+		if r.kind == causeRange && pr.reaches(r.pkg, a.chosen, inCycle, map[int]bool{}) {
+			out = append(out, r.inst)
+		}
+	}
+	return out
+}
+
+func (pr *problem) reaches(p int, chosen []int, target, seen map[int]bool) bool {
+	if target[p] {
+		return true
+	}
+	if seen[p] || chosen[p] < 0 {
+		return false
+	}
+	seen[p] = true
+	for _, g := range pr.ix.exts[p].versions[chosen[p]].deps {
+		if g.to >= 0 && pr.reaches(g.to, chosen, target, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// victim picks which named installation to drop: one not yet installed
+// before one that is running, then the last by name.
+func (pr *problem) victim(named []int, active []int) int {
+	if len(named) == 0 {
+		return active[len(active)-1] // cannot happen: a failure always rests on a requirement
+	}
+	best := named[0]
+	for _, i := range named[1:] {
+		bi, ii := pr.insts[best].Installed != "", pr.insts[i].Installed != ""
+		if bi && !ii || bi == ii && i > best {
+			best = i
+		}
+	}
+	return best
+}
+
+// leaves returns the external incompatibilities a derivation rests on, in
+// depth-first order, each once.
+func (s *solver) leaves(root int) []int {
+	var out []int
+	seen := map[int]bool{}
+	var walk func(id int)
+	walk = func(id int) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		inc := &s.incs[id]
+		if inc.kind != causeDerived {
+			out = append(out, id)
+			return
+		}
+		walk(inc.left)
+		walk(inc.right)
+	}
+	walk(root)
+	return out
+}
+
+// fillPlan turns the chosen versions into Selections and orders.
+func (pr *problem) fillPlan(plan *Plan, active []int, chosen []int) {
+	ix := pr.ix
+	requested := map[int][]string{}
+	for _, i := range active {
+		pkg := pr.reqs[i][0].pkg
+		requested[pkg] = append(requested[pkg], pr.insts[i].Name)
+	}
+	neededBy := map[int][]string{}
+	for p, v := range chosen {
+		if v < 0 {
+			continue
+		}
+		for _, g := range ix.exts[p].versions[v].deps {
+			if g.to >= 0 && g.to != p {
+				neededBy[g.to] = append(neededBy[g.to], ix.exts[p].name+" "+ix.exts[p].versions[v].spec.Version)
+			}
+		}
+	}
+	for p, v := range chosen {
+		if v < 0 {
+			continue
+		}
+		sel := Selection{Extension: ix.exts[p].name, Version: ix.exts[p].versions[v].spec}
+		if names, ok := requested[p]; ok {
+			sel.RequiredBy = names // active is sorted by name already
+			sel.Kept = pr.kept(p, v, active)
+		} else {
+			sel.RequiredBy = neededBy[p]
+			sort.Strings(sel.RequiredBy)
+			plan.Added = append(plan.Added, sel)
+		}
+		plan.Selected[sel.Extension] = sel
+	}
+	plan.InstallOrder = installOrder(ix, chosen)
+	for i := len(plan.InstallOrder) - 1; i >= 0; i-- {
+		plan.UninstallOrder = append(plan.UninstallOrder, plan.InstallOrder[i])
+	}
+}
+
+// kept reports whether v is an installed version of pkg while a higher
+// version fits every range on pkg and the cluster.
+func (pr *problem) kept(pkg, v int, active []int) bool {
+	isInstalled := false
+	fits := fullSet(len(pr.ix.exts[pkg].versions))
+	for _, i := range active {
+		if pr.reqs[i][0].pkg != pkg {
+			continue
+		}
+		isInstalled = isInstalled || pr.installed[i] == v
+		fits = fits.and(pr.reqs[i][0].set)
+	}
+	if !isInstalled {
+		return false
+	}
+	vs := pr.ix.exts[pkg].versions
+	for k := v + 1; k < len(vs); k++ {
+		if fits.has(k) && (vs[k].kube == nil || pr.kubeOK(vs[k].kubeText)) {
+			return true
+		}
+	}
+	return false
+}
+
+// installOrder sorts the chosen extensions topologically, dependencies
+// first, ties by name (Kahn's algorithm taking the lowest id each time).
+func installOrder(ix *Index, chosen []int) []string {
+	indeg := make([]int, len(chosen))
+	users := make([][]int, len(chosen))
+	for p, v := range chosen {
+		if v < 0 {
+			continue
+		}
+		for _, g := range ix.exts[p].versions[v].deps {
+			if g.to >= 0 && g.to != p && chosen[g.to] >= 0 {
+				indeg[p]++
+				users[g.to] = append(users[g.to], p)
+			}
+		}
+	}
+	var ready []int
+	for p, v := range chosen {
+		if v >= 0 && indeg[p] == 0 {
+			ready = append(ready, p)
+		}
+	}
+	var out []string
+	for len(ready) > 0 {
+		slices.Sort(ready)
+		p := ready[0]
+		ready = ready[1:]
+		out = append(out, ix.exts[p].name)
+		for _, u := range users[p] {
+			if indeg[u]--; indeg[u] == 0 {
+				ready = append(ready, u)
+			}
+		}
+	}
+	return out
+}
+
+var Solvers []*solver

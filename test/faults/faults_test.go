@@ -1,0 +1,332 @@
+// Package faults kills the Annex manager at random points while
+// installations are created, upgraded, downgraded and deleted, restarts it,
+// and checks that everything converges with nothing orphaned, duplicated or
+// waiting for a human.
+//
+// `make test` runs a fixed seed; `make test-faults` runs random seeds with
+// more operations (ANNEX_FAULTS=random, ANNEX_FAULT_OPS=n).
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
+)
+
+const namespace = "faults"
+
+// app renders four objects; 2.0.0 drops the Secret and adds a ConfigMap,
+// so upgrades and downgrades prune and restore. Each slot installs its own
+// extension: one version of an extension serves a whole cluster.
+func app(name, version string) helmrepo.Chart {
+	files := map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-config\ndata: {version: {{ .Chart.Version | quote }}}\n",
+		"templates/sa.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {{ .Release.Name }}\n",
+		"templates/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec: {containers: [{name: app, image: "registry.k8s.io/pause:3.10"}]}
+`,
+	}
+	if version == "2.0.0" {
+		files["templates/extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata: {a: b}\n"
+	} else {
+		files["templates/secret.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-secret\nstringData: {token: t}\n"
+	}
+	return helmrepo.Chart{Name: name, Version: version, Files: files}
+}
+
+// ranges and the version each resolves to.
+var ranges = map[string]string{"1.0.x": "1.0.0", "1.1.x": "1.1.0", "2.x": "2.0.0"}
+
+func TestManagerCrashesConverge(t *testing.T) {
+	seed, ops := uint64(20261121), 100
+	if os.Getenv("ANNEX_FAULTS") == "random" {
+		seed = rand.Uint64()
+		ops = 300
+	}
+	if n, err := strconv.Atoi(os.Getenv("ANNEX_FAULT_OPS")); err == nil {
+		ops = n
+	}
+	t.Logf("seed %d, %d operations (reproduce: the seed is fixed in make test)", seed, ops)
+	rng := rand.New(rand.NewPCG(seed, 0))
+
+	env := testenv.Start(t)
+	ctx := context.Background()
+	c := env.Client
+	work := t.TempDir()
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	mgr := newManagerProcess(t, work, kubeconfig)
+
+	slots := 20
+	var charts []helmrepo.Chart
+	for i := 0; i < slots; i++ {
+		for _, v := range []string{"1.0.0", "1.1.0", "2.0.0"} {
+			charts = append(charts, app(fmt.Sprintf("app-%02d", i), v))
+		}
+	}
+	repo := helmrepo.NewServer(t, charts...)
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))
+	must(t, c.Create(ctx, &v1alpha1.Catalog{
+		ObjectMeta: metav1.ObjectMeta{Name: "faults"},
+		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}},
+	}))
+	mgr.start()
+
+	// want is the desired state: slot → range; absent means deleted.
+	want := map[string]string{}
+	kills := 0
+	for i := 0; i < ops; i++ {
+		name := fmt.Sprintf("app-%02d", rng.IntN(slots))
+		cur := &v1alpha1.ExtensionInstallation{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cur)
+		switch {
+		case apierrors.IsNotFound(err):
+			rangeText := pick(rng)
+			inst := &v1alpha1.ExtensionInstallation{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+				Spec: v1alpha1.ExtensionInstallationSpec{
+					Extension: name, Version: rangeText,
+					Upgrade: v1alpha1.UpgradePolicy{AllowDowngrade: true},
+				},
+			}
+			must(t, c.Create(ctx, inst))
+			want[name] = rangeText
+		case err != nil:
+			t.Fatal(err)
+		case !cur.DeletionTimestamp.IsZero():
+			// Being uninstalled; leave it.
+		case rng.IntN(10) < 7:
+			patch := client.MergeFrom(cur.DeepCopy())
+			cur.Spec.Version = pick(rng)
+			must(t, c.Patch(ctx, cur, patch))
+			want[name] = cur.Spec.Version
+		default:
+			must(t, c.Delete(ctx, cur))
+			delete(want, name)
+		}
+		time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
+		if rng.IntN(10) == 0 {
+			mgr.kill()
+			kills++
+			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+			mgr.start()
+		}
+	}
+	t.Logf("%d operations, the manager was SIGKILLed %d times", ops, kills)
+
+	// Everything converges without help.
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		problems := divergence(ctx, c, want)
+		if len(problems) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not converged after 4 minutes:\n%s", strings.Join(problems, "\n"))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if problems := orphans(ctx, c); len(problems) > 0 {
+		t.Fatalf("orphaned or duplicated objects:\n%s", strings.Join(problems, "\n"))
+	}
+	mgr.stop()
+}
+
+func pick(rng *rand.Rand) string {
+	keys := []string{"1.0.x", "1.1.x", "2.x"}
+	return keys[rng.IntN(len(keys))]
+}
+
+// divergence lists how the cluster differs from want; empty when converged.
+func divergence(ctx context.Context, c client.Client, want map[string]string) []string {
+	var list v1alpha1.ExtensionInstallationList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	seen := map[string]bool{}
+	for _, inst := range list.Items {
+		seen[inst.Name] = true
+		rangeText, ok := want[inst.Name]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s should be gone", inst.Name))
+			continue
+		}
+		ready := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
+		if stalled := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionStalled); stalled != nil && stalled.Status == metav1.ConditionTrue {
+			problems = append(problems, fmt.Sprintf("%s is Stalled: %s", inst.Name, stalled.Message))
+			continue
+		}
+		if ready == nil || ready.Status != metav1.ConditionTrue || inst.Status.ObservedGeneration != inst.Generation ||
+			inst.Status.InstalledVersion != ranges[rangeText] {
+			problems = append(problems, fmt.Sprintf("%s: want %s Ready, have %q ready=%v gen %d/%d", inst.Name,
+				ranges[rangeText], inst.Status.InstalledVersion, ready, inst.Status.ObservedGeneration, inst.Generation))
+		}
+	}
+	for name := range want {
+		if !seen[name] {
+			problems = append(problems, fmt.Sprintf("%s is missing", name))
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// orphans lists every object labelled by Annex that no live inventory
+// holds, every inventory entry that does not exist, and every object two
+// inventories claim.
+func orphans(ctx context.Context, c client.Client) []string {
+	var list v1alpha1.ExtensionInstallationList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return []string{err.Error()}
+	}
+	owner := map[string]string{}
+	var problems []string
+	for _, inst := range list.Items {
+		for _, ref := range inst.Status.Inventory {
+			key := ref.Kind + "/" + ref.Name
+			if other, dup := owner[key]; dup {
+				problems = append(problems, fmt.Sprintf("%s is in the inventories of %s and %s", key, other, inst.Name))
+			}
+			owner[key] = inst.Name
+		}
+	}
+	for _, gvk := range []schema.GroupVersionKind{
+		{Version: "v1", Kind: "ConfigMapList"}, {Version: "v1", Kind: "SecretList"},
+		{Version: "v1", Kind: "ServiceAccountList"}, {Group: "apps", Version: "v1", Kind: "DeploymentList"},
+	} {
+		objs := &unstructured.UnstructuredList{}
+		objs.SetGroupVersionKind(gvk)
+		if err := c.List(ctx, objs, client.InNamespace(namespace), client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}); err != nil {
+			return append(problems, err.Error())
+		}
+		for _, o := range objs.Items {
+			key := o.GetKind() + "/" + o.GetName()
+			inst, ok := owner[key]
+			switch {
+			case !ok:
+				problems = append(problems, fmt.Sprintf("%s is labelled by Annex (installation %q) but in no inventory", key, o.GetLabels()[v1alpha1.LabelInstallationName]))
+			case o.GetLabels()[v1alpha1.LabelInstallationName] != inst:
+				problems = append(problems, fmt.Sprintf("%s is labelled for %q but in the inventory of %s", key, o.GetLabels()[v1alpha1.LabelInstallationName], inst))
+			}
+			delete(owner, key)
+		}
+	}
+	for key, inst := range owner {
+		problems = append(problems, fmt.Sprintf("%s is in the inventory of %s but does not exist", key, inst))
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// managerProcess runs `annex manager` against the test API server.
+type managerProcess struct {
+	t          *testing.T
+	binary     string
+	kubeconfig string
+	cmd        *exec.Cmd
+	log        *os.File
+}
+
+func newManagerProcess(t *testing.T, work, kubeconfig string) *managerProcess {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(work, "annex")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/annex")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	log, err := os.Create(filepath.Join(work, "manager.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &managerProcess{t: t, binary: binary, kubeconfig: kubeconfig, log: log}
+	t.Cleanup(func() {
+		m.kill()
+		if t.Failed() {
+			data, _ := os.ReadFile(log.Name())
+			if len(data) > 20000 {
+				data = data[len(data)-20000:]
+			}
+			t.Logf("manager log (tail):\n%s", data)
+		}
+	})
+	return m
+}
+
+func (m *managerProcess) start() {
+	m.cmd = exec.Command(m.binary, "manager", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig)
+	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	if err := m.cmd.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// kill ends the manager with SIGKILL: no cleanup of any kind runs.
+func (m *managerProcess) kill() {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+	_ = m.cmd.Wait()
+	m.cmd = nil
+}
+
+func (m *managerProcess) stop() {
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = m.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		m.t.Error("manager did not stop within 30s of SIGTERM")
+		_ = m.cmd.Process.Kill()
+	}
+	m.cmd = nil
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
