@@ -53,6 +53,7 @@ const (
 	ReasonUninstalling        = "Uninstalling"
 	ReasonUninstallFailed     = "UninstallFailed"
 	ReasonDeletionHeld        = "DeletionHeld"
+	ReasonHookFailed          = "HookFailed"
 	ReasonDependencyCycle     = "DependencyCycle"
 	ReasonConflict            = "Conflict"
 )
@@ -77,6 +78,11 @@ const (
 	// AnnotationRequiredBy on such an installation says which installation
 	// it was first added for, and why.
 	AnnotationRequiredBy = "annex.dev/required-by"
+
+	// LabelRevision numbers the revision record Secrets of an installation.
+	LabelRevision = "annex.dev/revision"
+	// RevisionSecretType is the type of revision record Secrets.
+	RevisionSecretType = "annex.dev/revision"
 
 	// AnnotationDependencies on a Chart.yaml lists the extensions a chart
 	// needs, as a YAML list of {name, version}.

@@ -240,7 +240,15 @@ type ExtensionInstallationStatus struct {
 	// is not empty, deleting this installation is held.
 	// +optional
 	RequiredBy []string `json:"requiredBy,omitempty"`
-	// History lists the most recent revisions, newest first.
+	// Pending is the revision being applied: written before the first object
+	// is, cleared when it is recorded in History. A reconcile that finds it
+	// set resumes that apply (the manager stopped in the middle).
+	// +optional
+	Pending *Revision `json:"pending,omitempty"`
+	// History lists the most recent revisions, newest first. Each has a
+	// compressed record (the rendered set and inventory) in a Secret of the
+	// installation's namespace, labelled annex.dev/installation and
+	// annex.dev/revision, for rollback and for uninstalling after a crash.
 	// +optional
 	History []Revision `json:"history,omitempty"`
 }

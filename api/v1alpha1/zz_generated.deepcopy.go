@@ -371,6 +371,11 @@ func (in *ExtensionInstallationStatus) DeepCopyInto(out *ExtensionInstallationSt
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.Pending != nil {
+		in, out := &in.Pending, &out.Pending
+		*out = new(Revision)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.History != nil {
 		in, out := &in.History, &out.History
 		*out = make([]Revision, len(*in))

@@ -51,6 +51,10 @@ type HookError struct {
 	Reason, Message string
 }
 
+// HookFailed marks the error for callers that classify errors without
+// importing this package.
+func (e *HookError) HookFailed() bool { return true }
+
 func (e *HookError) Error() string {
 	obj := describe(e.Object)
 	if e.TimedOut {

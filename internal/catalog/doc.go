@@ -47,10 +47,49 @@
 // Packages are sorted by name and each package's versions highest first, so
 // the same index always yields the same Index.
 //
-// # Fetching
+// # Sources
 //
-// Fetcher downloads index files and chart archives over HTTP(S) with size
-// limits, serves builtin:// URLs through its Builtin function (wired by the
-// caller to builtin.Archive, which cannot be imported here without a cycle),
-// and verifies an artifact's digest when the source names one.
+// Sources reads a Catalog of any kind into an Index:
+//
+//   - helm: <url>/index.yaml, with ETag / If-Modified-Since so that an
+//     unchanged index is answered 304 and reused.
+//   - oci: every repository directly below spec.source.oci.repository (or
+//     that repository itself) is a chart, every tag a version ("_" stands
+//     for "+"); Chart.yaml comes from the manifest's config blob; artifact
+//     URLs are oci://<repository>@<manifest digest>.
+//   - directory: chart folders and packed .tgz files in one folder; URLs are
+//     file:// paths, served only inside that catalog's folder.
+//   - builtin: the charts compiled into Annex (package builtin).
+//
+// Every kind goes through ParseHelmIndex, so validation and sanitising are
+// the same. The last good content of each catalog is kept in memory and in
+// CacheDir; when a source cannot be read it is served with Index.Stale set.
+// Merge combines the indexes of several catalogs by spec.priority.
+//
+// Credentials come from the Secret named by secretRef: username/password
+// (basic), token (bearer), ca.crt, tls.crt/tls.key. They are sent only to
+// the host of the catalog's URL, never to another host a chart URL or a
+// redirect points at, and never over plain http.
+//
+// # Fetching and limits
+//
+// Fetcher downloads index files and chart archives with the size Limits
+// (index 50 MiB, archive 10 MiB compressed and 100 MiB expanded, 5 MiB per
+// file, 10,000 files), serves builtin:// URLs through its Builtin function
+// (wired by the caller to builtin.Archive, which cannot be imported here
+// without a cycle), verifies an artifact's digest when the source names one,
+// and walks every archive with CheckArchive before returning it: links,
+// devices, absolute or parent paths, duplicates and decompression bombs are
+// refused before Helm's loader sees them. DiskCache keeps artifacts by
+// digest on disk with LRU eviction.
+//
+// # Fuzzing
+//
+// FuzzParseHelmIndex, FuzzFastDecoder (the fast YAML decoder against
+// yaml.v3) and FuzzCheckArchive run their seed corpora (testdata/fuzz) with
+// every `go test`. To fuzz one for longer:
+//
+//	go test ./internal/catalog -run '^$' -fuzz FuzzFastDecoder -fuzztime 10m
+//
+// A failing input is written to testdata/fuzz/<target>/ and becomes a seed.
 package catalog

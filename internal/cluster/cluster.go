@@ -163,8 +163,36 @@ func (w applierAdapter) Refs(objects []*unstructured.Unstructured, ns string) []
 	return w.a.Refs(apply.Set{Objects: objects}, ns)
 }
 
-func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, crds, objects []*unstructured.Unstructured) ([]v1alpha1.ObjectReference, error) {
-	return w.a.Apply(ctx, apply.Owner(o), ns, apply.Set{CRDs: crds, Objects: objects})
+func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, set installation.Set, opts installation.ApplyOptions) ([]v1alpha1.ObjectReference, error) {
+	s := apply.Set(set)
+	if opts.SkipHooks {
+		return w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, s, apply.ApplyOptions{TakeOwnership: opts.TakeOwnership})
+	}
+	return w.a.ApplyWithHooks(ctx, apply.Owner(o), ns, s, apply.HookOptions{
+		ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership},
+		IsUpgrade:    opts.IsUpgrade,
+		HookTimeout:  opts.HookTimeout,
+	})
+}
+
+func (w applierAdapter) Diff(ctx context.Context, o installation.Owner, ns string, set installation.Set) ([]installation.Drift, error) {
+	drifts, err := w.a.Diff(ctx, apply.Owner(o), apply.Set(set), ns)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]installation.Drift, len(drifts))
+	for i, d := range drifts {
+		out[i] = installation.Drift{Object: d.Object, Missing: d.Missing, Fields: d.Fields}
+	}
+	return out, nil
+}
+
+func (w applierAdapter) RunDeleteHooks(ctx context.Context, o installation.Owner, ns string, set installation.Set, post bool, timeout time.Duration) error {
+	event := apply.HookPreDelete
+	if post {
+		event = apply.HookPostDelete
+	}
+	return w.a.RunDeleteHooks(ctx, apply.Owner(o), ns, apply.Set(set), event, timeout)
 }
 
 func (w applierAdapter) Prune(ctx context.Context, o installation.Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {

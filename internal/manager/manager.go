@@ -103,6 +103,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Resolver:           &indexedResolver{},
 		Fetcher:            artifacts,
 		Renderer:           helmRenderer{},
+		Records:            recordCodec{},
 		Clusters:           clusters,
 		Events:             mgr.GetEventRecorder("annex"),
 		ClusterEvents:      clusterEvents,

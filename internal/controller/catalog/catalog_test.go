@@ -222,6 +222,13 @@ func TestOutageServesLastGoodContent(t *testing.T) {
 func TestHostileContentRefused(t *testing.T) {
 	ns := namespace(t)
 	chartYAML := func(name string) string { return "apiVersion: v2\nname: " + name + "\nversion: 1.0.0\n" }
+	// 25 files of 4.5 MiB of zeros: each under the file limit, 112 MiB in
+	// all from about 120 KiB compressed.
+	bomb := []chartFile{{hdr: tar.Header{Name: "hostile-bomb/Chart.yaml", Typeflag: tar.TypeReg, Mode: 0o644}, body: chartYAML("hostile-bomb")}}
+	zeros := strings.Repeat("\x00", 4608<<10)
+	for i := range 25 {
+		bomb = append(bomb, chartFile{hdr: tar.Header{Name: fmt.Sprintf("hostile-bomb/files/%02d", i), Typeflag: tar.TypeReg, Mode: 0o644}, body: zeros})
+	}
 	archives := map[string][]byte{
 		"/symlink.tgz": hostileArchive(t,
 			chartFile{hdr: tar.Header{Name: "hostile-link/Chart.yaml", Typeflag: tar.TypeReg, Mode: 0o644}, body: chartYAML("hostile-link")},
@@ -229,9 +236,7 @@ func TestHostileContentRefused(t *testing.T) {
 		"/traversal.tgz": hostileArchive(t,
 			chartFile{hdr: tar.Header{Name: "hostile-path/Chart.yaml", Typeflag: tar.TypeReg, Mode: 0o644}, body: chartYAML("hostile-path")},
 			chartFile{hdr: tar.Header{Name: "hostile-path/../../x", Typeflag: tar.TypeReg, Mode: 0o644}, body: "x"}),
-		"/bomb.tgz": hostileArchive(t,
-			chartFile{hdr: tar.Header{Name: "hostile-bomb/Chart.yaml", Typeflag: tar.TypeReg, Mode: 0o644}, body: chartYAML("hostile-bomb")},
-			chartFile{hdr: tar.Header{Name: "hostile-bomb/zero", Typeflag: tar.TypeReg, Mode: 0o644}, body: strings.Repeat("\x00", 6<<20)}),
+		"/bomb.tgz": hostileArchive(t, bomb...),
 	}
 	entry := func(name, url string) string {
 		digest := strings.TrimPrefix(catalog.Digest(archives[url]), "sha256:")
@@ -262,7 +267,7 @@ func TestHostileContentRefused(t *testing.T) {
 	for ext, want := range map[string]string{
 		"hostile-link": `entry "hostile-link/values.yaml": is a symbolic link (to "/etc/passwd")`,
 		"hostile-path": `contains ".."`,
-		"hostile-bomb": "is more than the limit of 5242880 bytes per file",
+		"hostile-bomb": "expands to more than 104857600 bytes (a decompression bomb?)",
 	} {
 		inst := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ext},
 			Spec: v1alpha1.ExtensionInstallationSpec{Extension: ext, Version: "*"}}

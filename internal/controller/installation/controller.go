@@ -33,18 +33,23 @@ type Reconciler struct {
 	Fetcher  Fetcher
 	Renderer Renderer
 	Clusters Clusters
-	Events   events.EventRecorder
+	// Records encodes revision records; nil keeps none (tests of parts).
+	Records RecordCodec
+	Events  events.EventRecorder
 	// ClusterEvents announces installations to re-resolve because their
 	// cluster's Kubernetes version changed; nil when nothing watches.
 	ClusterEvents <-chan event.GenericEvent
 
+	// Workers is how many installations reconcile at once (default 8).
+	Workers int
 	// HistoryLimit is how many revisions status keeps (default 10).
 	HistoryLimit int
 	// HealthPollInterval is how often health is read while waiting
 	// (default 2s).
 	HealthPollInterval time.Duration
 	// ResyncInterval is how often a healthy installation is looked at again
-	// (re-resolved, health re-read) without any event (default 10m).
+	// (re-resolved, health and drift re-read) when its spec.interval is
+	// unset (default 10m).
 	ResyncInterval time.Duration
 	// Now returns the current time; tests may fix it.
 	Now func() time.Time
@@ -189,10 +194,14 @@ func (r *Reconciler) scheduleResync(_ context.Context, s *scope) (ctrl.Result, e
 	if s.block != nil {
 		return ctrl.Result{}, nil
 	}
-	if r.ResyncInterval > 0 {
+	switch {
+	case s.inst.Spec.Interval.Duration > 0:
+		return ctrl.Result{RequeueAfter: s.inst.Spec.Interval.Duration}, nil
+	case r.ResyncInterval > 0:
 		return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+	default:
+		return ctrl.Result{RequeueAfter: 10 * time.Minute}, nil
 	}
-	return ctrl.Result{RequeueAfter: 10 * time.Minute}, nil
 }
 
 func (r *Reconciler) historyLimit() int {

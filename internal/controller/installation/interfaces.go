@@ -2,6 +2,7 @@ package installation
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -51,14 +52,43 @@ type Applier interface {
 	// Refs returns the inventory entries Apply would record for objects,
 	// without writing anything.
 	Refs(objects []*unstructured.Unstructured, defaultNamespace string) []v1alpha1.ObjectReference
-	// Apply applies CRDs then objects in phases and returns the inventory.
-	Apply(ctx context.Context, owner Owner, defaultNamespace string, crds, objects []*unstructured.Unstructured) ([]v1alpha1.ObjectReference, error)
+	// Apply applies a rendered set in phases (hooks included unless
+	// opts.SkipHooks) and returns the inventory.
+	Apply(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts ApplyOptions) ([]v1alpha1.ObjectReference, error)
+	// Diff lists the objects of set that differ from the cluster, writing
+	// nothing.
+	Diff(ctx context.Context, owner Owner, defaultNamespace string, set Set) ([]Drift, error)
 	// Prune deletes what is in old but not in current and still owned.
 	Prune(ctx context.Context, owner Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error)
+	// RunDeleteHooks runs the pre-delete (post false) or post-delete hooks
+	// of set.
+	RunDeleteHooks(ctx context.Context, owner Owner, defaultNamespace string, set Set, post bool, timeout time.Duration) error
 	// Delete removes the inventory and reports how much still exists.
 	Delete(ctx context.Context, owner Owner, inventory []v1alpha1.ObjectReference, deleteCRDs bool) (remaining int, err error)
 	// Health reports whether every inventory object is healthy.
 	Health(ctx context.Context, inventory []v1alpha1.ObjectReference) (Health, error)
+}
+
+// Set is a rendered set of objects.
+type Set struct{ CRDs, Objects []*unstructured.Unstructured }
+
+// ApplyOptions tune one Apply.
+type ApplyOptions struct {
+	// IsUpgrade runs the upgrade hooks instead of the install hooks.
+	IsUpgrade bool
+	// SkipHooks applies the regular objects only (drift correction).
+	SkipHooks bool
+	// HookTimeout bounds each hook Job.
+	HookTimeout time.Duration
+	// TakeOwnership adopts existing objects and fields of other managers.
+	TakeOwnership bool
+}
+
+// Drift is one object that differs from the installed revision.
+type Drift struct {
+	Object  v1alpha1.ObjectReference
+	Missing bool
+	Fields  []string
 }
 
 // Owner names the installation that owns applied objects.

@@ -28,6 +28,7 @@ type scope struct {
 	rendered       *render.Result
 	inventory      []v1alpha1.ObjectReference // after apply: what the installed revision owns
 
+	wasReady  bool   // Ready for the current generation when the reconcile began
 	block     *block // why the installation cannot go on, if it cannot
 	healthy   bool   // every applied object is healthy
 	suspended bool
@@ -35,7 +36,7 @@ type scope struct {
 }
 
 func newScope(inst *v1alpha1.ExtensionInstallation) *scope {
-	return &scope{inst: inst, written: inst.DeepCopy()}
+	return &scope{inst: inst, written: inst.DeepCopy(), wasReady: isReady(inst)}
 }
 
 func (s *scope) owner() Owner { return Owner{Name: s.inst.Name, Namespace: s.inst.Namespace} }

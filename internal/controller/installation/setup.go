@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -37,7 +38,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.Extension{}, handler.EnqueueRequestsFromMapFunc(r.installationsOfExtension)).
 		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(r.unsettledOnSameCluster),
 			builder.WithPredicates(clusterRelevantChange())).
-		Named("extensioninstallation")
+		Named("extensioninstallation").
+		// Hook Jobs are awaited inside a reconcile; several workers keep one
+		// slow hook from holding up every other installation.
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers()})
 	if r.ClusterEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.ClusterEvents, &handler.EnqueueRequestForObject{}))
 	}
@@ -106,4 +110,11 @@ func deletionPredicate() predicate.Funcs {
 			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
 		},
 	}
+}
+
+func (r *Reconciler) workers() int {
+	if r.Workers > 0 {
+		return r.Workers
+	}
+	return 8
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -200,30 +201,37 @@ func (r *Reconciler) readValuesKey(ctx context.Context, namespace string, ref v1
 }
 
 // apply writes the rendered set, records it, and prunes what left it. An
-// unchanged set of the same generation is not applied again.
+// unchanged set of the same generation is not applied again; its drift is
+// checked instead.
 func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.block != nil {
 		return ctrl.Result{}, nil
 	}
 	inst := s.inst
+	set := Set{CRDs: s.rendered.CRDs, Objects: s.objectsToApply(ctx, r)}
 	if r.upToDate(s) {
 		s.inventory = inst.Status.Inventory
-		return ctrl.Result{}, nil
+		return r.checkDrift(ctx, s, set)
 	}
 	applier := s.target.Applier()
-	objects := s.objectsToApply(ctx, r)
+	rev := r.nextRevision(s)
 
-	// Record the intent first: the inventory grows to include everything
-	// about to be applied, so a crash after apply leaves nothing unowned.
-	planned := applier.Refs(append(append([]*unstructured.Unstructured{}, s.rendered.CRDs...), objects...), s.targetNamespace())
-	if union, grew := unionRefs(inst.Status.Inventory, planned); grew {
-		inst.Status.Inventory, inst.Status.InventoryCount = union, int32(len(union))
-		if err := r.persist(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
+	// Record the intent first: the revision being applied, and an inventory
+	// grown to include everything about to be applied, so that a crash at
+	// any instant leaves nothing unowned and the next reconcile resumes.
+	planned := applier.Refs(append(append([]*unstructured.Unstructured{}, set.CRDs...), set.Objects...), s.targetNamespace())
+	inst.Status.Inventory, _ = unionRefs(inst.Status.Inventory, planned)
+	inst.Status.InventoryCount = int32(len(inst.Status.Inventory))
+	inst.Status.Pending = &rev
+	if err := r.persist(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 
-	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), s.rendered.CRDs, objects)
+	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{
+		IsUpgrade:     inst.Status.InstalledVersion != "",
+		HookTimeout:   timeoutOf(inst),
+		TakeOwnership: inst.Spec.TakeOwnership,
+	})
 	if err != nil {
 		s.block = applyBlock(err)
 		setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
@@ -236,8 +244,110 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("pruning objects that left %s %s: %v", inst.Spec.Extension, s.choice.Version.Version, err))
 		return ctrl.Result{}, s.block
 	}
-	r.record(s, applied)
+	if err := r.saveRecord(ctx, s, rev, applied, set); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.record(s, applied, rev)
 	return ctrl.Result{}, nil
+}
+
+// nextRevision describes the revision this reconcile applies. A revision
+// left pending by a crash is applied again under the same number.
+func (r *Reconciler) nextRevision(s *scope) v1alpha1.Revision {
+	var number int64 = 1
+	if len(s.inst.Status.History) > 0 {
+		number = s.inst.Status.History[0].Number + 1
+	}
+	return v1alpha1.Revision{
+		Number:         number,
+		Version:        s.choice.Version.Version,
+		ArtifactDigest: s.artifactDigest,
+		ValuesDigest:   s.rendered.ValuesDigest,
+		ManifestDigest: s.rendered.ManifestDigest,
+		AppliedAt:      metav1.NewTime(r.now()),
+	}
+}
+
+// checkDrift compares the cluster with the installed revision, once the
+// installation is Ready. Nothing drifted costs reads only. Enabled corrects
+// drift (and recreates deleted objects); Warn lists it.
+func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Result, error) {
+	inst := s.inst
+	mode := inst.Spec.DriftDetection
+	if mode == v1alpha1.DriftDetectionDisabled || !s.wasReady {
+		if mode == v1alpha1.DriftDetectionDisabled {
+			inst.Status.Drifted = nil
+		}
+		return ctrl.Result{}, nil
+	}
+	applier := s.target.Applier()
+	drifts, err := applier.Diff(ctx, s.owner(), s.targetNamespace(), set)
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("comparing the cluster with revision %d: %v", inst.Status.History[0].Number, err))
+		return ctrl.Result{}, s.block
+	}
+	found := driftedObjects(drifts)
+	if len(found) == 0 {
+		inst.Status.Drifted = nil
+		return ctrl.Result{}, nil
+	}
+	if mode == v1alpha1.DriftDetectionWarn {
+		if !equality.Semantic.DeepEqual(found, inst.Status.Drifted) {
+			r.event(s, corev1.EventTypeWarning, "Drifted", "objects differ from the installed revision (driftDetection: Warn): "+describeDrift(found))
+		}
+		inst.Status.Drifted = found
+		return ctrl.Result{}, nil
+	}
+	// The drifted objects are in the inventory, so Annex owns them: fields
+	// another manager took over since are taken back (objects of another
+	// installation are still refused).
+	if _, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true}); err != nil {
+		s.block = applyBlock(err)
+		s.block.message = "correcting drift: " + s.block.message
+		inst.Status.Drifted = found
+		if s.block.kind == blockRetry {
+			return ctrl.Result{}, s.block
+		}
+		return ctrl.Result{}, nil
+	}
+	inst.Status.Drifted = nil
+	r.event(s, corev1.EventTypeNormal, "DriftCorrected", "restored objects that differed from the installed revision: "+describeDrift(found))
+	return ctrl.Result{}, nil
+}
+
+func driftedObjects(drifts []Drift) []v1alpha1.DriftedObject {
+	out := make([]v1alpha1.DriftedObject, 0, len(drifts))
+	for _, d := range drifts {
+		fields := d.Fields
+		if d.Missing {
+			fields = []string{"deleted"}
+		}
+		out = append(out, v1alpha1.DriftedObject{ObjectReference: d.Object, Fields: fields})
+	}
+	return out
+}
+
+func describeDrift(objs []v1alpha1.DriftedObject) string {
+	parts := make([]string, 0, len(objs))
+	for i, o := range objs {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(objs)-5))
+			break
+		}
+		name := o.Name
+		if o.Namespace != "" {
+			name = o.Namespace + "/" + o.Name
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", o.Kind, name, strings.Join(o.Fields, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func timeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
+	if inst.Spec.Timeout.Duration > 0 {
+		return inst.Spec.Timeout.Duration
+	}
+	return defaultTimeout
 }
 
 // upToDate reports whether the recorded revision was made from this exact
@@ -288,26 +398,15 @@ func namespaceObject(name string) *unstructured.Unstructured {
 }
 
 // record writes the applied revision into status.
-func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference) {
+func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1alpha1.Revision) {
 	inst := s.inst
-	var number int64 = 1
-	if len(inst.Status.History) > 0 {
-		number = inst.Status.History[0].Number + 1
-	}
-	rev := v1alpha1.Revision{
-		Number:         number,
-		Version:        s.choice.Version.Version,
-		ArtifactDigest: s.artifactDigest,
-		ValuesDigest:   s.rendered.ValuesDigest,
-		ManifestDigest: s.rendered.ManifestDigest,
-		AppliedAt:      metav1.NewTime(r.now()),
-	}
 	history := append([]v1alpha1.Revision{rev}, inst.Status.History...)
 	if len(history) > r.historyLimit() {
 		history = history[:r.historyLimit()]
 	}
 	upgraded := inst.Status.InstalledVersion != "" && inst.Status.InstalledVersion != rev.Version
 	inst.Status.History = history
+	inst.Status.Pending = nil
 	inst.Status.InstalledVersion = rev.Version
 	inst.Status.Inventory, inst.Status.InventoryCount = applied, int32(len(applied))
 	s.inventory = applied
@@ -336,10 +435,7 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 		return ctrl.Result{}, nil
 	}
 	since := s.inst.Status.History[0].AppliedAt.Time
-	timeout := s.inst.Spec.Timeout.Duration
-	if timeout <= 0 {
-		timeout = defaultTimeout
-	}
+	timeout := timeoutOf(s.inst)
 	if h.Failed || r.now().Sub(since) > timeout {
 		s.block = &block{kind: blockStalled, reason: v1alpha1.ReasonHealthTimeout, message: fmt.Sprintf(
 			"%s %s did not become healthy within spec.timeout (%s): %s",
@@ -355,11 +451,15 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 const defaultTimeout = 5 * time.Minute
 
 // applyBlock classifies an apply error: ownership conflicts are terminal,
-// everything else is retried.
+// a failed hook and everything else are retried with backoff.
 func applyBlock(err error) *block {
 	var conflict interface{ OwnershipConflict() bool }
 	if errors.As(err, &conflict) && conflict.OwnershipConflict() {
-		return terminal(v1alpha1.ReasonOwnershipConflict, err.Error())
+		return terminal(v1alpha1.ReasonOwnershipConflict, err.Error()+"; or set spec.takeOwnership to adopt it")
+	}
+	var hook interface{ HookFailed() bool }
+	if errors.As(err, &hook) && hook.HookFailed() {
+		return retry(v1alpha1.ReasonHookFailed, err.Error())
 	}
 	return retry(v1alpha1.ReasonApplyFailed, err.Error())
 }

@@ -3,15 +3,24 @@ package installation
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
+
+// uninstallStarted reports whether an earlier reconcile already ran the
+// pre-delete hooks and began deleting.
+func uninstallStarted(inst *v1alpha1.ExtensionInstallation) bool {
+	c := findCondition(inst, v1alpha1.ConditionInstalled)
+	return c != nil && c.Reason == v1alpha1.ReasonUninstalling
+}
 
 // uninstall removes exactly the inventory from the target cluster, waits
 // until it is gone, then releases the finalizer. CRDs stay unless
@@ -31,14 +40,27 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 			inst.Spec.Extension, strings.Join(held, ", ")))
 		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
 	}
-	if len(inst.Status.Inventory) > 0 {
-		target, err := r.Clusters.Target(ctx, inst.Spec.Cluster)
-		if err != nil {
-			s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf(
-				"cannot reach the cluster to remove %d objects: %v; the installation is kept until they are removed", len(inst.Status.Inventory), err))
+	target, err := r.Clusters.Target(ctx, inst.Spec.Cluster)
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf(
+			"cannot reach the cluster to remove %d objects: %v; the installation is kept until they are removed", len(inst.Status.Inventory), err))
+		return ctrl.Result{}, s.block
+	}
+	applier := target.Applier()
+	hooks, hasHooks, err := r.latestRecord(ctx, inst)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if hasHooks && !uninstallStarted(inst) {
+		if err := applier.RunDeleteHooks(ctx, s.owner(), s.targetNamespace(), hooks, false, timeoutOf(inst)); err != nil {
+			s.block = retry(v1alpha1.ReasonHookFailed, fmt.Sprintf("pre-delete hook of %s: %v", inst.Spec.Extension, err))
 			return ctrl.Result{}, s.block
 		}
-		remaining, err := target.Applier().Delete(ctx, s.owner(), inst.Status.Inventory, inst.Spec.Uninstall.DeleteCRDs)
+	}
+	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonUninstalling,
+		fmt.Sprintf("removing the %d objects of %s %s", len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion))
+	if len(inst.Status.Inventory) > 0 {
+		remaining, err := applier.Delete(ctx, s.owner(), inst.Status.Inventory, inst.Spec.Uninstall.DeleteCRDs)
 		if err != nil {
 			s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("removing the objects of %s: %v", inst.Spec.Extension, err))
 			return ctrl.Result{}, s.block
@@ -47,6 +69,15 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 			s.block = wait(v1alpha1.ReasonUninstalling, fmt.Sprintf("waiting for %d of %d objects to be deleted", remaining, len(inst.Status.Inventory)))
 			return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
 		}
+	}
+	if hasHooks {
+		if err := applier.RunDeleteHooks(ctx, s.owner(), s.targetNamespace(), hooks, true, timeoutOf(inst)); err != nil {
+			s.block = retry(v1alpha1.ReasonHookFailed, fmt.Sprintf("post-delete hook of %s: %v", inst.Spec.Extension, err))
+			return ctrl.Result{}, s.block
+		}
+	}
+	if err := r.deleteRecords(ctx, inst, math.MaxInt64); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.event(s, corev1.EventTypeNormal, "Uninstalled", fmt.Sprintf("removed %d objects of %s %s",
 		len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion))

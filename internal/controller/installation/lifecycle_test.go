@@ -1,0 +1,198 @@
+package installation_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
+)
+
+var jobGVK = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
+
+func everySecond(i *v1alpha1.ExtensionInstallation) {
+	i.Spec.Interval = metav1.Duration{Duration: time.Second}
+}
+
+func TestDriftIsCorrected(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, podinfoChart("drift1", "1.0.0", nil))
+	inst := install(t, ns, "web", "drift1", "", everySecond)
+	waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+
+	// Deleted behind Annex's back: recreated.
+	cm, err := get(t, configMapGVK, ns, "web-config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		again, err := get(t, configMapGVK, ns, "web-config")
+		if err != nil {
+			return err
+		}
+		if again.GetUID() == cm.GetUID() {
+			return fmt.Errorf("not recreated yet")
+		}
+		return nil
+	})
+
+	// Changed by someone else: restored.
+	patch := []byte(`{"data":{"message":"tampered"}}`)
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(configMapGVK)
+	obj.SetNamespace(ns)
+	obj.SetName("web-config")
+	if err := env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("someone")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		cur, err := get(t, configMapGVK, ns, "web-config")
+		if err != nil {
+			return err
+		}
+		if msg, _, _ := unstructured.NestedString(cur.Object, "data", "message"); msg != "hello" {
+			return fmt.Errorf("message still %q", msg)
+		}
+		return nil
+	})
+	got, _ := getInstallation(t, ns, "web")
+	if len(got.Status.Drifted) != 0 || !meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) {
+		t.Fatalf("after correction: drifted %v, conditions %s", got.Status.Drifted, describeConditions(got))
+	}
+}
+
+func TestDriftWarnOnlyLists(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, podinfoChart("drift2", "1.0.0", nil))
+	inst := install(t, ns, "web", "drift2", "", everySecond, func(i *v1alpha1.ExtensionInstallation) {
+		i.Spec.DriftDetection = v1alpha1.DriftDetectionWarn
+	})
+	waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	svc, err := get(t, serviceGVK, ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		got, err := getInstallation(t, ns, "web")
+		if err != nil {
+			return err
+		}
+		if len(got.Status.Drifted) != 1 || got.Status.Drifted[0].Kind != "Service" || got.Status.Drifted[0].Fields[0] != "deleted" {
+			return fmt.Errorf("drifted: %+v", got.Status.Drifted)
+		}
+		return nil
+	})
+	if _, err := get(t, serviceGVK, ns, "web"); !apierrors.IsNotFound(err) {
+		t.Fatalf("Warn must not recreate the Service (err=%v)", err)
+	}
+}
+
+func TestRevisionRecordsAndTakeOwnership(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, podinfoChart("rec", "1.0.0", nil), podinfoChart("rec", "1.1.0", nil))
+	// An object someone created before: adopted with spec.takeOwnership.
+	pre := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}, Data: map[string]string{"message": "mine"}}
+	if err := env.Client.Create(ctx, pre, client.FieldOwner("kubectl")); err != nil {
+		t.Fatal(err)
+	}
+	inst := install(t, ns, "web", "rec", "1.0.x", func(i *v1alpha1.ExtensionInstallation) { i.Spec.TakeOwnership = true })
+	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	cm, _ := get(t, configMapGVK, ns, "web-config")
+	if cm.GetLabels()[v1alpha1.LabelInstallationName] != "web" {
+		t.Fatalf("not adopted: labels %v", cm.GetLabels())
+	}
+
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Version = "1.1.x"
+	if err := env.Client.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	if got.Status.InstalledVersion != "1.1.0" || got.Status.Pending != nil {
+		t.Fatalf("installed %s pending %+v", got.Status.InstalledVersion, got.Status.Pending)
+	}
+	records := func() []string {
+		var list corev1.SecretList
+		if err := env.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelInstallationName: "web"}); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range list.Items {
+			if s.Type == v1alpha1.RevisionSecretType {
+				names = append(names, s.Name)
+			}
+		}
+		return names
+	}
+	if names := strings.Join(records(), ","); names != "annex.web.v1,annex.web.v2" {
+		t.Fatalf("revision records: %s", names)
+	}
+
+	if err := env.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, "web")
+	if names := records(); len(names) != 0 {
+		t.Fatalf("records left after uninstall: %v", names)
+	}
+}
+
+func TestFailedHookIsReported(t *testing.T) {
+	ns, _ := setup(t, helmrepo.Chart{Name: "hooked", Version: "1.0.0", Files: map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata: {a: b}\n",
+		"templates/job.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+  annotations: {helm.sh/hook: pre-install}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: "registry.example/migrate:1.0"}]
+`,
+	}})
+	inst := install(t, ns, "db", "hooked", "")
+	// The test API server runs no Job controller: stand in for it.
+	var job *unstructured.Unstructured
+	eventually(t, 30*time.Second, func() error {
+		var err error
+		job, err = get(t, jobGVK, ns, "db-migrate")
+		return err
+	})
+	now := time.Now().UTC().Format(time.RFC3339)
+	failed := fmt.Sprintf(`{"status":{"startTime":%q,"failed":1,"conditions":[
+		{"type":"FailureTarget","status":"True","reason":"BackoffLimitExceeded","message":"Job has reached the specified backoff limit","lastTransitionTime":%[1]q},
+		{"type":"Failed","status":"True","reason":"BackoffLimitExceeded","message":"Job has reached the specified backoff limit","lastTransitionTime":%[1]q}]}}`, now)
+	if err := env.Client.Status().Patch(context.Background(), job, client.RawPatch(types.MergePatchType, []byte(failed))); err != nil {
+		t.Fatal(err)
+	}
+	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonHookFailed)
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	if !strings.Contains(ready.Message, "db-migrate") || !strings.Contains(ready.Message, "backoff limit") {
+		t.Fatalf("the message must name the Job and its failure: %s", ready.Message)
+	}
+	// Nothing but the hook was applied: the pre-install hook failed first.
+	if _, err := get(t, configMapGVK, ns, "db"); !apierrors.IsNotFound(err) {
+		t.Fatalf("the chart's objects must wait for the pre-install hook (err=%v)", err)
+	}
+}
