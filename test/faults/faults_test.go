@@ -329,4 +329,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
