@@ -54,6 +54,9 @@ const (
 	ReasonUninstallFailed     = "UninstallFailed"
 	ReasonDeletionHeld        = "DeletionHeld"
 	ReasonHookFailed          = "HookFailed"
+	ReasonRetrying            = "Retrying"
+	ReasonRolledBack          = "RolledBack"
+	ReasonInstallFailed       = "InstallFailed"
 	ReasonDependencyCycle     = "DependencyCycle"
 	ReasonConflict            = "Conflict"
 )

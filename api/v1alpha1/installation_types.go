@@ -177,6 +177,18 @@ type ObjectReference struct {
 	Name      string `json:"name"`
 }
 
+// FailedTarget records a remediated failure.
+type FailedTarget struct {
+	// Generation of the spec that asked for the target.
+	Generation int64 `json:"generation"`
+	// Version, ArtifactDigest and ValuesDigest identify the target.
+	Version        string `json:"version"`
+	ArtifactDigest string `json:"artifactDigest,omitempty"`
+	ValuesDigest   string `json:"valuesDigest,omitempty"`
+	// Message says what failed and what Annex did about it.
+	Message string `json:"message"`
+}
+
 // DriftedObject is an object that differs from what Annex applied.
 type DriftedObject struct {
 	ObjectReference `json:",inline"`
@@ -235,6 +247,15 @@ type ExtensionInstallationStatus struct {
 	// revision; it resets on success.
 	// +optional
 	Failures int32 `json:"failures,omitempty"`
+	// LastHealthyRevision is the number of the newest revision that became
+	// healthy: what a failed upgrade rolls back to.
+	// +optional
+	LastHealthyRevision int64 `json:"lastHealthyRevision,omitempty"`
+	// FailedTarget is the version and inputs that failed after every retry
+	// and were remediated. Annex does not try them again until the spec
+	// changes (a new generation).
+	// +optional
+	FailedTarget *FailedTarget `json:"failedTarget,omitempty"`
 	// RequiredBy lists the installations on the same cluster whose chosen
 	// version depends on this one's extension ("namespace/name"). While it
 	// is not empty, deleting this installation is held.

@@ -203,18 +203,63 @@ func chainUniverse(n int) Universe {
 	return u
 }
 
-// benchSolve runs Solve b.N times and reports p50 and p99 per solve.
+// satisfiableProblem is the common case on a real cluster: 50
+// installations that were installed before and still fit together, solved
+// again to confirm them and to take upgrades. It draws installations as
+// catalogProblem does (an extension, any version or "^2"), keeps those that
+// a solve on a Kubernetes 1.29 cluster does not fail, and installs them at
+// that solve's versions: every installation but each fifth is installed,
+// half of those with automatic upgrades off (pinned) and half with
+// automatic upgrades on and no downgrades (the API's defaults). Solved on
+// the 1.31 benchmark cluster, the automatic ones move up where newer
+// versions now admit the cluster. The 1.29 solution still admits 1.31 (the
+// catalog's only ceiling is "<1.29"), so the set stays satisfiable;
+// benchSatisfiable checks that nothing fails.
+func satisfiableProblem(ix *Index, exts int, seed uint64) Problem {
+	r := rand.New(rand.NewPCG(seed, 19))
+	const older = "v1.29.5"
+	var kept []Installation
+	for drawn := 0; len(kept) < 50; {
+		if drawn > 50*exts {
+			panic(fmt.Sprintf("satisfiableProblem: %d of %d drawn installations fit together", len(kept), drawn))
+		}
+		cands := slices.Clone(kept)
+		for len(cands) < 60 {
+			in := Installation{Name: fmt.Sprintf("ns/cand-%04d", drawn), Extension: fmt.Sprintf("ext-%04d", r.IntN(exts))}
+			if r.IntN(3) == 0 {
+				in.Range = "^2"
+			}
+			cands = append(cands, in)
+			drawn++
+		}
+		// Installations that do not fail fit together; so does any subset.
+		plan := ix.Solve(Problem{ClusterVersion: older, Installations: cands})
+		kept = slices.DeleteFunc(cands, func(in Installation) bool { return plan.Failed[in.Name] != nil })
+	}
+	kept = kept[:50]
+	installedAt := ix.Solve(Problem{ClusterVersion: older, Installations: kept}).Selected
+	p := Problem{ClusterVersion: "v1.31.2-gke.1200"}
+	for i, in := range kept {
+		in.Name = fmt.Sprintf("ns/inst-%02d", i)
+		if i%5 != 4 {
+			in.Installed = installedAt[in.Extension].Version.Version
+			in.Automatic = i%2 == 0
+		}
+		p.Installations = append(p.Installations, in)
+	}
+	return p
+}
+
+// benchSolve runs Solve in a b.Loop and reports p50 and p99 per solve.
 func benchSolve(b *testing.B, ix *Index, p Problem) {
 	b.ReportAllocs()
-	durations := make([]time.Duration, 0, b.N)
+	var durations []time.Duration
 	var plan *Plan
-	b.ResetTimer()
-	for range b.N {
+	for b.Loop() {
 		start := time.Now()
 		plan = ix.Solve(p)
 		durations = append(durations, time.Since(start))
 	}
-	b.StopTimer()
 	slices.Sort(durations)
 	b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds()), "p99-ns")
@@ -222,11 +267,30 @@ func benchSolve(b *testing.B, ix *Index, p Problem) {
 	b.ReportMetric(float64(len(plan.Failed)), "failed")
 }
 
-func BenchmarkSolve1k(b *testing.B) {
+// benchSatisfiable benchmarks the common case over a catalog of exts
+// extensions × 20 versions.
+func benchSatisfiable(b *testing.B, exts int) {
+	ix := NewIndex(catalogUniverse(exts, 1))
+	p := satisfiableProblem(ix, exts, 1)
+	if failed := ix.Solve(p).Failed; len(failed) > 0 {
+		b.Fatalf("the satisfiable problem has %d failures", len(failed))
+	}
+	benchSolve(b, ix, p)
+}
+
+// The targets (p50 < 2 ms, p99 < 10 ms at 10,000 versions) are for the
+// satisfiable case. The other benchmarks are reported alongside:
+// WithFailures draws installations that partly conflict, and each failure
+// costs extra solves (set aside, take back, check the suggested fixes).
+func BenchmarkSolve1k(b *testing.B) { benchSatisfiable(b, 50) }
+
+func BenchmarkSolve10k(b *testing.B) { benchSatisfiable(b, 500) }
+
+func BenchmarkSolveWithFailures1k(b *testing.B) {
 	benchSolve(b, NewIndex(catalogUniverse(50, 1)), catalogProblem(50, 1))
 }
 
-func BenchmarkSolve10k(b *testing.B) {
+func BenchmarkSolveWithFailures10k(b *testing.B) {
 	benchSolve(b, NewIndex(catalogUniverse(500, 1)), catalogProblem(500, 1))
 }
 
@@ -248,7 +312,7 @@ func BenchmarkSolveUnsatisfiableChain(b *testing.B) {
 func BenchmarkNewIndex10k(b *testing.B) {
 	u := syntheticUniverse(500, 1)
 	b.ReportAllocs()
-	for range b.N {
+	for b.Loop() {
 		NewIndex(u)
 	}
 }

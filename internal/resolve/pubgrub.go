@@ -192,6 +192,27 @@ func newSolver(ix *Index, kubeOK func(string) bool, reqs []requirement, prefer [
 	for _, inc := range extra {
 		s.addIncompat(inc)
 	}
+	// EXPERIMENT: kube for every reachable extension at level 0.
+	var queue []int
+	for _, r := range reqs {
+		if !s.loaded[r.pkg] {
+			s.loaded[r.pkg] = true
+			queue = append(queue, r.pkg)
+		}
+	}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		s.addKube(p)
+		for _, v := range ix.exts[p].versions {
+			for _, g := range v.deps {
+				if g.to >= 0 && !s.loaded[g.to] {
+					s.loaded[g.to] = true
+					queue = append(queue, g.to)
+				}
+			}
+		}
+	}
 	// Nothing is assigned yet, so any two terms may be watched; run
 	// propagates from each requirement's extension.
 	for _, id := range s.fresh {
@@ -580,11 +601,6 @@ func (s *solver) decide() (pkg int, done bool) {
 	}
 	if best < 0 {
 		return 0, true
-	}
-	if !s.loaded[best] {
-		s.loaded[best] = true
-		s.addKube(best)
-		return best, false
 	}
 	ver := s.choose(best, s.pkgs[best].acc.set)
 	e := &s.ix.exts[best]

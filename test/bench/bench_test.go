@@ -31,7 +31,20 @@ func TestMain(m *testing.M) {
 	// envtest logs through controller-runtime, which complains, with a
 	// stack trace, when no logger is set.
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(m.Run())
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "annex-bench-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+	code := m.Run()
+	printTable(os.Stdout)
+	return code
 }
 
 // workers is how many installations (or apps, for the plain client) are
@@ -164,8 +177,8 @@ func createNamespace(b *testing.B, c client.Client, name string) {
 	}
 }
 
-// benchRaw creates the objects of n apps with a plain client: the floor
-// for any applier.
+// benchRaw creates the objects of n apps with a plain client, then
+// deletes them: the floor for any applier.
 func benchRaw(b *testing.B, n int) {
 	env := testenv.Start(b)
 	counter := &reqcount.Counter{}
@@ -174,7 +187,7 @@ func benchRaw(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	ctx := b.Context()
-	var elapsed time.Duration
+	var toCreate, toDelete time.Duration
 	var used reqcount.Counts
 	b.ResetTimer()
 	for iter := range b.N {
@@ -192,17 +205,41 @@ func benchRaw(b *testing.B, n int) {
 			}
 			return nil
 		})
-		elapsed += time.Since(start)
+		toCreate += time.Since(start)
 		if err != nil {
 			b.Fatal(err)
 		}
 		used = addCounts(used, counter.Snapshot().Sub(before))
+
+		// Nothing holds a finalizer here, so an object is gone when its
+		// DELETE returns.
+		start = time.Now()
+		err = parallel(n, func(i int) error {
+			for _, o := range appObjects(ns, i) {
+				if err := c.Delete(ctx, o); err != nil {
+					return fmt.Errorf("delete %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+				}
+			}
+			return nil
+		})
+		toDelete += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.StopTimer()
 	runs := float64(b.N)
-	b.ReportMetric(elapsed.Seconds()/runs, "s-to-create")
-	b.ReportMetric(float64(4*n)*runs/elapsed.Seconds(), "objects/s")
-	b.ReportMetric(float64(used.Total)/(runs*float64(n)), "req/install")
+	r := result{
+		toReady: toCreate / time.Duration(b.N), toDelete: toDelete / time.Duration(b.N),
+		reqPerInstall: float64(used.Total) / (runs * float64(n)), writesPerInstall: float64(used.Writes) / (runs * float64(n)),
+		idleWritesPerHour: -1, load: loadavg(),
+	}
+	b.ReportMetric(r.toReady.Seconds(), "s-to-create")
+	b.ReportMetric(r.toDelete.Seconds(), "s-to-delete")
+	b.ReportMetric(float64(4*n)/r.toReady.Seconds(), "objects/s")
+	b.ReportMetric(r.reqPerInstall, "req/install")
+	b.ReportMetric(load1(), "load1")
+	record(n, "raw", r)
 }
 
 // benchApplier installs n apps, one installation each, through one

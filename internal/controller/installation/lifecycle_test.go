@@ -186,9 +186,11 @@ spec:
 	if err := env.Client.Status().Patch(context.Background(), job, client.RawPatch(types.MergePatchType, []byte(failed))); err != nil {
 		t.Fatal(err)
 	}
-	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonHookFailed)
+	// A failed first install: reported, remediated (Keep: left for
+	// inspection), and not retried until the spec changes.
+	got := waitCondition(t, inst, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonInstallFailed)
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
-	if !strings.Contains(ready.Message, "db-migrate") || !strings.Contains(ready.Message, "backoff limit") {
+	if !strings.Contains(ready.Message, "pre-install hook Job "+ns+"/db-migrate failed") || !strings.Contains(ready.Message, "backoff limit") {
 		t.Fatalf("the message must name the Job and its failure: %s", ready.Message)
 	}
 	// Nothing but the hook was applied: the pre-install hook failed first.
@@ -196,3 +198,84 @@ spec:
 		t.Fatalf("the chart's objects must wait for the pre-install hook (err=%v)", err)
 	}
 }
+
+// unhealthyChart renders a Deployment with one replica: no controller runs
+// in the test API server, so it never becomes Available.
+func unhealthyChart(name, version string, withSecret bool) helmrepo.Chart {
+	files := map[string]string{
+		"templates/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec: {containers: [{name: app, image: "registry.k8s.io/pause:3.10"}]}
+`,
+		"values.yaml": "replicas: 1\n",
+	}
+	if withSecret {
+		files["templates/secret.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-token\nstringData: {token: t}\n"
+	}
+	return helmrepo.Chart{Name: name, Version: version, Files: files}
+}
+
+func TestFailedUpgradeRollsBack(t *testing.T) {
+	ctx := context.Background()
+	// 1.0.0 is healthy with replicas 0 and has a Secret; 2.0.0 drops the
+	// Secret and never becomes healthy.
+	good := unhealthyChart("roll", "1.0.0", true)
+	good.Files["values.yaml"] = "replicas: 0\n"
+	ns, _ := setup(t, good, unhealthyChart("roll", "2.0.0", false))
+	inst := install(t, ns, "app", "roll", "1.x", func(i *v1alpha1.ExtensionInstallation) {
+		i.Spec.Timeout = metav1.Duration{Duration: 2 * time.Second}
+		i.Spec.Upgrade.Retries = ptrTo(int32(1))
+	})
+	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Version = "2.x"
+	if err := env.Client.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	got = waitCondition(t, got, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonRolledBack)
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	if !strings.Contains(ready.Message, "upgrade to roll 2.0.0 failed after 2 attempts") ||
+		!strings.Contains(ready.Message, "rolled back to roll 1.0.0") {
+		t.Fatalf("Ready: %s", ready.Message)
+	}
+	if got.Status.InstalledVersion != "1.0.0" || got.Status.FailedTarget == nil || got.Status.FailedTarget.Version != "2.0.0" {
+		t.Fatalf("installed %s failedTarget %+v", got.Status.InstalledVersion, got.Status.FailedTarget)
+	}
+	// The pruned Secret is back and the Deployment is at 1.0.0's replicas.
+	if _, err := get(t, schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, ns, "app-token"); err != nil {
+		t.Fatalf("the Secret 2.0.0 pruned must be restored: %v", err)
+	}
+	deploy, _ := get(t, deploymentGVK, ns, "app")
+	if n, _, _ := unstructured.NestedInt64(deploy.Object, "spec", "replicas"); n != 0 {
+		t.Fatalf("replicas %d, want 1.0.0's 0", n)
+	}
+}
+
+func TestFailedInstallIsUninstalled(t *testing.T) {
+	ns, _ := setup(t, unhealthyChart("never", "1.0.0", true))
+	inst := install(t, ns, "app", "never", "", func(i *v1alpha1.ExtensionInstallation) {
+		i.Spec.Timeout = metav1.Duration{Duration: 2 * time.Second}
+		i.Spec.Install.Remediation = "Uninstall"
+	})
+	got := waitCondition(t, inst, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonInstallFailed)
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	if !strings.Contains(ready.Message, "install of never 1.0.0 failed") || !strings.Contains(ready.Message, "uninstalled what was applied") {
+		t.Fatalf("Ready: %s", ready.Message)
+	}
+	if _, err := get(t, deploymentGVK, ns, "app"); !apierrors.IsNotFound(err) {
+		t.Fatalf("the failed install's Deployment must be removed (err=%v)", err)
+	}
+	if len(got.Status.Inventory) != 0 {
+		t.Fatalf("inventory %v", got.Status.Inventory)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

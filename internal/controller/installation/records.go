@@ -73,11 +73,19 @@ func (r *Reconciler) saveRecord(ctx context.Context, s *scope, rev v1alpha1.Revi
 // latestRecord returns the rendered set of the installed revision, if its
 // record exists.
 func (r *Reconciler) latestRecord(ctx context.Context, inst *v1alpha1.ExtensionInstallation) (Set, bool, error) {
-	if r.Records == nil || len(inst.Status.History) == 0 {
+	if len(inst.Status.History) == 0 {
+		return Set{}, false, nil
+	}
+	return r.recordOf(ctx, inst, inst.Status.History[0].Number)
+}
+
+// recordOf returns the rendered set of revision n, if its record exists.
+func (r *Reconciler) recordOf(ctx context.Context, inst *v1alpha1.ExtensionInstallation, n int64) (Set, bool, error) {
+	if r.Records == nil {
 		return Set{}, false, nil
 	}
 	sec := &corev1.Secret{}
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: recordName(inst, inst.Status.History[0].Number)}, sec)
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: recordName(inst, n)}, sec)
 	if apierrors.IsNotFound(err) {
 		return Set{}, false, nil
 	}

@@ -208,6 +208,9 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	inst := s.inst
+	if isFailedTarget(s) {
+		return r.holdFailed(ctx, s)
+	}
 	set := Set{CRDs: s.rendered.CRDs, Objects: s.objectsToApply(ctx, r)}
 	if r.upToDate(s) {
 		s.inventory = inst.Status.Inventory
@@ -233,7 +236,11 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		TakeOwnership: inst.Spec.TakeOwnership,
 	})
 	if err != nil {
-		s.block = applyBlock(err)
+		b := applyBlock(err)
+		if b.kind == blockRetry && countsAsFailedAttempt(err) {
+			return r.attemptFailed(ctx, s, b.reason, b.message)
+		}
+		s.block = b
 		setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
 		if s.block.kind == blockRetry {
 			return ctrl.Result{}, s.block
@@ -247,7 +254,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.saveRecord(ctx, s, rev, applied, set); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.record(s, applied, rev)
+	r.record(s, applied, rev, "")
 	return ctrl.Result{}, nil
 }
 
@@ -397,8 +404,9 @@ func namespaceObject(name string) *unstructured.Unstructured {
 	return u
 }
 
-// record writes the applied revision into status.
-func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1alpha1.Revision) {
+// record writes the applied revision into status and tells it in an event
+// (reason "" picks Installed or Upgraded).
+func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1alpha1.Revision, reason string) {
 	inst := s.inst
 	history := append([]v1alpha1.Revision{rev}, inst.Status.History...)
 	if len(history) > r.historyLimit() {
@@ -412,9 +420,12 @@ func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1
 	s.inventory = applied
 	msg := fmt.Sprintf("applied %s %s (revision %d, %d objects)", inst.Spec.Extension, rev.Version, rev.Number, len(applied))
 	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
-	reason := "Installed"
-	if upgraded {
+	switch {
+	case reason != "":
+	case upgraded:
 		reason = "Upgraded"
+	default:
+		reason = "Installed"
 	}
 	r.event(s, corev1.EventTypeNormal, reason, msg)
 }
@@ -432,15 +443,15 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	if h.Ready {
 		s.healthy = true
+		s.inst.Status.Failures, s.inst.Status.FailedTarget = 0, nil
+		s.inst.Status.LastHealthyRevision = s.inst.Status.History[0].Number
 		return ctrl.Result{}, nil
 	}
 	since := s.inst.Status.History[0].AppliedAt.Time
 	timeout := timeoutOf(s.inst)
 	if h.Failed || r.now().Sub(since) > timeout {
-		s.block = &block{kind: blockStalled, reason: v1alpha1.ReasonHealthTimeout, message: fmt.Sprintf(
-			"%s %s did not become healthy within spec.timeout (%s): %s",
-			s.inst.Spec.Extension, s.inst.Status.InstalledVersion, timeout, h.Summary)}
-		return ctrl.Result{RequeueAfter: 15 * r.pollInterval()}, nil
+		return r.attemptFailed(ctx, s, v1alpha1.ReasonHealthTimeout, fmt.Sprintf(
+			"not healthy within spec.timeout (%s): %s", timeout, h.Summary))
 	}
 	s.block = wait(v1alpha1.ReasonWaitingForHealth, h.Summary)
 	return ctrl.Result{RequeueAfter: r.pollInterval()}, nil

@@ -1,0 +1,160 @@
+package installation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// countsAsFailedAttempt reports whether an apply error is a failure of the
+// target itself — the API server refused an object as invalid, or a hook
+// failed — rather than a transient one (network, API server busy), which is
+// only retried with backoff.
+func countsAsFailedAttempt(err error) bool {
+	var hook interface{ HookFailed() bool }
+	return (errors.As(err, &hook) && hook.HookFailed()) ||
+		apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)
+}
+
+// retriesOf is how many failed attempts are tried again before Annex
+// remediates: spec.upgrade.retries for an upgrade (there is a healthy
+// revision to go back to), none for a first install.
+func retriesOf(inst *v1alpha1.ExtensionInstallation) int32 {
+	if inst.Status.LastHealthyRevision == 0 {
+		return 0
+	}
+	if inst.Spec.Upgrade.Retries != nil {
+		return *inst.Spec.Upgrade.Retries
+	}
+	return 2
+}
+
+// attemptFailed counts a failed attempt at the current target and decides:
+// apply again while retries last, then remediate — roll an upgrade back to
+// the last healthy revision, or uninstall or keep a failed first install as
+// spec.install.remediation says.
+func (r *Reconciler) attemptFailed(ctx context.Context, s *scope, reason, message string) (ctrl.Result, error) {
+	inst := s.inst
+	inst.Status.Failures++
+	allowed := retriesOf(inst)
+	if inst.Status.Failures <= allowed {
+		msg := fmt.Sprintf("attempt %d of %d at %s %s failed: %s; trying again", inst.Status.Failures, allowed+1,
+			inst.Spec.Extension, s.choice.Version.Version, message)
+		// Installed=False makes the next reconcile apply again.
+		setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonRetrying, msg)
+		r.event(s, corev1.EventTypeWarning, reason, msg)
+		s.block = wait(v1alpha1.ReasonRetrying, msg)
+		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+	}
+	failed := &v1alpha1.FailedTarget{
+		Generation: inst.Generation, Version: s.choice.Version.Version,
+		ArtifactDigest: s.artifactDigest, ValuesDigest: s.rendered.ValuesDigest,
+	}
+	attempts := fmt.Sprintf("%d attempt", inst.Status.Failures)
+	if inst.Status.Failures > 1 {
+		attempts += "s"
+	}
+	if inst.Status.LastHealthyRevision > 0 {
+		return r.rollback(ctx, s, failed, fmt.Sprintf("upgrade to %s %s failed after %s (%s)", inst.Spec.Extension, failed.Version, attempts, message))
+	}
+	failed.Message = fmt.Sprintf("install of %s %s failed (%s)", inst.Spec.Extension, failed.Version, message)
+	inst.Status.FailedTarget, inst.Status.Failures = failed, 0
+	r.event(s, corev1.EventTypeWarning, v1alpha1.ReasonInstallFailed, failed.Message)
+	return r.holdFailed(ctx, s)
+}
+
+// rollback applies the record of the last healthy revision again — objects
+// the failed upgrade pruned come back, objects it added are pruned — and
+// records it as a new revision.
+func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.FailedTarget, why string) (ctrl.Result, error) {
+	inst := s.inst
+	good := findRevision(inst.Status.History, inst.Status.LastHealthyRevision)
+	set, ok, err := r.recordOf(ctx, inst, inst.Status.LastHealthyRevision)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !ok || good == nil {
+		failed.Message = fmt.Sprintf("%s; the record of revision %d is gone, so Annex cannot roll back. Fix the cause, then change the spec to try again",
+			why, inst.Status.LastHealthyRevision)
+		inst.Status.FailedTarget, inst.Status.Failures = failed, 0
+		s.block = terminal(v1alpha1.ReasonRetrying, failed.Message)
+		return ctrl.Result{}, nil
+	}
+	applier := s.target.Applier()
+	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true})
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("%s; rolling back to revision %d: %v", why, good.Number, err))
+		return ctrl.Result{}, s.block
+	}
+	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, applied); err != nil {
+		return ctrl.Result{}, err
+	}
+	rev := *good
+	rev.Number = inst.Status.History[0].Number + 1
+	rev.AppliedAt = metav1.NewTime(r.now())
+	if err := r.saveRecord(ctx, s, rev, applied, set); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.record(s, applied, rev, v1alpha1.ReasonRolledBack)
+	failed.Message = fmt.Sprintf("%s; rolled back to %s %s (revision %d, now revision %d). Fix the cause, then change the spec to try again",
+		why, inst.Spec.Extension, good.Version, good.Number, rev.Number)
+	inst.Status.FailedTarget, inst.Status.Failures = failed, 0
+	r.event(s, corev1.EventTypeWarning, v1alpha1.ReasonRolledBack, failed.Message)
+	s.block = terminal(v1alpha1.ReasonRolledBack, failed.Message)
+	return ctrl.Result{}, nil
+}
+
+// isFailedTarget reports whether this reconcile would try again exactly
+// what failed and was remediated, for the same spec.
+func isFailedTarget(s *scope) bool {
+	ft := s.inst.Status.FailedTarget
+	return ft != nil && ft.Generation == s.inst.Generation && ft.Version == s.choice.Version.Version &&
+		ft.ArtifactDigest == s.artifactDigest && ft.ValuesDigest == s.rendered.ValuesDigest
+}
+
+// holdFailed keeps a remediated failure as it is until the spec changes; a
+// failed first install with remediation Uninstall is removed first.
+func (r *Reconciler) holdFailed(ctx context.Context, s *scope) (ctrl.Result, error) {
+	inst := s.inst
+	ft := inst.Status.FailedTarget
+	if ft.Message != "" && inst.Status.LastHealthyRevision > 0 {
+		s.block = terminal(v1alpha1.ReasonRolledBack, ft.Message)
+		return ctrl.Result{}, nil
+	}
+	if inst.Spec.Install.Remediation != "Uninstall" {
+		s.block = terminal(v1alpha1.ReasonInstallFailed, ft.Message+
+			"; left as it is for inspection (spec.install.remediation: Keep). Fix the cause, then change the spec to try again")
+		return ctrl.Result{}, nil
+	}
+	if len(inst.Status.Inventory) > 0 {
+		remaining, err := s.target.Applier().Delete(ctx, s.owner(), inst.Status.Inventory, false)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if remaining > 0 {
+			s.block = wait(v1alpha1.ReasonUninstalling, fmt.Sprintf("%s; removing what was applied (%d objects left)", ft.Message, remaining))
+			return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+		}
+		inst.Status.Inventory, inst.Status.InventoryCount, inst.Status.InstalledVersion = nil, 0, ""
+		setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonInstallFailed, ft.Message)
+	}
+	s.block = terminal(v1alpha1.ReasonInstallFailed, ft.Message+
+		"; uninstalled what was applied (spec.install.remediation: Uninstall). Fix the cause, then change the spec to try again")
+	return ctrl.Result{}, nil
+}
+
+func findRevision(history []v1alpha1.Revision, number int64) *v1alpha1.Revision {
+	for i := range history {
+		if history[i].Number == number {
+			return &history[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/annex-platform/annex/internal/testenv"
+)
+
+// binaries are built once per test binary into binDir, which TestMain
+// removes.
+var (
+	binDir     string
+	buildOnce  = map[string]*sync.Once{"annex": {}, "helm": {}}
+	buildError = map[string]error{}
+	buildMu    sync.Mutex
+)
+
+// binary builds (once) and returns the path of "annex" (./cmd/annex) or
+// "helm" (helm.sh/helm/v4/cmd/helm, the version go.mod pins).
+func binary(b *testing.B, name string) string {
+	b.Helper()
+	pkg := map[string]string{"annex": "./cmd/annex", "helm": "helm.sh/helm/v4/cmd/helm"}[name]
+	path := filepath.Join(binDir, name)
+	buildOnce[name].Do(func() {
+		root, err := testenv.RepoRoot()
+		if err == nil {
+			cmd := exec.Command("go", "build", "-o", path, pkg)
+			cmd.Dir = root
+			var out []byte
+			if out, err = cmd.CombinedOutput(); err != nil {
+				err = fmt.Errorf("go build -o %s %s: %w\n%s", path, pkg, err, out)
+			}
+		}
+		buildMu.Lock()
+		buildError[name] = err
+		buildMu.Unlock()
+	})
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if err := buildError[name]; err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// manager is `annex manager` running as a subprocess, with its resident
+// memory sampled every 100 ms.
+type manager struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{} // closed when the sampler ends
+
+	mu      sync.Mutex
+	peakKiB uint64 // highest VmRSS sampled
+}
+
+// startManager runs `annex manager` with the kubeconfig at kubeconfig,
+// its cache under work, and stops it on b.Cleanup (printing the tail of
+// its log when the benchmark failed).
+func startManager(b *testing.B, work, kubeconfig string) *manager {
+	b.Helper()
+	m := &manager{log: filepath.Join(work, "manager.log"), done: make(chan struct{})}
+	logFile, err := os.Create(m.log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.cmd = exec.Command(binary(b, "annex"), "manager", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "XDG_CACHE_HOME="+filepath.Join(work, "cache"))
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	if err := m.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go m.sample()
+	b.Cleanup(func() {
+		m.stop(b)
+		_ = logFile.Close()
+		if b.Failed() {
+			data, _ := os.ReadFile(m.log)
+			if len(data) > 8000 {
+				data = data[len(data)-8000:]
+			}
+			b.Logf("manager log (tail):\n%s", data)
+		}
+	})
+	return m
+}
+
+func (m *manager) sample() {
+	defer close(m.done)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for range tick.C {
+		status, err := procStatus(m.cmd.Process.Pid)
+		if err != nil {
+			return // the process has ended
+		}
+		m.mu.Lock()
+		m.peakKiB = max(m.peakKiB, status["VmRSS"])
+		m.mu.Unlock()
+	}
+}
+
+// RSS returns the manager's resident memory now, in MiB.
+func (m *manager) RSS(b *testing.B) float64 {
+	b.Helper()
+	status, err := procStatus(m.cmd.Process.Pid)
+	if err != nil {
+		b.Fatalf("manager: %v", err)
+	}
+	return mib(status["VmRSS"])
+}
+
+// Peak returns the highest resident memory of the manager so far, in MiB:
+// the kernel's high-water mark (VmHWM), or the highest 100 ms sample when
+// that is larger.
+func (m *manager) Peak(b *testing.B) float64 {
+	b.Helper()
+	status, err := procStatus(m.cmd.Process.Pid)
+	if err != nil {
+		b.Fatalf("manager: %v", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return mib(max(status["VmHWM"], m.peakKiB))
+}
+
+// CPU returns the CPU time (user + system) the manager has used so far.
+func (m *manager) CPU(b *testing.B) time.Duration {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+	if err != nil {
+		b.Fatalf("manager: %v", err)
+	}
+	d, err := parseProcCPU(data)
+	if err != nil {
+		b.Fatalf("manager: /proc/%d/stat: %v", m.cmd.Process.Pid, err)
+	}
+	return d
+}
+
+// stop sends SIGTERM and escalates to SIGKILL after 30 s.
+func (m *manager) stop(b *testing.B) {
+	if m.cmd.ProcessState != nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan struct{})
+	go func() { _ = m.cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		b.Errorf("annex manager (pid %d) did not stop within 30s of SIGTERM; killed it", m.cmd.Process.Pid)
+		_ = m.cmd.Process.Kill()
+		<-exited
+	}
+	<-m.done
+}
+
+// procStatus reads /proc/<pid>/status.
+func procStatus(pid int) (map[string]uint64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	return parseProcStatus(data), nil
+}
+
+// parseProcStatus returns the fields of /proc/<pid>/status measured in
+// kB (VmRSS, VmHWM, ...), in KiB.
+func parseProcStatus(data []byte) map[string]uint64 {
+	out := map[string]uint64{}
+	for line := range bytes.Lines(data) {
+		key, value, ok := strings.Cut(string(line), ":")
+		if !ok {
+			continue
+		}
+		num, ok := strings.CutSuffix(strings.TrimSpace(value), " kB")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseUint(strings.TrimSpace(num), 10, 64); err == nil {
+			out[key] = n
+		}
+	}
+	return out
+}
+
+// parseProcCPU returns utime + stime of /proc/<pid>/stat. Linux reports
+// them in USER_HZ, which is 100 on every architecture.
+func parseProcCPU(data []byte) (time.Duration, error) {
+	// The command name may hold spaces and parentheses; the fields after
+	// the last ")" start with the state (field 3).
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("no ')' after the command name")
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	const utime, stime = 14 - 3, 15 - 3
+	if len(fields) <= stime {
+		return 0, fmt.Errorf("%d fields after the command name, want more than %d", len(fields), stime)
+	}
+	var ticks uint64
+	for _, f := range []string{fields[utime], fields[stime]} {
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+func mib(kib uint64) float64 { return float64(kib) / 1024 }
+
+// loadavg returns the first three fields of /proc/loadavg: the load over
+// 1, 5 and 15 minutes, which says how busy the shared machine was.
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// load1 returns the load over the last minute.
+func load1() float64 {
+	f := strings.Fields(loadavg())
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}

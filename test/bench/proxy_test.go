@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/annex-platform/annex/internal/apply/reqcount"
+)
+
+// countingProxy is a plain-HTTP reverse proxy on 127.0.0.1 that forwards
+// every request to the API server as the admin of the config it was
+// started with, and counts them. A program under test (the manager, the
+// Helm CLI) talks to it through the kubeconfig WriteKubeconfig writes, so
+// its requests are counted without changing the program.
+type countingProxy struct {
+	srv     *httptest.Server
+	counter reqcount.Counter
+
+	mu    sync.Mutex
+	kinds map[string]int // by "METHOD resource[/subresource][ watch|dry-run]"
+}
+
+// startProxy starts a countingProxy to the API server of cfg and closes
+// it on b.Cleanup.
+func startProxy(b *testing.B, cfg *rest.Config) *countingProxy {
+	b.Helper()
+	p := &countingProxy{kinds: map[string]int{}}
+	transport, err := rest.TransportFor(p.counter.Wrap(cfg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	target, err := url.Parse(cfg.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = target.Host
+		},
+		Transport: transport,
+		// Stream watch events as they arrive.
+		FlushInterval: -1,
+		// A watch the client ends is logged as an error; that is noise here.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.note(r)
+		rp.ServeHTTP(w, r)
+	}))
+	b.Cleanup(p.srv.Close)
+	return p
+}
+
+// WriteKubeconfig writes a kubeconfig without credentials that points at
+// the proxy.
+func (p *countingProxy) WriteKubeconfig(path string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["bench"] = &clientcmdapi.Cluster{Server: p.srv.URL}
+	cfg.AuthInfos["bench"] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
+	cfg.CurrentContext = "bench"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// Snapshot returns the counts so far.
+func (p *countingProxy) Snapshot() reqcount.Counts { return p.counter.Snapshot() }
+
+// Kinds returns how many requests of each kind ("PATCH deployments",
+// "GET extensioninstallations watch") the proxy has seen.
+func (p *countingProxy) Kinds() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.kinds)
+}
+
+func (p *countingProxy) note(r *http.Request) {
+	key := r.Method + " " + resourceOf(r.URL.Path)
+	q := r.URL.Query()
+	switch {
+	case q.Get("watch") == "true" || q.Get("watch") == "1":
+		key += " watch"
+	case q.Has("dryRun"):
+		key += " dry-run"
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.kinds[key]++
+}
+
+// resourceOf returns the resource (and subresource) of an API path, e.g.
+// "deployments" for /apis/apps/v1/namespaces/x/deployments/y and
+// "extensioninstallations/status"; other paths (discovery, /version) are
+// returned whole.
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	var rest []string
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		rest = parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		rest = parts[3:]
+	default:
+		return path
+	}
+	if len(rest) >= 3 && rest[0] == "namespaces" {
+		rest = rest[2:] // namespaces/<ns>/<resource>...
+	}
+	switch len(rest) {
+	case 0:
+		return path
+	case 1, 2:
+		return rest[0]
+	default:
+		return rest[0] + "/" + rest[2]
+	}
+}
+
+// formatKinds prints the kinds of requests that differ between before and
+// after, most frequent first, for a benchmark log.
+func formatKinds(before, after map[string]int) string {
+	diff := map[string]int{}
+	for k, n := range after {
+		if d := n - before[k]; d != 0 {
+			diff[k] = d
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(diff), func(a, b string) int {
+		if diff[a] != diff[b] {
+			return diff[b] - diff[a]
+		}
+		return strings.Compare(a, b)
+	})
+	var sb strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "%s: %d", k, diff[k])
+	}
+	if sb.Len() == 0 {
+		return "none"
+	}
+	return sb.String()
+}
+
+// writeFile is os.WriteFile that fails the benchmark.
+func writeFile(b *testing.B, path string, data []byte) {
+	b.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,468 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
+)
+
+const (
+	// benchNamespace holds the installations and what they install.
+	benchNamespace = "bench"
+	// resyncInterval is the installations' spec.interval, short so that
+	// the idle window covers several resyncs and drift checks.
+	resyncInterval = 10 * time.Second
+	// idleWindow is how long the manager is watched doing nothing.
+	idleWindow = 60 * time.Second
+	// pollEvery is how often progress is listed.
+	pollEvery = 250 * time.Millisecond
+)
+
+// BenchmarkSystem is the issue's full-system benchmark: for N apps it
+// measures, each against its own fresh API server, the plain client
+// (raw), `annex manager` as a subprocess (annex) and the Helm CLI (helm),
+// then prints a table comparing them. CRD1K measures the manager's memory
+// with 1,000 CRDs in the cluster. Select one size with -bench System/N100.
+func BenchmarkSystem(b *testing.B) {
+	for _, n := range []int{100, 500, 1000} {
+		b.Run(sizeName(n), func(b *testing.B) {
+			b.Run("raw", func(b *testing.B) { benchRaw(b, n) })
+			b.Run("annex", func(b *testing.B) { benchAnnex(b, n) })
+			b.Run("helm", func(b *testing.B) { benchHelm(b, n) })
+		})
+	}
+	b.Run("CRD1K", func(b *testing.B) { benchCRDs(b, 1000) })
+}
+
+func sizeName(n int) string {
+	if n%1000 == 0 {
+		return fmt.Sprintf("N%dK", n/1000)
+	}
+	return fmt.Sprintf("N%d", n)
+}
+
+// benchAnnex installs n ExtensionInstallations of the benchmark chart
+// through `annex manager`, waits until all are Ready, watches the idle
+// manager for idleWindow, and deletes them all.
+func benchAnnex(b *testing.B, n int) {
+	if b.N > 1 {
+		b.Fatal("run with -benchtime 1x: one run takes minutes and starts its own API server")
+	}
+	env := testenv.Start(b)
+	ctx := b.Context()
+	work := b.TempDir()
+	c, err := client.New(unlimited(env.Config), client.Options{Scheme: env.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	proxy := startProxy(b, env.Config)
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	if err := proxy.WriteKubeconfig(kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	repo := helmrepo.NewServer(b, benchChart())
+	createNamespace(b, c, benchNamespace)
+	mgr := startManager(b, work, kubeconfig)
+	createCatalog(b, c, repo.URL())
+
+	startRSS := mgr.RSS(b)
+	before, kindsBefore := proxy.Snapshot(), proxy.Kinds()
+	cpuBefore := mgr.CPU(b)
+	b.ResetTimer()
+	start := time.Now()
+	if err := parallel(n, func(i int) error { return c.Create(ctx, installation(i)) }); err != nil {
+		b.Fatal(err)
+	}
+	if err := waitInstallations(ctx, c, n, 2*time.Minute+time.Duration(n)*300*time.Millisecond, func(ready, total int) bool {
+		return ready == n
+	}); err != nil {
+		b.Fatal(err)
+	}
+	toReady := time.Since(start)
+	b.StopTimer()
+	install := proxy.Snapshot().Sub(before)
+	installCPU := mgr.CPU(b) - cpuBefore
+	b.Logf("N=%d install: %s to Ready; manager requests: %s", n, toReady.Round(time.Millisecond), formatKinds(kindsBefore, proxy.Kinds()))
+
+	// Nothing changes: every write now is a cost of standing still.
+	before, kindsBefore = proxy.Snapshot(), proxy.Kinds()
+	time.Sleep(idleWindow)
+	idle := proxy.Snapshot().Sub(before)
+	resyncs := idleWindow.Seconds() / resyncInterval.Seconds()
+	idleWritesPerHour := float64(idle.Writes) / float64(n) / idleWindow.Hours()
+	b.Logf("N=%d idle %s (spec.interval %s, %.0f resyncs): manager requests: %s", n, idleWindow, resyncInterval, resyncs, formatKinds(kindsBefore, proxy.Kinds()))
+
+	before, kindsBefore = proxy.Snapshot(), proxy.Kinds()
+	b.StartTimer()
+	start = time.Now()
+	if err := parallel(n, func(i int) error { return client.IgnoreNotFound(c.Delete(ctx, installation(i))) }); err != nil {
+		b.Fatal(err)
+	}
+	if err := waitInstallations(ctx, c, n, 2*time.Minute+time.Duration(n)*300*time.Millisecond, func(ready, total int) bool {
+		return total == 0
+	}); err != nil {
+		b.Fatal(err)
+	}
+	toDelete := time.Since(start)
+	b.StopTimer()
+	uninstall := proxy.Snapshot().Sub(before)
+	b.Logf("N=%d uninstall: %s; manager requests: %s", n, toDelete.Round(time.Millisecond), formatKinds(kindsBefore, proxy.Kinds()))
+	requireNoApps(b, c)
+
+	peak := mgr.Peak(b)
+	r := result{
+		toReady: toReady, toDelete: toDelete, peakMiB: peak,
+		reqPerInstall: float64(install.Total) / float64(n), writesPerInstall: float64(install.Writes) / float64(n),
+		idleWritesPerHour: idleWritesPerHour, load: loadavg(),
+	}
+	b.ReportMetric(toReady.Seconds(), "s-to-ready")
+	b.ReportMetric(toDelete.Seconds(), "s-to-delete")
+	b.ReportMetric(peak, "peak-MiB")
+	b.ReportMetric(startRSS, "start-MiB")
+	b.ReportMetric(r.reqPerInstall, "req/install")
+	b.ReportMetric(r.writesPerInstall, "writes/install")
+	b.ReportMetric(float64(uninstall.Total)/float64(n), "delete-req/install")
+	b.ReportMetric(idleWritesPerHour, "idle-writes/install/h")
+	b.ReportMetric(float64(idle.Total)/float64(n)/resyncs, "idle-req/install/resync")
+	b.ReportMetric(installCPU.Seconds(), "mgr-cpu-s-to-ready")
+	b.ReportMetric(load1(), "load1")
+	record(n, "annex", r)
+}
+
+// installation is installation i of the benchmark chart.
+func installation(i int) *v1alpha1.ExtensionInstallation {
+	return &v1alpha1.ExtensionInstallation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: fmt.Sprintf("app-%d", i)},
+		Spec: v1alpha1.ExtensionInstallationSpec{
+			Extension: chartName,
+			Version:   "1.x",
+			Interval:  metav1.Duration{Duration: resyncInterval},
+		},
+	}
+}
+
+// createCatalog creates a Catalog for the repository at url and waits
+// until the manager has synced it: the benchmark times installations, not
+// the first catalog sync.
+func createCatalog(b *testing.B, c client.Client, url string) {
+	b.Helper()
+	ctx := b.Context()
+	if err := c.Create(ctx, &v1alpha1.Catalog{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
+		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: url}}},
+	}); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := c.Get(ctx, client.ObjectKey{Name: chartName}, &v1alpha1.Extension{})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("Extension %s did not appear within a minute of creating Catalog bench (%s): %v", chartName, url, err)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// waitInstallations lists the installations every pollEvery until done
+// says so, given how many are Ready for their current generation and how
+// many exist. It logs progress every 30 s and fails after timeout.
+func waitInstallations(ctx context.Context, c client.Client, n int, timeout time.Duration, done func(ready, total int) bool) error {
+	start := time.Now()
+	lastLog := start
+	for {
+		var list v1alpha1.ExtensionInstallationList
+		if err := c.List(ctx, &list, client.InNamespace(benchNamespace)); err != nil {
+			return err
+		}
+		ready := 0
+		for _, inst := range list.Items {
+			cond := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
+			if cond != nil && cond.Status == metav1.ConditionTrue && inst.Status.ObservedGeneration == inst.Generation {
+				ready++
+			}
+		}
+		if done(ready, len(list.Items)) {
+			return nil
+		}
+		if time.Since(start) > timeout {
+			return fmt.Errorf("after %s: %d of %d installations exist, %d Ready; see the manager log", timeout, len(list.Items), n, ready)
+		}
+		if time.Since(lastLog) > 30*time.Second {
+			fmt.Fprintf(os.Stderr, "    %s: %d installations exist, %d Ready (load %s)\n", time.Since(start).Round(time.Second), len(list.Items), ready, loadavg())
+			lastLog = time.Now()
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// requireNoApps fails when a Service or Deployment of the benchmark is
+// left behind.
+func requireNoApps(b *testing.B, c client.Client) {
+	b.Helper()
+	var services corev1.ServiceList
+	if err := c.List(b.Context(), &services, client.InNamespace(benchNamespace)); err != nil {
+		b.Fatal(err)
+	}
+	var deployments appsv1.DeploymentList
+	if err := c.List(b.Context(), &deployments, client.InNamespace(benchNamespace)); err != nil {
+		b.Fatal(err)
+	}
+	if left := len(services.Items) + len(deployments.Items); left > 0 {
+		b.Fatalf("%d Services and %d Deployments are left in namespace %s after every app was deleted",
+			len(services.Items), len(deployments.Items), benchNamespace)
+	}
+}
+
+// benchHelm runs `helm install` for n releases of the benchmark chart, 10
+// at a time, then `helm uninstall` for each. Neither waits: without a
+// kube-controller-manager a Deployment never reports its status, so
+// --wait would never end; the plain client does not wait either.
+func benchHelm(b *testing.B, n int) {
+	if b.N > 1 {
+		b.Fatal("run with -benchtime 1x: one run takes minutes and starts its own API server")
+	}
+	env := testenv.Start(b)
+	work := b.TempDir()
+	proxy := startProxy(b, env.Config)
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	if err := proxy.WriteKubeconfig(kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	createNamespace(b, env.Client, benchNamespace)
+	archive, err := helmrepo.Archive(benchChart())
+	if err != nil {
+		b.Fatal(err)
+	}
+	chartPath := filepath.Join(work, chartName+"-1.0.0.tgz")
+	writeFile(b, chartPath, archive)
+	h := &helmRunner{bin: binary(b, "helm"), env: append(os.Environ(),
+		"HOME="+work, // the kube discovery cache
+		"HELM_CACHE_HOME="+filepath.Join(work, "helm-cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(work, "helm-config"),
+		"HELM_DATA_HOME="+filepath.Join(work, "helm-data"),
+	)}
+
+	before := proxy.Snapshot()
+	b.ResetTimer()
+	start := time.Now()
+	if err := parallel(n, func(i int) error {
+		return h.run("install", fmt.Sprintf("app-%d", i), chartPath, "--namespace", benchNamespace, "--kubeconfig", kubeconfig)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	toReady := time.Since(start)
+	b.StopTimer()
+	install := proxy.Snapshot().Sub(before)
+	installCPU, peak := h.take()
+
+	before = proxy.Snapshot()
+	b.StartTimer()
+	start = time.Now()
+	if err := parallel(n, func(i int) error {
+		return h.run("uninstall", fmt.Sprintf("app-%d", i), "--namespace", benchNamespace, "--kubeconfig", kubeconfig)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	toDelete := time.Since(start)
+	b.StopTimer()
+	uninstall := proxy.Snapshot().Sub(before)
+	requireNoApps(b, env.Client)
+
+	r := result{
+		toReady: toReady, toDelete: toDelete, peakMiB: peak,
+		reqPerInstall: float64(install.Total) / float64(n), writesPerInstall: float64(install.Writes) / float64(n),
+		idleWritesPerHour: -1, load: loadavg(),
+	}
+	b.ReportMetric(toReady.Seconds(), "s-to-ready")
+	b.ReportMetric(toDelete.Seconds(), "s-to-delete")
+	b.ReportMetric(peak, "peak-MiB")
+	b.ReportMetric(r.reqPerInstall, "req/install")
+	b.ReportMetric(r.writesPerInstall, "writes/install")
+	b.ReportMetric(float64(uninstall.Total)/float64(n), "delete-req/install")
+	b.ReportMetric(installCPU.Seconds(), "cli-cpu-s-to-ready")
+	b.ReportMetric(load1(), "load1")
+	record(n, "helm", r)
+}
+
+// helmRunner runs the Helm CLI and adds up the CPU time and the largest
+// resident memory of its processes.
+type helmRunner struct {
+	bin string
+	env []string
+
+	mu     sync.Mutex
+	cpu    time.Duration
+	maxKiB int64
+}
+
+func (h *helmRunner) run(args ...string) error {
+	cmd := exec.Command(h.bin, args...)
+	cmd.Env = h.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("helm %v: %w\n%s", args, err, out)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		h.maxKiB = max(h.maxKiB, ru.Maxrss) // KiB on Linux
+	}
+	return nil
+}
+
+// take returns the CPU time and the peak memory (MiB) of one process so
+// far.
+func (h *helmRunner) take() (time.Duration, float64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cpu, float64(h.maxKiB) / 1024
+}
+
+// benchCRDs runs the manager with ten Ready installations resyncing every
+// resyncInterval, measures its resident memory, creates crds namespaced
+// CRDs, and measures it again once they are all Established and the
+// installations have resynced several times.
+func benchCRDs(b *testing.B, crds int) {
+	if b.N > 1 {
+		b.Fatal("run with -benchtime 1x: one run takes minutes and starts its own API server")
+	}
+	const installs = 10
+	env := testenv.Start(b)
+	ctx := b.Context()
+	work := b.TempDir()
+	c, err := client.New(unlimited(env.Config), client.Options{Scheme: env.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	proxy := startProxy(b, env.Config)
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	if err := proxy.WriteKubeconfig(kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	repo := helmrepo.NewServer(b, benchChart())
+	createNamespace(b, c, benchNamespace)
+	mgr := startManager(b, work, kubeconfig)
+	createCatalog(b, c, repo.URL())
+	if err := parallel(installs, func(i int) error { return c.Create(ctx, installation(i)) }); err != nil {
+		b.Fatal(err)
+	}
+	if err := waitInstallations(ctx, c, installs, 2*time.Minute, func(ready, _ int) bool { return ready == installs }); err != nil {
+		b.Fatal(err)
+	}
+	rssBefore := highestRSS(b, mgr, 2*resyncInterval)
+
+	before, kindsBefore := proxy.Snapshot(), proxy.Kinds()
+	b.ResetTimer()
+	start := time.Now()
+	if err := parallel(crds, func(i int) error { return c.Create(ctx, benchCRD(i)) }); err != nil {
+		b.Fatal(err)
+	}
+	if err := waitEstablished(ctx, c, crds, 10*time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	established := time.Since(start)
+	b.StopTimer()
+	rssAfter := highestRSS(b, mgr, 3*resyncInterval)
+	during := proxy.Snapshot().Sub(before)
+	b.Logf("%d CRDs Established in %s; manager RSS %.1f MiB before, %.1f MiB after; manager requests meanwhile: %s",
+		crds, established.Round(time.Millisecond), rssBefore, rssAfter, formatKinds(kindsBefore, proxy.Kinds()))
+	if err := waitInstallations(ctx, c, installs, time.Minute, func(ready, _ int) bool { return ready == installs }); err != nil {
+		b.Fatal(err)
+	}
+
+	b.ReportMetric(rssBefore, "crd-rss-before-MiB")
+	b.ReportMetric(rssAfter, "crd-rss-after-MiB")
+	b.ReportMetric(rssAfter-rssBefore, "crd-rss-delta-MiB")
+	b.ReportMetric(mgr.Peak(b), "peak-MiB")
+	b.ReportMetric(float64(during.Total), "mgr-req")
+	b.ReportMetric(established.Seconds(), "s-to-established")
+	b.ReportMetric(load1(), "load1")
+	crdResult.Store(&crdOutcome{crds: crds, before: rssBefore, after: rssAfter, load: loadavg()})
+}
+
+// highestRSS samples the manager's resident memory every 100 ms for d and
+// returns the highest value, in MiB: memory a Go program has freed is
+// returned to the kernel late, so one sample says little.
+func highestRSS(b *testing.B, m *manager, d time.Duration) float64 {
+	b.Helper()
+	var highest float64
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		highest = max(highest, m.RSS(b))
+	}
+	return highest
+}
+
+// benchCRD is a namespaced CRD, Widget<i> in group bench.example.
+func benchCRD(i int) *apiextensionsv1.CustomResourceDefinition {
+	plural := fmt.Sprintf("widget%ds", i)
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + ".bench.example", Labels: map[string]string{"bench": "crd"}},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "bench.example",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{
+				Plural: plural, Singular: fmt.Sprintf("widget%d", i),
+				Kind: fmt.Sprintf("Widget%d", i), ListKind: fmt.Sprintf("Widget%dList", i),
+			},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+							"size":  {Type: "integer"},
+							"color": {Type: "string"},
+						}},
+					},
+				}},
+			}},
+		},
+	}
+}
+
+// waitEstablished lists the benchmark's CRDs until n are Established.
+func waitEstablished(ctx context.Context, c client.Client, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var list apiextensionsv1.CustomResourceDefinitionList
+		if err := c.List(ctx, &list, client.MatchingLabels{"bench": "crd"}); err != nil {
+			return err
+		}
+		established := 0
+		for _, crd := range list.Items {
+			for _, cond := range crd.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					established++
+				}
+			}
+		}
+		if established == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %d of %d CRDs Established", timeout, established, n)
+		}
+		time.Sleep(time.Second)
+	}
+}
