@@ -30,6 +30,10 @@ run: envtest-assets build ## Start a local control plane, the manager and the bu
 test: envtest-assets verify-generate vet ## Run every test against a real kube-apiserver and etcd.
 	go test -timeout 30m $(GO_TEST_FLAGS) ./...
 
+.PHONY: test-faults
+test-faults: envtest-assets ## Kill the manager at random points with random seeds and more operations (ANNEX_FAULT_OPS, default 300).
+	ANNEX_FAULTS=random go test -count=1 -v -timeout 60m -run TestManagerCrashesConverge ./test/faults/
+
 .PHONY: bench
 bench: envtest-assets ## Run the benchmarks (6 counts) and summarise them with benchstat into bin/bench.txt.
 	@mkdir -p bin
