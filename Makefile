@@ -23,7 +23,8 @@ all: build
 ##@ Main jobs
 
 .PHONY: run
-run: envtest-assets build ## Start a local control plane, the manager and the built-in catalog (Ctrl-C stops).
+run: build ## Start a local control plane, the manager and the built-in catalog (Ctrl-C stops).
+	hack/build-control-plane.sh $(KUBE_VERSION)
 	bin/annex dev --bin-dir $(KUBE_BIN)
 
 .PHONY: test
@@ -53,7 +54,7 @@ build: ## Build bin/annex.
 	go build -o bin/annex ./cmd/annex
 
 .PHONY: envtest-assets
-envtest-assets: ## Build kube-apiserver and etcd into bin/k8s/<version> (once; ~10-20 min the first time).
+envtest-assets: ## Build kube-apiserver and etcd into bin/k8s/<version>, and an older kube-apiserver for upgrade tests (once; ~15-20 min the first time).
 	hack/build-control-plane.sh $(KUBE_VERSION)
 	hack/build-control-plane.sh $(KUBE_PREVIOUS_VERSION)
 

@@ -163,6 +163,9 @@ type solver struct {
 	added   []bool          // per dependency group id: incompatibility added
 	changed []int           // propagate's work stack
 	mem     vset            // arena the solver's sets are cut from
+	kubePkgs []int
+	pending  []int
+	depsDone []bool
 	// propagateFn replaces propagate when set; tests use it to compare
 	// against a reference propagation.
 	propagateFn func(s *solver, start int) int
@@ -180,6 +183,7 @@ func newSolver(ix *Index, kubeOK func(string) bool, reqs []requirement, prefer [
 		watches:     make([][]int, n),
 		pkgs:        make([]pkgState, n),
 		loaded:      make([]bool, n),
+		depsDone:    make([]bool, n),
 		added:       make([]bool, ix.groups),
 		propagateFn: testHookPropagate,
 	}
@@ -204,6 +208,8 @@ func newSolver(ix *Index, kubeOK func(string) bool, reqs []requirement, prefer [
 		p := queue[0]
 		queue = queue[1:]
 		s.addKube(p)
+		s.addDeps(p)
+		s.kubePkgs = append(s.kubePkgs, p)
 		for _, v := range ix.exts[p].versions {
 			for _, g := range v.deps {
 				if g.to >= 0 && !s.loaded[g.to] {
@@ -305,6 +311,11 @@ func (s *solver) unwatch(id int) {
 func (s *solver) run() (failure int) {
 	for _, r := range s.reqs {
 		if f := s.propagateFrom(r.pkg); f >= 0 {
+			return f
+		}
+	}
+	for _, p := range s.kubePkgs {
+		if f := s.propagateFrom(p); f >= 0 {
 			return f
 		}
 	}
@@ -427,32 +438,49 @@ func (s *solver) relationInc(id int) (relation, int) {
 // soon as a watched one changes.
 func (s *solver) propagate(start int) int {
 	s.changed = append(s.changed[:0], start)
-	for len(s.fresh) > 0 {
-		id := s.fresh[len(s.fresh)-1]
-		s.fresh = s.fresh[:len(s.fresh)-1]
-		rel, unsat := s.relationInc(id)
-		s.watchBest(id, unsat)
-		switch rel {
-		case relSatisfied:
-			if f := s.conflict(id); f >= 0 {
-				return f
+	for {
+		if n := len(s.fresh); n > 0 {
+			id := s.fresh[n-1]
+			s.fresh = s.fresh[:n-1]
+			rel, unsat := s.relationInc(id)
+			s.watchBest(id, unsat)
+			switch rel {
+			case relSatisfied:
+				if f := s.conflict(id); f >= 0 {
+					return f
+				}
+			case relAlmost:
+				s.derive(id, unsat)
 			}
-		case relAlmost:
-			s.derive(id, unsat)
-		}
-	}
-	for len(s.changed) > 0 {
-		pkg := s.changed[len(s.changed)-1]
-		s.changed = s.changed[:len(s.changed)-1]
-		conflict := s.visitWatchers(pkg)
-		if conflict < 0 {
 			continue
 		}
-		if f := s.conflict(conflict); f >= 0 {
-			return f
+		n := len(s.changed)
+		if n == 0 {
+			return -1
+		}
+		pkg := s.changed[n-1]
+		s.changed = s.changed[:n-1]
+		if conflict := s.visitWatchers(pkg); conflict >= 0 {
+			if f := s.conflict(conflict); f >= 0 {
+				return f
+			}
 		}
 	}
-	return -1
+}
+
+// addDeps adds the dependency incompatibilities of every version of pkg.
+func (s *solver) addDeps(pkg int) {
+	for _, v := range s.ix.exts[pkg].versions {
+		for _, g := range v.deps {
+			if s.added[g.id] {
+				continue
+			}
+			s.added[g.id] = true
+			if inc, ok := s.depIncompat(g); ok {
+				s.addIncompat(inc)
+			}
+		}
+	}
 }
 
 // derive assigns the negation of id's term unsat and queues its extension.
@@ -688,7 +716,12 @@ func (s *solver) choose(pkg int, allowed vset) int {
 // incompatibility after backjumping, or the empty incompatibility and false
 // when solving has failed. The incompatibilities derived on the way only
 // explain the learned one; they are stored inactive.
+var debugConflict func(s *solver, id int)
+
 func (s *solver) resolveConflict(id int) (int, bool) {
+	if debugConflict != nil {
+		debugConflict(s, id)
+	}
 	for {
 		inc := &s.incs[id]
 		if len(inc.terms) == 0 {
