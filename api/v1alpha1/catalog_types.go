@@ -54,9 +54,17 @@ type HelmSource struct {
 	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
 	// +required
 	URL string `json:"url"`
-	// SecretRef names a Secret with credentials for the repository.
+	// SecretRef names a Secret with credentials for the repository: keys
+	// username and password (basic auth), or token (bearer); ca.crt to trust
+	// a private CA; tls.crt and tls.key for a client certificate.
+	// Credentials are sent to the repository's host only, never to another
+	// host a redirect or a chart URL points at.
 	// +optional
 	SecretRef *SecretReference `json:"secretRef,omitempty"`
+	// Insecure allows sending the credentials over plain http. Without it an
+	// http:// URL with a secretRef is refused.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
 }
 
 // OCISource is an OCI registry repository of Helm charts.

@@ -19,6 +19,10 @@ const (
 	// version were applied.
 	ConditionInstalled = "Installed"
 
+	// ConditionFetchFailed is True on a Catalog whose source cannot be read
+	// while Annex serves the content of its last good sync.
+	ConditionFetchFailed = "FetchFailed"
+
 	// ConditionReachable is True when a ManagedCluster's API server answers.
 	ConditionReachable = "Reachable"
 )

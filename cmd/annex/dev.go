@@ -81,7 +81,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	if err := ensureBuiltinCatalog(ctx, cfg); err != nil {
 		return err
 	}
-	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: o.metricsAddr})
+	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: o.metricsAddr, CacheDir: filepath.Join(dir, "cache")})
 	if err != nil {
 		return err
 	}

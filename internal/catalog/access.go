@@ -75,6 +75,9 @@ type Access struct {
 	CA []byte
 	// Cert and Key are a PEM client certificate and key.
 	Cert, Key []byte
+	// AllowHTTP lets the credentials travel over plain http
+	// (spec.source.helm.insecure).
+	AllowHTTP bool
 }
 
 // hasCredentials reports whether a leaks anything if sent to the wrong host.
@@ -129,8 +132,9 @@ func AccessFor(ctx context.Context, lookup CatalogLookup, cat *v1alpha1.Catalog)
 	if a.Token != "" && (a.Username != "" || a.Password != "") {
 		return nil, fmt.Errorf("catalog %q: %s: Secret %s/%s has both %s and %s/%s; keep one kind of credentials", cat.Name, field, ref.Namespace, ref.Name, SecretToken, SecretUsername, SecretPassword)
 	}
-	if u.Scheme == "http" && a.hasCredentials() {
-		return nil, fmt.Errorf("catalog %q: %s: credentials are never sent over plain http; use an https:// URL", cat.Name, field)
+	a.AllowHTTP = cat.Spec.Source.Helm != nil && cat.Spec.Source.Helm.Insecure
+	if u.Scheme == "http" && a.hasCredentials() && !a.AllowHTTP {
+		return nil, fmt.Errorf("catalog %q: %s: credentials are not sent over plain http; use an https:// URL, or set spec.source.helm.insecure", cat.Name, field)
 	}
 	return a, nil
 }
@@ -234,8 +238,8 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.other.RoundTrip(req)
 	}
 	// A redirect from https to plain http on the same host must not carry
-	// the credentials either.
-	if req.URL.Scheme != "https" || (t.access.Username == "" && t.access.Password == "" && t.access.Token == "") {
+	// the credentials either, unless the catalog allows plain http.
+	if (req.URL.Scheme != "https" && !t.access.AllowHTTP) || (t.access.Username == "" && t.access.Password == "" && t.access.Token == "") {
 		return t.own.RoundTrip(req)
 	}
 	req = req.Clone(req.Context())

@@ -132,7 +132,7 @@ func TestAccessRefusals(t *testing.T) {
 		want   string
 	}{
 		// Plain http would show the password to anyone on the way.
-		{"credentials over http", "http://charts.example.com", map[string][]byte{"token": []byte("t")}, "credentials are never sent over plain http"},
+		{"credentials over http", "http://charts.example.com", map[string][]byte{"token": []byte("t")}, "credentials are not sent over plain http; use an https:// URL, or set spec.source.helm.insecure"},
 		// A certificate without its key cannot be used.
 		{"cert without key", "https://charts.example.com", map[string][]byte{"tls.crt": []byte("x")}, "has only one of tls.crt and tls.key"},
 		// Two kinds of credentials are ambiguous.
@@ -148,6 +148,18 @@ func TestAccessRefusals(t *testing.T) {
 				t.Fatalf("AccessFor() = %v, want an error naming the field and %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestInsecureAllowsPlainHTTP: spec.source.helm.insecure lets credentials
+// travel over plain http, on the repository's host only.
+func TestInsecureAllowsPlainHTTP(t *testing.T) {
+	cat := &v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{
+		Helm: &v1alpha1.HelmSource{URL: "http://charts.example.com", Insecure: true, SecretRef: &v1alpha1.SecretReference{Namespace: "ns", Name: "s"}},
+	}}}
+	a, err := catalog.AccessFor(context.Background(), lookup{secrets: map[string]map[string][]byte{"ns/s": {"token": []byte("t")}}}, cat)
+	if err != nil || !a.AllowHTTP || a.Host != "charts.example.com" {
+		t.Fatalf("AccessFor() = %+v, %v", a, err)
 	}
 }
 

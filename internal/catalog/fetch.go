@@ -83,6 +83,9 @@ type TooLargeError struct {
 	Limit int64
 }
 
+// Permanent marks an artifact over the size limit as refused for good.
+func (e *TooLargeError) Permanent() bool { return true }
+
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("GET %s: larger than the limit of %d bytes (%.1f MiB); raise the fetcher's size limit or make the artifact smaller", e.URL, e.Limit, float64(e.Limit)/(1<<20))
 }

@@ -59,6 +59,11 @@ type UnsafeArchiveError struct {
 	Reason string
 }
 
+// Permanent marks the refusal as final: the same bytes are refused every
+// time, so callers stop retrying (they classify errors without importing
+// this package).
+func (e *UnsafeArchiveError) Permanent() bool { return true }
+
 func (e *UnsafeArchiveError) Error() string {
 	if e.Entry == "" {
 		return "chart archive refused: " + e.Reason

@@ -36,6 +36,9 @@ type Options struct {
 	// LeaderElectionNamespace holds the lease (default: the in-cluster
 	// namespace).
 	LeaderElectionNamespace string
+	// CacheDir holds fetched artifacts (content-addressed, bounded) and the
+	// last good content of each catalog (default: the user cache dir/annex).
+	CacheDir string
 	// HTTPClient fetches catalogs and artifacts (default: a client with a
 	// 60 s timeout).
 	HTTPClient *http.Client
@@ -81,7 +84,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	lookup := catalog.KubeLookup{Reader: mgr.GetAPIReader()}
 	fetcher := &catalog.Fetcher{Client: httpClient, Builtin: builtin.Archive, Lookup: lookup}
-	cacheDir := catalog.DefaultCacheDir() // artifacts and last good catalog content
+	cacheDir := o.CacheDir // artifacts and the last good content of each catalog
+	if cacheDir == "" {
+		cacheDir = catalog.DefaultCacheDir()
+	}
 	artifacts := &catalog.MemoryCache{Next: &catalog.DiskCache{Next: fetcher, Dir: cacheDir}}
 
 	if err := (&catalogcontroller.Reconciler{

@@ -20,16 +20,21 @@ import (
 // removes.
 var (
 	binDir     string
-	buildOnce  = map[string]*sync.Once{"annex": {}, "helm": {}}
+	buildOnce  = map[string]*sync.Once{"annex": {}, "helm": {}, "profmanager": {}}
 	buildError = map[string]error{}
 	buildMu    sync.Mutex
 )
 
-// binary builds (once) and returns the path of "annex" (./cmd/annex) or
-// "helm" (helm.sh/helm/v4/cmd/helm, the version go.mod pins).
+// binary builds (once) and returns the path of "annex" (./cmd/annex),
+// "helm" (helm.sh/helm/v4/cmd/helm, the version go.mod pins) or
+// "profmanager" (./test/bench/profmanager).
 func binary(b *testing.B, name string) string {
 	b.Helper()
-	pkg := map[string]string{"annex": "./cmd/annex", "helm": "helm.sh/helm/v4/cmd/helm"}[name]
+	pkg := map[string]string{
+		"annex":       "./cmd/annex",
+		"helm":        "helm.sh/helm/v4/cmd/helm",
+		"profmanager": "./test/bench/profmanager",
+	}[name]
 	path := filepath.Join(binDir, name)
 	buildOnce[name].Do(func() {
 		root, err := testenv.RepoRoot()
@@ -64,6 +69,11 @@ type manager struct {
 	peakKiB uint64 // highest VmRSS sampled
 }
 
+// cpuProfileEnv names an environment variable: when it holds a file
+// name, the manager runs as profmanager and writes a CPU profile there
+// (one per run: a later run overwrites it).
+const cpuProfileEnv = "ANNEX_BENCH_CPUPROFILE"
+
 // startManager runs `annex manager` with the kubeconfig at kubeconfig,
 // its cache under work, and stops it on b.Cleanup (printing the tail of
 // its log when the benchmark failed).
@@ -75,6 +85,10 @@ func startManager(b *testing.B, work, kubeconfig string) *manager {
 		b.Fatal(err)
 	}
 	m.cmd = exec.Command(binary(b, "annex"), "manager", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	if profile := os.Getenv(cpuProfileEnv); profile != "" {
+		m.cmd = exec.Command(binary(b, "profmanager"), profile)
+		b.Logf("manager runs as profmanager, CPU profile in %s", profile)
+	}
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "XDG_CACHE_HOME="+filepath.Join(work, "cache"))
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	if err := m.cmd.Start(); err != nil {

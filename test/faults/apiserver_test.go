@@ -49,7 +49,7 @@ func TestAPIServerRestartMidRollout(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "faults"},
 		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}},
 	}))
-	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", HealthPollInterval: 200 * time.Millisecond})
+	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", HealthPollInterval: 200 * time.Millisecond, CacheDir: t.TempDir()})
 	must(t, err)
 	go func() { _ = mgr.Start(ctx) }()
 

@@ -289,7 +289,8 @@ func newManagerProcess(t *testing.T, work, kubeconfig string) *managerProcess {
 }
 
 func (m *managerProcess) start() {
-	m.cmd = exec.Command(m.binary, "manager", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	m.cmd = exec.Command(m.binary, "manager", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--cache-dir", filepath.Join(filepath.Dir(m.kubeconfig), "cache"))
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	if err := m.cmd.Start(); err != nil {

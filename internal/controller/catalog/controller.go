@@ -43,9 +43,9 @@ const (
 	LabelPrefix = "catalog.annex.dev/"
 	// Finalizer holds a Catalog until its Extensions are recomputed without it.
 	Finalizer = "annex.dev/extensions"
-	// ConditionFetchFailed is True while the source cannot be read and the
+	// ConditionFetchFailed (v1alpha1.ConditionFetchFailed) is True while the source cannot be read and the
 	// content of the last good read is served.
-	ConditionFetchFailed = "FetchFailed"
+	ConditionFetchFailed = v1alpha1.ConditionFetchFailed
 )
 
 // Source reads a catalog's content.

@@ -3,8 +3,6 @@ package catalog_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,14 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/manager"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
+	"github.com/annex-platform/annex/internal/testenv/withmanager"
 )
 
 // env is one real kube-apiserver + etcd with the Annex manager running
@@ -29,43 +25,7 @@ import (
 // cluster-scoped, so each test names its charts after itself.
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	logs := io.Discard
-	if os.Getenv("ANNEX_TEST_LOG") != "" {
-		logs = os.Stderr
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	// The manager keeps artifacts and catalog content under the user's
-	// cache folder; a test run gets its own.
-	cache, err := os.MkdirTemp("", "annex-catalog-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("XDG_CACHE_HOME", cache)
-	e, stop, err := testenv.StartShared()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	env = e
-	mgr, err := manager.New(env.Config, manager.Options{MetricsAddr: "0", HealthPollInterval: 200 * time.Millisecond})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-	}
-	stop()
-	os.RemoveAll(cache)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { withmanager.Main(m, &env) }
 
 // configChart is a chart of one ConfigMap saying where it came from.
 func configChart(name, version, from string) helmrepo.Chart {

@@ -3,8 +3,6 @@ package installation_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/manager"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
+	"github.com/annex-platform/annex/internal/testenv/withmanager"
 )
 
 // env is one real kube-apiserver + etcd with the Annex manager running
@@ -32,34 +28,7 @@ import (
 // own namespace.
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	logs := io.Discard
-	if os.Getenv("ANNEX_TEST_LOG") != "" {
-		logs = os.Stderr
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	e, stop, err := testenv.StartShared()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	env = e
-	mgr, err := manager.New(env.Config, manager.Options{MetricsAddr: "0", HealthPollInterval: 200 * time.Millisecond})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-	}
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { withmanager.Main(m, &env) }
 
 // podinfoChart is a small web app: ServiceAccount, Service, ConfigMap and a
 // Deployment scaled to 0 (healthy without controllers), with a values schema.

@@ -80,8 +80,16 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	data, err := r.Fetcher.FetchArtifact(ctx, s.choice.Version.Source)
 	if err != nil {
-		s.block = retry(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("fetching %s %s from %s: %v",
-			s.inst.Spec.Extension, s.choice.Version.Version, s.choice.Version.Source.URL, err))
+		msg := fmt.Sprintf("fetching %s %s from %s: %v", s.inst.Spec.Extension, s.choice.Version.Version, s.choice.Version.Source.URL, err)
+		var permanent interface{ Permanent() bool }
+		if errors.As(err, &permanent) && permanent.Permanent() {
+			// A hostile or oversized archive is refused the same way every
+			// time: stop until the catalog or spec.version changes.
+			s.block = terminal(v1alpha1.ReasonArtifactFailed, msg+"; choose another version with spec.version, or fix the chart in its catalog")
+			setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
+			return ctrl.Result{}, nil
+		}
+		s.block = retry(v1alpha1.ReasonArtifactFailed, msg)
 		setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
 		return ctrl.Result{}, s.block
 	}
