@@ -18,6 +18,12 @@ const maxMessage = 600
 // failed installation's extension to suggest.
 const maxVersionTrials = 6
 
+// maxFixConflicts bounds each solve that checks a suggested change: a
+// change whose check meets more conflicts is not suggested, so that a
+// failure costs a bounded number of bounded solves. Checks on real
+// catalogs meet a few conflicts; the bound is for adversarial ones.
+const maxFixConflicts = 256
+
 // explain turns the derivation of a failure into one paragraph: the facts
 // it rests on, told as a chain starting at installation x, then one or two
 // changes that were checked to make x fit.
@@ -355,8 +361,6 @@ func firstRelease(vs []indexedVersion, set vset, highest bool) int {
 	return -1
 }
 
-var anyRange, _ = ParseRange("*")
-
 var helmFloor = regexp.MustCompile(`(\d)-0(\s|,|\||$)`)
 
 // cleanKube drops Helm's "-0" pre-release floors (">=1.28.0-0"), which only
@@ -417,13 +421,13 @@ func (pr *problem) fixes(x int, n *narrator, active []int) []string {
 
 	// The policy alone: would x fit if its installed version could move?
 	if len(pr.reqs[x]) > 1 {
-		if a := pr.solveReqs(append(base(-1), rangeOnly...), pr.kubeOK); a.ok() {
+		if a := pr.solveReqs(append(base(-1), rangeOnly...), pr.kube, maxFixConflicts); a.solvable() {
 			fixes = appendNew(fixes, pr.policyFix(x, a.chosen[xPkg], false))
 		}
 	}
 	// A newer cluster.
 	if up := pr.clusterUpgrade(n); up != nil {
-		if a := pr.solveReqs(append(base(-1), pr.reqs[x]...), kubeChecker(up)); a.ok() {
+		if pr.solveReqs(append(base(-1), pr.reqs[x]...), pr.ix.kubeChecker(up), maxFixConflicts).solvable() {
 			fixes = appendNew(fixes, fmt.Sprintf("upgrade the cluster to %d.%d or later", up.Major(), up.Minor()))
 		}
 	}
@@ -436,7 +440,7 @@ func (pr *problem) fixes(x int, n *narrator, active []int) []string {
 		vs := pr.ix.exts[xPkg].versions
 		tried := 0
 		for k := len(vs) - 1; k >= 0 && tried < maxVersionTrials; k-- {
-			if allowed.has(k) || (vs[k].kube != nil && !pr.kubeOK(vs[k].kubeText)) ||
+			if allowed.has(k) || !pr.kube.runsOn(&vs[k]) ||
 				(vs[k].sv.Prerelease() != "" && !rangeOnly[0].set.has(k)) {
 				continue
 			}
@@ -444,7 +448,7 @@ func (pr *problem) fixes(x int, n *narrator, active []int) []string {
 			one := make(vset, len(allowed))
 			one.add(k)
 			trial := append(base(-1), requirement{inst: x, pkg: xPkg, set: one, kind: causeRange})
-			if pr.solveReqs(trial, pr.kubeOK).ok() {
+			if pr.solveReqs(trial, pr.kube, maxFixConflicts).solvable() {
 				fixes = appendNew(fixes, pr.policyFix(x, k, !rangeOnly[0].set.has(k)))
 				break
 			}
@@ -477,12 +481,13 @@ func (pr *problem) fixes(x int, n *narrator, active []int) []string {
 			break
 		}
 		yPkg := pr.reqs[i][0].pkg
-		anyVersion := requirement{inst: i, pkg: yPkg, set: pr.ix.rangeSet(yPkg, anyRange), kind: causeRange}
+		anyRange, _, _ := pr.ix.installRange(yPkg, "*")
+		anyVersion := requirement{inst: i, pkg: yPkg, set: anyRange, kind: causeRange}
 		switch trial := append(base(i), pr.reqs[x]...); {
-		case pr.solveReqs(append(trial, anyVersion), pr.kubeOK).ok():
+		case pr.solveReqs(append(trial, anyVersion), pr.kube, maxFixConflicts).solvable():
 			slices.Sort(knobs[i])
 			fixes = appendNew(fixes, strings.Join(slices.Compact(knobs[i]), " or ")+" of "+pr.insts[i].Name)
-		case pr.solveReqs(trial, pr.kubeOK).ok():
+		case pr.solveReqs(trial, pr.kube, maxFixConflicts).solvable():
 			fixes = appendNew(fixes, "remove "+pr.insts[i].Name)
 		}
 	}

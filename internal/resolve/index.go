@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/Masterminds/semver/v3"
 
@@ -23,19 +24,55 @@ type Index struct {
 	skipped  int
 	groups   int // dependency groups; their ids are 0 to groups-1
 	maxWords int // the longest vset of any extension, in words
+	// kubeRanges are the distinct kubeVersion ranges, by kube id, so a
+	// Solve checks each against the cluster once and parses none.
+	kubeRanges []*semver.Constraints
+	solvers    sync.Pool // of *solver, reset; see newSolver
+
+	rangeMu   sync.Mutex
+	rangeMemo map[rangeKey]installRange // see Index.installRange
+}
+
+// maxRangeMemo bounds the installation ranges an Index remembers.
+const maxRangeMemo = 4096
+
+type rangeKey struct {
+	pkg  int
+	text string
+}
+
+type installRange struct {
+	set vset
+	c   *semver.Constraints
+	err error
 }
 
 type extIndex struct {
 	name     string
 	versions []indexedVersion // ascending; bit i of a vset is versions[i]
 	current  vset             // the versions that are not deprecated
-	kube     []kubeGroup      // sorted by text
+	// byVersion finds a version index by the version as written.
+	byVersion map[string]int
+	kube      []kubeGroup // sorted by text
+	// deps are the incompatibilities of the extension's dependency
+	// groups, in group order; targets the extensions they name, in
+	// first-mention order. A solver adds them as they are.
+	deps    []depIncompatibility
+	targets []int
 }
 
 // kubeGroup is the versions of one extension that share a kubeVersion.
 type kubeGroup struct {
 	text     string
+	kubeID   int // index into Index.kubeRanges
 	versions vset
+	terms    []term // the incompatibility "none of these versions"
+}
+
+// depIncompatibility is a dependency group as an incompatibility.
+type depIncompatibility struct {
+	group *depGroup
+	terms []term
 }
 
 type indexedVersion struct {
@@ -43,6 +80,8 @@ type indexedVersion struct {
 	sv       *semver.Version
 	kube     *semver.Constraints // nil admits every cluster
 	kubeText string
+	kubeID   int    // index into Index.kubeRanges; -1 when kube is nil
+	label    string // "name version", as texts name a selected version
 	deps     []*depGroup
 	parsed   []parsedDep // only while NewIndex runs
 }
@@ -64,7 +103,7 @@ type depGroup struct {
 // parse are left out (such a version could never be installed safely) and
 // counted in Skipped.
 func NewIndex(u Universe) *Index {
-	ix := &Index{byName: make(map[string]int, len(u))}
+	ix := &Index{byName: make(map[string]int, len(u)), rangeMemo: map[rangeKey]installRange{}}
 	var ok bool
 	names := make([]string, 0, len(u))
 	for name := range u {
@@ -132,27 +171,66 @@ func NewIndex(u Universe) *Index {
 			}
 			v.parsed = nil
 		}
+		for i := range e.versions {
+			for _, g := range e.versions[i].deps {
+				if g.to >= 0 && !slices.Contains(e.targets, g.to) {
+					e.targets = append(e.targets, g.to)
+				}
+			}
+		}
 	}
 	ix.groups = groupCount
+	kubeIDs := map[string]int{}
 	for id := range ix.exts {
 		e := &ix.exts[id]
 		ix.maxWords = max(ix.maxWords, words(len(e.versions)))
 		e.current = make(vset, words(len(e.versions)))
-		for i, v := range e.versions {
+		e.byVersion = make(map[string]int, len(e.versions))
+		for i := range e.versions {
+			v := &e.versions[i]
+			v.kubeID = -1
+			e.byVersion[v.spec.Version] = i
+			v.label = e.name + " " + v.spec.Version
 			if !v.spec.Deprecated {
 				e.current.add(i)
 			}
 			if v.kube == nil {
 				continue
 			}
+			kid, seen := kubeIDs[v.kubeText]
+			if !seen {
+				kid = len(ix.kubeRanges)
+				kubeIDs[v.kubeText] = kid
+				ix.kubeRanges = append(ix.kubeRanges, v.kube)
+			}
+			v.kubeID = kid
 			k := slices.IndexFunc(e.kube, func(k kubeGroup) bool { return k.text == v.kubeText })
 			if k < 0 {
 				k = len(e.kube)
-				e.kube = append(e.kube, kubeGroup{text: v.kubeText, versions: make(vset, words(len(e.versions)))})
+				e.kube = append(e.kube, kubeGroup{text: v.kubeText, kubeID: kid, versions: make(vset, words(len(e.versions)))})
 			}
 			e.kube[k].versions.add(i)
 		}
 		slices.SortFunc(e.kube, func(a, b kubeGroup) int { return strings.Compare(a.text, b.text) })
+		for k := range e.kube {
+			e.kube[k].terms = []term{{id, true, e.kube[k].versions}}
+		}
+	}
+	// Dependency incompatibilities, once every group is complete.
+	seen := make([]bool, ix.groups)
+	for id := range ix.exts {
+		e := &ix.exts[id]
+		for i := range e.versions {
+			for _, g := range e.versions[i].deps {
+				if seen[g.id] {
+					continue
+				}
+				seen[g.id] = true
+				if terms, ok := depIncompat(g); ok {
+					e.deps = append(e.deps, depIncompatibility{group: g, terms: terms})
+				}
+			}
+		}
 	}
 	return ix
 }
@@ -173,6 +251,31 @@ func (rc rangeCache) parse(text string) (*semver.Constraints, bool) {
 		rc[text] = c
 	}
 	return c, c != nil
+}
+
+// installRange returns the versions of extension pkg that an
+// installation's spec.version admits, the parsed range, or the parse
+// error. Installations keep their ranges for a long time, so an Index
+// remembers the answers (up to maxRangeMemo) for every Solve; the set is
+// shared and must not be modified.
+func (ix *Index) installRange(pkg int, text string) (vset, *semver.Constraints, error) {
+	key := rangeKey{pkg, text}
+	ix.rangeMu.Lock()
+	r, ok := ix.rangeMemo[key]
+	ix.rangeMu.Unlock()
+	if ok {
+		return r.set, r.c, r.err
+	}
+	r.c, r.err = ParseRange(text)
+	if r.err == nil {
+		r.set = ix.rangeSet(pkg, r.c)
+	}
+	ix.rangeMu.Lock()
+	if len(ix.rangeMemo) < maxRangeMemo {
+		ix.rangeMemo[key] = r
+	}
+	ix.rangeMu.Unlock()
+	return r.set, r.c, r.err
 }
 
 // Skipped is the number of catalog versions NewIndex left out.

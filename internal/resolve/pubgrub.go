@@ -13,7 +13,10 @@ import (
 // over each extension's known versions. Unlike pub there is no root
 // package: the installations' requirements are incompatibilities with one
 // negative term, propagated at decision level 0, and solving fails when
-// conflict resolution derives the empty incompatibility.
+// conflict resolution derives the empty incompatibility. Unlike pub, which
+// adds a package's dependencies when it decides it, a run adds the
+// dependency and kubeVersion incompatibilities of every extension reachable
+// from the requirements up front (see solver).
 //
 // Unit propagation uses two watched terms per incompatibility, as CDCL SAT
 // solvers do with literals: an incompatibility can only become almost
@@ -144,28 +147,39 @@ type pkgState struct {
 }
 
 // solver is one PubGrub run. It reads the Index and never writes it.
+//
+// A run works on the extensions reachable from its requirements through
+// any version's dependencies: their dependency and kubeVersion
+// incompatibilities are all added before the first decision, so what a
+// dependency or the cluster rules out is known at decision level 0 rather
+// than found by a conflict that undoes every later decision. Solvers are
+// pooled per Index; only the state of the reachable extensions is reset.
 type solver struct {
-	ix      *Index
-	kubeOK  func(text string) bool
-	reqs    []requirement
-	prefer  []int // installed version index per extension, -1 if none
-	zeros   vset  // read-only; zeros[:words(n)] is the empty set of n versions
-	incs    []incompat
-	watches [][]int // per extension: ids of the incompatibilities watching a term on it
-	fresh   []int   // ids added since the last propagation, not yet checked
-	assigns []assignment
-	pkgs    []pkgState
-	touched []int // extensions with assignments, in first-touch order
-	level   int
-	serial  int
-	contra  []contradiction // per incompatibility id
-	loaded  []bool          // kube incompatibilities added
-	added   []bool          // per dependency group id: incompatibility added
-	changed []int           // propagate's work stack
-	mem     vset            // arena the solver's sets are cut from
-	kubePkgs []int
-	pending  []int
-	depsDone []bool
+	ix        *Index
+	kube      *kubeCheck
+	reqs      []requirement
+	prefer    []int // installed version index per extension, -1 if none
+	zeros     vset  // read-only; zeros[:words(n)] is the empty set of n versions
+	incs      []incompat
+	watches   [][]int // per extension: ids of the incompatibilities watching a term on it
+	fresh     []int   // ids added since the last propagation, not yet checked
+	assigns   []assignment
+	pkgs      []pkgState
+	queue     minHeap[candidates] // see decide
+	reach     []int               // extensions reachable from the requirements, breadth first
+	inReach   []bool              // per extension
+	units     []int               // reachable extensions with a one-term incompatibility
+	level     int
+	serial    int
+	conflicts int // conflicts resolved so far
+	// maxConflicts, when positive, bounds conflicts: past it the run
+	// stops with gaveUp set, and its failure explains nothing.
+	maxConflicts int
+	gaveUp       bool
+	contra       []contradiction // per incompatibility id
+	changed      []int           // propagate's work stack
+	mem          arena           // the solver's sets are cut from it
+	scratch      vset
 	// propagateFn replaces propagate when set; tests use it to compare
 	// against a reference propagation.
 	propagateFn func(s *solver, start int) int
@@ -175,69 +189,126 @@ type solver struct {
 // propagateFn.
 var testHookPropagate func(s *solver, start int) int
 
-func newSolver(ix *Index, kubeOK func(string) bool, reqs []requirement, prefer []int, extra []incompat) *solver {
-	n := len(ix.exts)
-	s := &solver{
-		ix: ix, kubeOK: kubeOK, reqs: reqs, prefer: prefer,
-		zeros:       make(vset, max(1, ix.maxWords)),
-		watches:     make([][]int, n),
-		pkgs:        make([]pkgState, n),
-		loaded:      make([]bool, n),
-		depsDone:    make([]bool, n),
-		added:       make([]bool, ix.groups),
-		propagateFn: testHookPropagate,
+// newSolver returns a solver for reqs, from the Index's pool; release
+// returns it once nothing reads its incompatibilities any more.
+func newSolver(ix *Index, kube *kubeCheck, reqs []requirement, prefer []int, extra []incompat) *solver {
+	s, _ := ix.solvers.Get().(*solver)
+	if s == nil {
+		n := len(ix.exts)
+		s = &solver{
+			ix:      ix,
+			zeros:   make(vset, max(1, ix.maxWords)),
+			scratch: make(vset, max(1, ix.maxWords)),
+			watches: make([][]int, n),
+			pkgs:    make([]pkgState, n),
+			inReach: make([]bool, n),
+			queue:   minHeap[candidates]{less: candidates.less},
+		}
+		for i := range s.pkgs {
+			s.pkgs[i].decided = -1
+		}
 	}
-	for i := range s.pkgs {
-		s.pkgs[i].decided = -1
-	}
+	s.kube, s.reqs, s.prefer, s.propagateFn = kube, reqs, prefer, testHookPropagate
 	for i, r := range reqs {
 		s.addIncompat(incompat{terms: []term{{r.pkg, false, r.set}}, kind: r.kind, req: i})
+		s.reachFrom(r.pkg)
 	}
 	for _, inc := range extra {
 		s.addIncompat(inc)
 	}
-	// EXPERIMENT: kube for every reachable extension at level 0.
-	var queue []int
-	for _, r := range reqs {
-		if !s.loaded[r.pkg] {
-			s.loaded[r.pkg] = true
-			queue = append(queue, r.pkg)
-		}
-	}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		s.addKube(p)
-		s.addDeps(p)
-		s.kubePkgs = append(s.kubePkgs, p)
-		for _, v := range ix.exts[p].versions {
-			for _, g := range v.deps {
-				if g.to >= 0 && !s.loaded[g.to] {
-					s.loaded[g.to] = true
-					queue = append(queue, g.to)
-				}
+	for k := 0; k < len(s.reach); k++ {
+		p := s.reach[k]
+		e := &ix.exts[p]
+		unit := false
+		for _, kg := range e.kube {
+			if !s.kube.admits(kg.kubeID) {
+				s.addIncompat(incompat{terms: kg.terms, kind: causeKube, kubeText: kg.text})
+				unit = true
 			}
 		}
+		for _, d := range e.deps {
+			s.addIncompat(incompat{terms: d.terms, kind: causeDependency, group: d.group})
+			unit = unit || len(d.terms) == 1
+		}
+		if unit {
+			s.units = append(s.units, p)
+		}
+		for _, to := range e.targets {
+			s.reachFrom(to)
+		}
 	}
-	// Nothing is assigned yet, so any two terms may be watched; run
-	// propagates from each requirement's extension.
+	// Nothing is assigned yet, so any two terms may be watched (the first
+	// two, as watchBest would choose); run propagates from each
+	// requirement's extension and each unit.
 	for _, id := range s.fresh {
-		s.watchBest(id, -1)
+		inc := &s.incs[id]
+		if len(inc.terms) == 0 {
+			continue
+		}
+		inc.watch = [2]int{0, min(1, len(inc.terms)-1)}
+		for k, w := range inc.watch {
+			if k == 0 || w != inc.watch[0] {
+				p := inc.terms[w].pkg
+				s.watches[p] = append(s.watches[p], id)
+			}
+		}
 	}
 	s.fresh = s.fresh[:0]
 	return s
 }
 
-// alloc returns an empty set of n words cut from the solver's arena, so a
-// run allocates a few large blocks instead of one slice per set.
-func (s *solver) alloc(n int) vset {
-	if len(s.mem) < n {
-		s.mem = make(vset, max(1024, n))
+// reachFrom adds pkg to the reachable extensions.
+func (s *solver) reachFrom(pkg int) {
+	if !s.inReach[pkg] {
+		s.inReach[pkg] = true
+		s.reach = append(s.reach, pkg)
 	}
-	v := s.mem[:n:n]
-	s.mem = s.mem[n:]
-	return v
 }
+
+// release resets the solver and returns it to the Index's pool. Only the
+// reachable extensions have state to reset.
+func (s *solver) release() {
+	for _, p := range s.reach {
+		s.inReach[p] = false
+		s.watches[p] = s.watches[p][:0]
+		s.pkgs[p] = pkgState{decided: -1, assigns: s.pkgs[p].assigns[:0]}
+	}
+	s.kube, s.reqs, s.prefer, s.propagateFn = nil, nil, nil, nil
+	s.reach, s.units, s.queue.items = s.reach[:0], s.units[:0], s.queue.items[:0]
+	clear(s.incs) // drop references into the catalog and old derivations
+	s.incs, s.fresh, s.assigns = s.incs[:0], s.fresh[:0], s.assigns[:0]
+	s.contra, s.changed = s.contra[:0], s.changed[:0]
+	s.level, s.serial, s.conflicts, s.maxConflicts, s.gaveUp = 0, 0, 0, 0, false
+	s.mem.reset()
+	s.ix.solvers.Put(s)
+}
+
+// arena hands out vsets cut from a few large blocks, so a run allocates a
+// few blocks instead of one slice per set, and a pooled solver none.
+type arena struct {
+	blocks []vset
+	cur    int // the block being cut
+	off    int // words used of it
+}
+
+// alloc returns an empty set of n words.
+func (a *arena) alloc(n int) vset {
+	for ; a.cur < len(a.blocks); a.cur, a.off = a.cur+1, 0 {
+		if b := a.blocks[a.cur]; a.off+n <= len(b) {
+			v := b[a.off : a.off+n : a.off+n]
+			a.off += n
+			clear(v)
+			return v
+		}
+	}
+	a.blocks = append(a.blocks, make(vset, max(1024, n)))
+	a.off = n
+	return a.blocks[a.cur][:n:n]
+}
+
+func (a *arena) reset() { a.cur, a.off = 0, 0 }
+
+func (s *solver) alloc(n int) vset { return s.mem.alloc(n) }
 
 func (s *solver) any(pkg int) term {
 	return term{pkg, false, s.zeros[:words(len(s.ix.exts[pkg].versions))]}
@@ -305,16 +376,17 @@ func (s *solver) unwatch(id int) {
 	}
 }
 
-// run solves. It returns -1 on success (chosen holds a version per
-// extension, -1 when not selected), or the id of the empty incompatibility
-// whose derivation explains the failure.
+// run solves, propagating first from each requirement's extension and
+// each extension with a one-term incompatibility. It returns -1 on success
+// (chosen holds a version per extension, -1 when not selected), or the id
+// of the empty incompatibility whose derivation explains the failure.
 func (s *solver) run() (failure int) {
 	for _, r := range s.reqs {
 		if f := s.propagateFrom(r.pkg); f >= 0 {
 			return f
 		}
 	}
-	for _, p := range s.kubePkgs {
+	for _, p := range s.units {
 		if f := s.propagateFrom(p); f >= 0 {
 			return f
 		}
@@ -438,49 +510,32 @@ func (s *solver) relationInc(id int) (relation, int) {
 // soon as a watched one changes.
 func (s *solver) propagate(start int) int {
 	s.changed = append(s.changed[:0], start)
-	for {
-		if n := len(s.fresh); n > 0 {
-			id := s.fresh[n-1]
-			s.fresh = s.fresh[:n-1]
-			rel, unsat := s.relationInc(id)
-			s.watchBest(id, unsat)
-			switch rel {
-			case relSatisfied:
-				if f := s.conflict(id); f >= 0 {
-					return f
-				}
-			case relAlmost:
-				s.derive(id, unsat)
-			}
-			continue
-		}
-		n := len(s.changed)
-		if n == 0 {
-			return -1
-		}
-		pkg := s.changed[n-1]
-		s.changed = s.changed[:n-1]
-		if conflict := s.visitWatchers(pkg); conflict >= 0 {
-			if f := s.conflict(conflict); f >= 0 {
+	for len(s.fresh) > 0 {
+		id := s.fresh[len(s.fresh)-1]
+		s.fresh = s.fresh[:len(s.fresh)-1]
+		rel, unsat := s.relationInc(id)
+		s.watchBest(id, unsat)
+		switch rel {
+		case relSatisfied:
+			if f := s.conflict(id); f >= 0 {
 				return f
 			}
+		case relAlmost:
+			s.derive(id, unsat)
 		}
 	}
-}
-
-// addDeps adds the dependency incompatibilities of every version of pkg.
-func (s *solver) addDeps(pkg int) {
-	for _, v := range s.ix.exts[pkg].versions {
-		for _, g := range v.deps {
-			if s.added[g.id] {
-				continue
-			}
-			s.added[g.id] = true
-			if inc, ok := s.depIncompat(g); ok {
-				s.addIncompat(inc)
-			}
+	for len(s.changed) > 0 {
+		pkg := s.changed[len(s.changed)-1]
+		s.changed = s.changed[:len(s.changed)-1]
+		conflict := s.visitWatchers(pkg)
+		if conflict < 0 {
+			continue
+		}
+		if f := s.conflict(conflict); f >= 0 {
+			return f
 		}
 	}
+	return -1
 }
 
 // derive assigns the negation of id's term unsat and queues its extension.
@@ -496,6 +551,10 @@ func (s *solver) derive(id, unsat int) {
 // derives from the learned incompatibility. It returns the empty
 // incompatibility when solving has failed, else -1.
 func (s *solver) conflict(id int) int {
+	if s.conflicts++; s.maxConflicts > 0 && s.conflicts > s.maxConflicts {
+		s.gaveUp = true
+		return id
+	}
 	root, ok := s.resolveConflict(id)
 	if !ok {
 		return root
@@ -599,12 +658,12 @@ func (s *solver) assign(t term, cause int) {
 	if !st.touched {
 		st.touched = true
 		st.acc = t
-		s.touched = append(s.touched, t.pkg)
 	} else {
 		st.acc = intersectInto(s.alloc(len(t.set)), st.acc, t)
 	}
 	if st.acc.pos {
 		st.count = st.acc.set.count()
+		s.enqueue(t.pkg)
 	}
 	st.assigns = append(st.assigns, len(s.assigns))
 	s.serial++
@@ -612,90 +671,47 @@ func (s *solver) assign(t term, cause int) {
 }
 
 // decide picks the undecided extension with the fewest candidate versions
-// (ties: lowest id, i.e. name order) and its preferred version. It returns
-// the extension to propagate from, or done when every required extension
-// has a version.
+// (ties: lowest id, i.e. name order) from the decision queue, and its
+// preferred version. It returns the extension to propagate from, or done
+// when every required extension has a version. Every dependency of the
+// candidates is known already (see solver), so a decision never satisfies
+// an incompatibility outright.
 func (s *solver) decide() (pkg int, done bool) {
-	best, bestCount := -1, 0
-	for _, p := range s.touched {
-		st := &s.pkgs[p]
-		if !st.acc.pos || st.decided >= 0 {
-			continue
-		}
-		c := st.count
-		if best < 0 || c < bestCount || (c == bestCount && p < best) {
-			best, bestCount = p, c
+	best := -1
+	for s.queue.len() > 0 && best < 0 {
+		c := s.queue.pop()
+		if st := &s.pkgs[c.pkg]; st.touched && st.acc.pos && st.decided < 0 && st.count == c.count {
+			best = c.pkg
 		}
 	}
 	if best < 0 {
 		return 0, true
 	}
 	ver := s.choose(best, s.pkgs[best].acc.set)
-	e := &s.ix.exts[best]
-	conflicting := false
-	for _, g := range e.versions[ver].deps {
-		if s.added[g.id] {
-			continue
-		}
-		s.added[g.id] = true
-		inc, ok := s.depIncompat(g)
-		if !ok {
-			continue
-		}
-		id := s.addIncompat(inc)
-		// pub's rule: if the decision would satisfy a new incompatibility
-		// outright, skip it and let propagation exclude the version.
-		if !conflicting && s.othersSatisfied(id, best) {
-			conflicting = true
-		}
-	}
-	if !conflicting {
-		s.level++
-		one := s.alloc(words(len(e.versions)))
-		one.add(ver)
-		s.assign(term{best, true, one}, -1)
-		s.pkgs[best].decided = ver
-	}
+	s.level++
+	one := s.alloc(words(len(s.ix.exts[best].versions)))
+	one.add(ver)
+	s.assign(term{best, true, one}, -1)
+	s.pkgs[best].decided = ver
 	return best, false
 }
 
-func (s *solver) othersSatisfied(id, pkg int) bool {
-	for _, t := range s.incs[id].terms {
-		if t.pkg != pkg && s.relationOf(t) != relSatisfied {
-			return false
-		}
-	}
-	return true
-}
-
-// addKube adds, for each kubeVersion text that excludes the cluster, the
-// incompatibility "none of these versions".
-func (s *solver) addKube(pkg int) {
-	for _, k := range s.ix.exts[pkg].kube {
-		if !s.kubeOK(k.text) {
-			s.addIncompat(incompat{terms: []term{{pkg, true, k.versions}}, kind: causeKube, kubeText: k.text})
-		}
-	}
-}
-
-// depIncompat turns a dependency group into {from ∈ versions, not to ∈
-// allowed}; false when it says nothing (a self-dependency every version
-// satisfies).
-func (s *solver) depIncompat(g *depGroup) (incompat, bool) {
-	inc := incompat{kind: causeDependency, group: g}
+// depIncompat returns the terms of a dependency group's incompatibility,
+// {from ∈ versions, not to ∈ allowed}; false when it says nothing (a
+// self-dependency every version satisfies).
+func depIncompat(g *depGroup) ([]term, bool) {
 	switch {
 	case g.to < 0 || g.allowed.empty():
-		inc.terms = []term{{g.from, true, g.versions}}
+		return []term{{g.from, true, g.versions}}, true
 	case g.to == g.from:
 		rest := g.versions.andNot(g.allowed)
 		if rest.empty() {
-			return inc, false
+			return nil, false
 		}
-		inc.terms = []term{{g.from, true, rest}}
+		return []term{{g.from, true, rest}}, true
 	default:
-		inc.terms = []term{{g.from, true, g.versions}, {g.to, false, g.allowed}}
+		return []term{{g.from, true, g.versions}, {g.to, false, g.allowed}}, true
 	}
-	return inc, true
 }
 
 // choose applies the preferences: keep the installed version unless a
@@ -716,12 +732,7 @@ func (s *solver) choose(pkg int, allowed vset) int {
 // incompatibility after backjumping, or the empty incompatibility and false
 // when solving has failed. The incompatibilities derived on the way only
 // explain the learned one; they are stored inactive.
-var debugConflict func(s *solver, id int)
-
 func (s *solver) resolveConflict(id int) (int, bool) {
-	if debugConflict != nil {
-		debugConflict(s, id)
-	}
 	for {
 		inc := &s.incs[id]
 		if len(inc.terms) == 0 {
@@ -791,7 +802,7 @@ func (s *solver) satisfier(id int) (satIdx int, satTerm term, prevLevel int) {
 	}
 	sat := s.assigns[satIdx].term
 	if !subset(sat, satTerm) {
-		scratch := s.zerosScratch(len(sat.set))
+		scratch := s.scratch[:len(sat.set)]
 		for _, ai := range s.pkgs[satTerm.pkg].assigns {
 			if ai >= satIdx {
 				break
@@ -803,15 +814,6 @@ func (s *solver) satisfier(id int) (satIdx int, satTerm term, prevLevel int) {
 		}
 	}
 	return satIdx, satTerm, prevLevel
-}
-
-// zerosScratch returns n words of scratch memory; its contents are
-// overwritten by the next call.
-func (s *solver) zerosScratch(n int) vset {
-	if len(s.mem) < n {
-		s.mem = make(vset, max(1024, n))
-	}
-	return s.mem[:n:n]
 }
 
 // firstSatisfying returns the index of the earliest assignment after which
@@ -847,26 +849,51 @@ func (s *solver) backtrack(level int) {
 			}
 		}
 	}
-	s.assigns = s.assigns[:n]
-	kept := s.touched[:0]
-	for _, p := range s.touched {
-		if s.pkgs[p].touched {
-			kept = append(kept, p)
+	for _, a := range s.assigns[n:] {
+		if st := &s.pkgs[a.term.pkg]; st.touched && st.acc.pos && st.decided < 0 {
+			s.enqueue(a.term.pkg)
 		}
 	}
-	s.touched = kept
+	s.assigns = s.assigns[:n]
 	s.level = level
 }
 
-// kubeChecker returns a cached test of kubeVersion texts against cluster.
-func kubeChecker(cluster *semver.Version) func(string) bool {
-	cache := map[string]bool{}
-	return func(text string) bool {
-		ok, seen := cache[text]
-		if !seen {
-			ok = KubeVersionAllows(text, cluster)
-			cache[text] = ok
-		}
-		return ok
-	}
+// candidates is an entry of the decision queue: pkg had count candidate
+// versions left. The queue holds an entry with the current count for every
+// extension that must be selected and is undecided; entries that no longer
+// match their extension's state are skipped when they come up.
+type candidates struct{ count, pkg int }
+
+// less orders by fewest candidates, then lowest id.
+func (a candidates) less(b candidates) bool {
+	return a.count < b.count || a.count == b.count && a.pkg < b.pkg
 }
+
+// enqueue adds pkg with its current count to the decision queue.
+func (s *solver) enqueue(pkg int) { s.queue.push(candidates{s.pkgs[pkg].count, pkg}) }
+
+// kubeCheck tells which of an Index's kubeVersion ranges admit one
+// cluster version, checking each range at most once.
+type kubeCheck struct {
+	ranges  []*semver.Constraints // Index.kubeRanges
+	cluster *semver.Version
+	memo    []int8 // per kube id: 0 not checked yet, 1 admits, -1 excludes
+}
+
+func (ix *Index) kubeChecker(cluster *semver.Version) *kubeCheck {
+	return &kubeCheck{ranges: ix.kubeRanges, cluster: cluster, memo: make([]int8, len(ix.kubeRanges))}
+}
+
+// admits reports whether range id admits the cluster.
+func (k *kubeCheck) admits(id int) bool {
+	if k.memo[id] == 0 {
+		k.memo[id] = -1
+		if k.ranges[id].Check(k.cluster) {
+			k.memo[id] = 1
+		}
+	}
+	return k.memo[id] > 0
+}
+
+// runsOn reports whether a version's kubeVersion admits the cluster.
+func (k *kubeCheck) runsOn(v *indexedVersion) bool { return v.kubeID < 0 || k.admits(v.kubeID) }

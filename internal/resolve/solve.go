@@ -74,7 +74,7 @@ type problem struct {
 	ix         *Index
 	cluster    *semver.Version
 	clusterRaw string
-	kubeOK     func(string) bool
+	kube       *kubeCheck
 	insts      []Installation
 	installed  []int // per installation: version index of Installed, -1
 	reqs       [][]requirement
@@ -88,9 +88,21 @@ type attempt struct {
 	chosen []int // on success: version index per extension, -1 if absent
 	// stuck is a cycle that kept coming back after maxCycleRounds.
 	stuck []pick
+	// gaveUp is a bounded solve that stopped before an answer.
+	gaveUp bool
 }
 
-func (a attempt) ok() bool { return a.fail < 0 && a.stuck == nil }
+func (a attempt) ok() bool { return a.fail < 0 && a.stuck == nil && !a.gaveUp }
+
+// release returns the attempt's solver to its pool; afterwards only chosen
+// and stuck may be read.
+func (a attempt) release() { a.s.release() }
+
+// solvable reports whether a solves, and releases it.
+func (a attempt) solvable() bool {
+	defer a.release()
+	return a.ok()
+}
 
 // Solve chooses one version per extension for the whole cluster. See the
 // package documentation for the rules. Solve is deterministic and never
@@ -114,7 +126,7 @@ func (ix *Index) Solve(p Problem) *Plan {
 		return plan
 	}
 	pr := &problem{ix: ix, cluster: cluster, clusterRaw: strings.TrimSpace(p.ClusterVersion),
-		kubeOK: kubeChecker(cluster), insts: insts}
+		kube: ix.kubeChecker(cluster), insts: insts}
 	pr.prefer = make([]int, len(ix.exts))
 	for i := range pr.prefer {
 		pr.prefer[i] = -1
@@ -139,24 +151,28 @@ func (ix *Index) Solve(p Problem) *Plan {
 	// then take back every dropped one that fits with the final set, so
 	// that each failure conflicts with installations that did not fail.
 	var dropped []int
-	final := pr.solve(active, pr.kubeOK)
+	final := pr.solve(active, pr.kube)
 	for !final.ok() {
 		victim := pr.victim(pr.named(final), active)
+		final.release()
 		dropped = append(dropped, victim)
 		active = slices.DeleteFunc(active, func(i int) bool { return i == victim })
-		final = pr.solve(active, pr.kubeOK)
+		final = pr.solve(active, pr.kube)
 	}
 	for _, d := range dropped {
 		with := append(slices.Clone(active), d)
 		slices.Sort(with)
-		a := pr.solve(with, pr.kubeOK)
+		a := pr.solve(with, pr.kube)
 		if a.ok() {
+			final.release()
 			active, final = with, a
 			continue
 		}
 		plan.Failed[insts[d].Name] = pr.explain(d, a, active)
+		a.release()
 	}
 	pr.fillPlan(plan, active, final.chosen)
+	final.release()
 	return plan
 }
 
@@ -177,7 +193,7 @@ func (pr *problem) requirements(i int) ([]requirement, *Explanation) {
 		}
 	}
 	e := &pr.ix.exts[pkg]
-	c, err := ParseRange(in.Range)
+	inRange, c, err := pr.ix.installRange(pkg, in.Range)
 	if err != nil {
 		return nil, &Explanation{
 			Reason: v1alpha1.ReasonNoMatchingVersion,
@@ -186,7 +202,6 @@ func (pr *problem) requirements(i int) ([]requirement, *Explanation) {
 			Installations: []string{in.Name},
 		}
 	}
-	inRange := pr.ix.rangeSet(pkg, c)
 	if inRange.empty() {
 		return nil, &Explanation{
 			Reason:        v1alpha1.ReasonNoMatchingVersion,
@@ -198,14 +213,20 @@ func (pr *problem) requirements(i int) ([]requirement, *Explanation) {
 	if in.Installed == "" {
 		return reqs, nil
 	}
-	iv, err := semver.NewVersion(in.Installed)
-	if err != nil {
-		return reqs, nil // not a version Annex installed: treat as not installed
-	}
-	idx := -1
-	for k := range e.versions {
-		if e.versions[k].sv.Equal(iv) {
-			idx = k
+	// Installed is normally a catalog version as written, found without
+	// parsing; versions are unique and ascending, so those not below it
+	// are the ones from its index on.
+	idx, found := e.byVersion[in.Installed]
+	var iv *semver.Version
+	if !found {
+		if iv, err = semver.NewVersion(in.Installed); err != nil {
+			return reqs, nil // not a version Annex installed: treat as not installed
+		}
+		idx = -1
+		for k := range e.versions {
+			if e.versions[k].sv.Equal(iv) {
+				idx = k
+			}
 		}
 	}
 	pr.installed[i] = idx
@@ -225,7 +246,7 @@ func (pr *problem) requirements(i int) ([]requirement, *Explanation) {
 	case !in.AllowDowngrade:
 		up := make(vset, words(len(e.versions)))
 		for k := range e.versions {
-			if !e.versions[k].sv.LessThan(iv) {
+			if found && k >= idx || !found && !e.versions[k].sv.LessThan(iv) {
 				up.add(k)
 			}
 		}
@@ -273,20 +294,23 @@ func rangeOrAny(r string) string {
 // solve runs PubGrub over the given installations; a solution with a
 // dependency cycle is ruled out by a new incompatibility and solving starts
 // again.
-func (pr *problem) solve(active []int, kubeOK func(string) bool) attempt {
+func (pr *problem) solve(active []int, kube *kubeCheck) attempt {
 	var reqs []requirement
 	for _, i := range active {
 		reqs = append(reqs, pr.reqs[i]...)
 	}
-	return pr.solveReqs(reqs, kubeOK)
+	return pr.solveReqs(reqs, kube, 0)
 }
 
-func (pr *problem) solveReqs(reqs []requirement, kubeOK func(string) bool) attempt {
+// solveReqs solves reqs; with maxConflicts positive, a run that meets more
+// conflicts gives up and the attempt is not ok.
+func (pr *problem) solveReqs(reqs []requirement, kube *kubeCheck, maxConflicts int) attempt {
 	var extra []incompat
 	for round := 0; ; round++ {
-		s := newSolver(pr.ix, kubeOK, reqs, pr.prefer, extra)
+		s := newSolver(pr.ix, kube, reqs, pr.prefer, extra)
+		s.maxConflicts = maxConflicts
 		if f := s.run(); f >= 0 {
-			return attempt{s: s, fail: f}
+			return attempt{s: s, fail: f, gaveUp: s.gaveUp}
 		}
 		chosen := s.chosen()
 		cyc := findCycle(pr.ix, chosen)
@@ -296,6 +320,7 @@ func (pr *problem) solveReqs(reqs []requirement, kubeOK func(string) bool) attem
 		if round == maxCycleRounds {
 			return attempt{s: s, fail: -1, chosen: chosen, stuck: cyc}
 		}
+		s.release()
 		inc := incompat{kind: causeCycle, cycle: cyc}
 		for _, p := range cyc {
 			one := make(vset, words(len(pr.ix.exts[p.pkg].versions)))
@@ -453,16 +478,25 @@ func (pr *problem) fillPlan(plan *Plan, active []int, chosen []int) {
 		pkg := pr.reqs[i][0].pkg
 		requested[pkg] = append(requested[pkg], pr.insts[i].Name)
 	}
-	neededBy := map[int][]string{}
+	neededBy := make([][]string, len(chosen))
+	selected, added := 0, 0
 	for p, v := range chosen {
 		if v < 0 {
 			continue
 		}
+		selected++
+		if _, ok := requested[p]; !ok {
+			added++
+		}
 		for _, g := range ix.exts[p].versions[v].deps {
 			if g.to >= 0 && g.to != p {
-				neededBy[g.to] = append(neededBy[g.to], ix.exts[p].name+" "+ix.exts[p].versions[v].spec.Version)
+				neededBy[g.to] = append(neededBy[g.to], ix.exts[p].versions[v].label)
 			}
 		}
+	}
+	plan.Selected = make(map[string]Selection, selected)
+	if added > 0 {
+		plan.Added = make([]Selection, 0, added)
 	}
 	for p, v := range chosen {
 		if v < 0 {
@@ -480,8 +514,11 @@ func (pr *problem) fillPlan(plan *Plan, active []int, chosen []int) {
 		plan.Selected[sel.Extension] = sel
 	}
 	plan.InstallOrder = installOrder(ix, chosen)
-	for i := len(plan.InstallOrder) - 1; i >= 0; i-- {
-		plan.UninstallOrder = append(plan.UninstallOrder, plan.InstallOrder[i])
+	if n := len(plan.InstallOrder); n > 0 {
+		plan.UninstallOrder = make([]string, n)
+		for i, name := range plan.InstallOrder {
+			plan.UninstallOrder[n-1-i] = name
+		}
 	}
 }
 
@@ -502,7 +539,7 @@ func (pr *problem) kept(pkg, v int, active []int) bool {
 	}
 	vs := pr.ix.exts[pkg].versions
 	for k := v + 1; k < len(vs); k++ {
-		if fits.has(k) && (vs[k].kube == nil || pr.kubeOK(vs[k].kubeText)) {
+		if fits.has(k) && pr.kube.runsOn(&vs[k]) {
 			return true
 		}
 	}
@@ -525,21 +562,24 @@ func installOrder(ix *Index, chosen []int) []string {
 			}
 		}
 	}
-	var ready []int
+	ready := minHeap[int]{less: func(a, b int) bool { return a < b }}
+	n := 0
 	for p, v := range chosen {
-		if v >= 0 && indeg[p] == 0 {
-			ready = append(ready, p)
+		if v < 0 {
+			continue
+		}
+		n++
+		if indeg[p] == 0 {
+			ready.items = append(ready.items, p) // ascending: already a heap
 		}
 	}
-	var out []string
-	for len(ready) > 0 {
-		slices.Sort(ready)
-		p := ready[0]
-		ready = ready[1:]
+	out := make([]string, 0, n)
+	for ready.len() > 0 {
+		p := ready.pop()
 		out = append(out, ix.exts[p].name)
 		for _, u := range users[p] {
 			if indeg[u]--; indeg[u] == 0 {
-				ready = append(ready, u)
+				ready.push(u)
 			}
 		}
 	}
