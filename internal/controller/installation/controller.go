@@ -55,7 +55,7 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
-// +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations/status;extensioninstallations/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=annex.dev,resources=extensions;managedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get
