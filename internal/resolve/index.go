@@ -16,8 +16,10 @@ import (
 type Universe map[string][]v1alpha1.ExtensionVersion
 
 // Index is a Universe with every version, kubeVersion and dependency range
-// parsed once. Build it when Extensions change and reuse it for many solves;
-// an Index is never modified after NewIndex, so concurrent Solves are safe.
+// parsed once, and each extension's dependency incompatibilities built
+// once. Build it when Extensions change and reuse it for many solves. After
+// NewIndex only its pool of solvers and its memo of installation ranges
+// change, both safe for concurrent use, so concurrent Solves are safe.
 type Index struct {
 	exts     []extIndex     // sorted by name; an extension's id is its position
 	byName   map[string]int // name → id

@@ -98,13 +98,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 }
 
 // step is one stage of an install or upgrade. A step that cannot go on
-// records why in the scope (s.block) and returns its outcome.
+// records why in the scope (s.block) and returns its outcome; the steps
+// after it do not run.
 type step func(ctx context.Context, s *scope) (ctrl.Result, error)
 
 func (r *Reconciler) run(ctx context.Context, s *scope, steps []step) (ctrl.Result, error) {
 	for _, st := range steps {
 		res, err := st(ctx, s)
-		if err != nil || !res.IsZero() {
+		if err != nil || !res.IsZero() || s.block != nil {
 			return res, err
 		}
 	}
@@ -191,9 +192,6 @@ func (r *Reconciler) pollInterval() time.Duration {
 // scheduleResync looks at a healthy installation again after the resync
 // interval: its health may change without an event Annex watches.
 func (r *Reconciler) scheduleResync(_ context.Context, s *scope) (ctrl.Result, error) {
-	if s.block != nil {
-		return ctrl.Result{}, nil
-	}
 	switch {
 	case s.inst.Spec.Interval.Duration > 0:
 		return ctrl.Result{RequeueAfter: s.inst.Spec.Interval.Duration}, nil

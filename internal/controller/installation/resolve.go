@@ -105,7 +105,7 @@ func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.Extensio
 // once no installation on the cluster needs it any more; its uninstall then
 // runs like any other.
 func (r *Reconciler) releaseIfUnneeded(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.block != nil || s.inst.Labels[v1alpha1.LabelAddedFor] == "" || len(s.inst.Status.RequiredBy) > 0 {
+	if s.inst.Labels[v1alpha1.LabelAddedFor] == "" || len(s.inst.Status.RequiredBy) > 0 {
 		return ctrl.Result{}, nil
 	}
 	r.event(s, "Normal", "Released", fmt.Sprintf("no installation on the cluster needs %s any more; uninstalling it", s.inst.Spec.Extension))
@@ -121,9 +121,6 @@ func (r *Reconciler) releaseIfUnneeded(ctx context.Context, s *scope) (ctrl.Resu
 // as added for dependencies and owned by the installations in its namespace
 // that need it; Annex removes it when the last of them goes.
 func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.block != nil {
-		return ctrl.Result{}, nil
-	}
 	present := map[string]bool{}
 	for _, other := range s.cluster.installations {
 		present[other.Spec.Extension] = true
@@ -183,7 +180,7 @@ func rangeOrAny(r string) string {
 // namespace that need it, so that on a cluster with garbage collection it
 // goes when the last of them goes (Annex also releases it itself).
 func (r *Reconciler) syncOwners(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.block != nil || s.inst.Labels[v1alpha1.LabelAddedFor] == "" {
+	if s.inst.Labels[v1alpha1.LabelAddedFor] == "" {
 		return ctrl.Result{}, nil
 	}
 	var owners []metav1.OwnerReference

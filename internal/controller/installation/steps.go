@@ -49,7 +49,7 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error)
 // checkDependencies waits until every dependency of the chosen version is
 // installed, in range and Ready on the same cluster.
 func (r *Reconciler) checkDependencies(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.block != nil || len(s.choice.Version.Dependencies) == 0 {
+	if len(s.choice.Version.Dependencies) == 0 {
 		return ctrl.Result{}, nil
 	}
 	present := map[string][]resolve.Present{}
@@ -75,9 +75,6 @@ func (r *Reconciler) checkDependencies(ctx context.Context, s *scope) (ctrl.Resu
 
 // fetch downloads the chosen version's artifact.
 func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.block != nil {
-		return ctrl.Result{}, nil
-	}
 	data, err := r.Fetcher.FetchArtifact(ctx, s.choice.Version.Source)
 	if err != nil {
 		msg := fmt.Sprintf("fetching %s %s from %s: %v", s.inst.Spec.Extension, s.choice.Version.Version, s.choice.Version.Source.URL, err)
@@ -100,9 +97,6 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
 // render composes the values and renders the artifact. Invalid values stop
 // here, before anything touches the cluster.
 func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.block != nil {
-		return ctrl.Result{}, nil
-	}
 	values, b, err := r.composeValues(ctx, s.inst)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -212,9 +206,6 @@ func (r *Reconciler) readValuesKey(ctx context.Context, namespace string, ref v1
 // unchanged set of the same generation is not applied again; its drift is
 // checked instead.
 func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.block != nil {
-		return ctrl.Result{}, nil
-	}
 	inst := s.inst
 	if isFailedTarget(s) {
 		return r.holdFailed(ctx, s)
@@ -441,9 +432,6 @@ func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1
 // waitHealthy reads the health of the applied objects; it waits, polling,
 // until they are healthy, and reports Stalled after spec.timeout.
 func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.block != nil {
-		return ctrl.Result{}, nil
-	}
 	h, err := s.target.Applier().Health(ctx, s.inventory)
 	if err != nil {
 		s.block = retry(v1alpha1.ReasonWaitingForHealth, fmt.Sprintf("reading the health of the applied objects: %v", err))
