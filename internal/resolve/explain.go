@@ -18,6 +18,10 @@ const maxMessage = 600
 // failed installation's extension to suggest.
 const maxVersionTrials = 6
 
+// maxOtherTrials bounds the other installations in a conflict whose
+// change is checked (two solves each) to fix the failed one.
+const maxOtherTrials = 4
+
 // maxFixConflicts bounds each solve that checks a suggested change: a
 // change whose check meets more conflicts is not suggested, so that a
 // failure costs a bounded number of bounded solves. Checks on real
@@ -476,8 +480,8 @@ func (pr *problem) fixes(x int, n *narrator, active []int) []string {
 			causeNoDowngrade: "turn on spec.upgrade.allowDowngrade"}[inc.kind])
 	}
 	slices.Sort(others)
-	for _, i := range others {
-		if len(fixes) >= 2 {
+	for k, i := range others {
+		if len(fixes) >= 2 || k == maxOtherTrials {
 			break
 		}
 		yPkg := pr.reqs[i][0].pkg

@@ -57,10 +57,11 @@ type extIndex struct {
 	byVersion map[string]int
 	kube      []kubeGroup // sorted by text
 	// deps are the incompatibilities of the extension's dependency
-	// groups, in group order; targets the extensions they name, in
-	// first-mention order. A solver adds them as they are.
-	deps    []depIncompatibility
+	// groups, in group order, ready for a solver to copy (see
+	// newSolver); targets the extensions they name, in first-mention order.
+	deps    []incompat
 	targets []int
+	unitDep bool // a dependency incompatibility has one term
 }
 
 // kubeGroup is the versions of one extension that share a kubeVersion.
@@ -69,12 +70,6 @@ type kubeGroup struct {
 	kubeID   int // index into Index.kubeRanges
 	versions vset
 	terms    []term // the incompatibility "none of these versions"
-}
-
-// depIncompatibility is a dependency group as an incompatibility.
-type depIncompatibility struct {
-	group *depGroup
-	terms []term
 }
 
 type indexedVersion struct {
@@ -229,7 +224,8 @@ func NewIndex(u Universe) *Index {
 				}
 				seen[g.id] = true
 				if terms, ok := depIncompat(g); ok {
-					e.deps = append(e.deps, depIncompatibility{group: g, terms: terms})
+					e.deps = append(e.deps, incompat{terms: terms, kind: causeDependency, group: g, active: true})
+					e.unitDep = e.unitDep || len(terms) == 1
 				}
 			}
 		}

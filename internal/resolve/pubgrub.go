@@ -226,11 +226,8 @@ func newSolver(ix *Index, kube *kubeCheck, reqs []requirement, prefer []int, ext
 				unit = true
 			}
 		}
-		for _, d := range e.deps {
-			s.addIncompat(incompat{terms: d.terms, kind: causeDependency, group: d.group})
-			unit = unit || len(d.terms) == 1
-		}
-		if unit {
+		s.incs = append(s.incs, e.deps...)
+		if unit || e.unitDep {
 			s.units = append(s.units, p)
 		}
 		for _, to := range e.targets {
@@ -240,7 +237,7 @@ func newSolver(ix *Index, kube *kubeCheck, reqs []requirement, prefer []int, ext
 	// Nothing is assigned yet, so any two terms may be watched (the first
 	// two, as watchBest would choose); run propagates from each
 	// requirement's extension and each unit.
-	for _, id := range s.fresh {
+	for id := range s.incs {
 		inc := &s.incs[id]
 		if len(inc.terms) == 0 {
 			continue

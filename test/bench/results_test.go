@@ -61,10 +61,12 @@ func printTable(w io.Writer) {
 	if len(results) == 0 && crd == nil {
 		return
 	}
-	fmt.Fprintln(w, "| system benchmark: raw = plain client, 10 workers; annex = `annex manager` (Ready = every installation Ready=True);")
-	fmt.Fprintln(w, "| helm = `helm install` ×N, 10 in parallel, without --wait (no controller makes a Deployment report status here)")
-	fmt.Fprintf(w, "| %6s %-6s %10s %7s %11s %7s %9s %10s %11s %14s  %s\n",
-		"N", "system", "s-to-ready", "x-raw", "s-to-delete", "x-raw", "peak-MiB", "req/inst", "writes/inst", "idle-wr/inst/h", "loadavg 1/5/15")
+	if len(results) > 0 {
+		fmt.Fprintln(w, "| system benchmark: raw = plain client, 10 workers; annex = `annex manager` (Ready = every installation Ready=True);")
+		fmt.Fprintln(w, "| helm = `helm install` ×N, 10 in parallel, without --wait (no controller makes a Deployment report status here)")
+		fmt.Fprintf(w, "| %6s %-6s %10s %7s %11s %7s %9s %10s %11s %14s  %s\n",
+			"N", "system", "s-to-ready", "x-raw", "s-to-delete", "x-raw", "peak-MiB", "req/inst", "writes/inst", "idle-wr/inst/h", "loadavg 1/5/15")
+	}
 	for _, n := range slices.Sorted(maps.Keys(results)) {
 		raw, haveRaw := results[n]["raw"]
 		for _, system := range []string{"raw", "annex", "helm"} {

@@ -53,8 +53,10 @@ func (r *Reconciler) checkDependencies(ctx context.Context, s *scope) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	present := map[string][]resolve.Present{}
+	// An installation being deleted still counts: deleting one that others
+	// need is held, so it keeps running until they are gone.
 	for _, other := range s.cluster.installations {
-		if other == s.inst || !other.DeletionTimestamp.IsZero() {
+		if other == s.inst {
 			continue
 		}
 		present[other.Spec.Extension] = append(present[other.Spec.Extension], resolve.Present{
