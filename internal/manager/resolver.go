@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -11,17 +12,40 @@ import (
 
 // indexedResolver solves with a resolve.Index that is rebuilt only when the
 // Extensions change (a new resourceVersion, an Extension added or removed),
-// so that each reconcile pays for the solve and not for parsing every
-// version and range again.
+// and remembers recent plans by the cluster state they were made for: every
+// installation of a cluster reconciled in a row asks the same question, and
+// the solver answers it once. Plans it returns are shared and must not be
+// modified.
 type indexedResolver struct {
 	mu          sync.Mutex
 	fingerprint string
 	index       *resolve.Index
+	plans       map[string]*resolve.Plan // by problem fingerprint, for this index
 }
+
+// maxPlans bounds the plans kept: one per cluster state in flight.
+const maxPlans = 64
 
 // Solve implements installation.Resolver.
 func (r *indexedResolver) Solve(extensions []v1alpha1.Extension, p resolve.Problem) *resolve.Plan {
-	return r.indexFor(extensions).Solve(p)
+	ix := r.indexFor(extensions)
+	key := problemKey(p)
+	r.mu.Lock()
+	plan, ok := r.plans[key]
+	r.mu.Unlock()
+	if ok {
+		return plan
+	}
+	plan = ix.SolveDistinct(p)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.index == ix { // the Extensions did not change meanwhile
+		if len(r.plans) >= maxPlans {
+			clear(r.plans)
+		}
+		r.plans[key] = plan
+	}
+	return plan
 }
 
 func (r *indexedResolver) indexFor(extensions []v1alpha1.Extension) *resolve.Index {
@@ -38,5 +62,17 @@ func (r *indexedResolver) indexFor(extensions []v1alpha1.Extension) *resolve.Ind
 		return r.index
 	}
 	r.index, r.fingerprint = resolve.NewIndex(resolve.UniverseOf(extensions)), fingerprint
+	r.plans = map[string]*resolve.Plan{}
 	return r.index
+}
+
+// problemKey identifies a problem: the cluster version and every
+// installation's request, in order (ProblemFor sorts them).
+func problemKey(p resolve.Problem) string {
+	var b strings.Builder
+	b.WriteString(p.ClusterVersion)
+	for _, i := range p.Installations {
+		fmt.Fprintf(&b, "\x00%s\x01%s\x01%s\x01%s\x01%t\x01%t", i.Name, i.Extension, i.Range, i.Installed, i.Automatic, i.AllowDowngrade)
+	}
+	return b.String()
 }

@@ -16,7 +16,9 @@ import (
 )
 
 // clusterState is what one reconcile knows of the installation's cluster:
-// every installation on it and every Extension on offer.
+// every installation on it and every Extension on offer. Apart from the
+// reconciled installation they are the cache's own objects: never modify
+// them.
 type clusterState struct {
 	installations []*v1alpha1.ExtensionInstallation // same spec.cluster, including the reconciled one
 	extensions    []v1alpha1.Extension
@@ -24,12 +26,14 @@ type clusterState struct {
 
 // loadCluster lists the installations on s's cluster and the Extensions.
 func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
+	// Read-only views of the cache: copying every installation and
+	// Extension on each reconcile would cost more than the rest of it.
 	var insts v1alpha1.ExtensionInstallationList
-	if err := r.Client.List(ctx, &insts); err != nil {
+	if err := r.Client.List(ctx, &insts, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	var exts v1alpha1.ExtensionList
-	if err := r.Client.List(ctx, &exts); err != nil {
+	if err := r.Client.List(ctx, &exts, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	st := &clusterState{extensions: exts.Items}
