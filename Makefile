@@ -11,7 +11,7 @@ KUBE_BIN := bin/k8s/$(KUBE_VERSION)
 KUBE_PREVIOUS_VERSION := $(shell grep -Eo 'k8s.io/kubernetes v[0-9.]+' hack/tools/kube-1.36/go.mod | head -1 | cut -d' ' -f2 | tr -d v)
 CONTROLLER_GEN := go tool controller-gen
 GO_TEST_FLAGS ?=
-BENCH ?= .
+BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|ParseHelmIndex|N100)
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/ ./test/bench/
 FUZZTIME ?= 60s
@@ -36,10 +36,19 @@ test-faults: envtest-assets ## Kill the manager at random points with random see
 	ANNEX_FAULTS=random go test -count=1 -v -timeout 60m -run TestManagerCrashesConverge ./test/faults/
 
 .PHONY: bench
-bench: envtest-assets ## Run the benchmarks (6 counts) and summarise them with benchstat into bin/bench.txt.
+bench: bench-micro bench-system ## Every benchmark: the micro-benchmarks (6 counts) and the full-system one (1 count).
+
+.PHONY: bench-micro
+bench-micro: envtest-assets ## Resolver, catalog ingest and applier benchmarks, 6 counts, summarised by benchstat into bin/bench.txt.
 	@mkdir -p bin
 	go test -run '^$$' -bench "$(BENCH)" -benchmem -count $(BENCH_COUNT) -timeout 90m $(BENCH_PKGS) | tee bin/bench.raw
 	go tool benchstat bin/bench.raw | tee bin/bench.txt
+
+.PHONY: bench-system
+bench-system: envtest-assets ## Annex vs a raw client vs the Helm CLI at N=100/500/1000, manager RSS, idle writes, 1,000 CRDs (about 20 min).
+	@mkdir -p bin
+	go test -run '^$$' -bench 'System' -benchtime 1x -count 1 -timeout 90m ./test/bench/ | tee bin/bench-system.raw
+	go tool benchstat bin/bench-system.raw | tee bin/bench-system.txt
 
 .PHONY: fuzz
 fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 60s).
