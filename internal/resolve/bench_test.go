@@ -284,13 +284,13 @@ func benchSatisfiable(b *testing.B, exts int) {
 // costs extra solves (set aside, take back, check the suggested fixes:
 // about 100 solver runs for the 9 failures at 10k).
 //
-// Measured on the 2-core machine while other builds ran (load 11-14;
-// benchstat of 6 runs interleaved with the previous solver, p50 per Solve,
-// previous → now): Solve1k 0.51 → 0.11 ms, Solve10k 2.0 → 0.44 ms (p99
-// 62 → 12 ms under that load; 2.4 ms on a quieter run), WithFailures1k
-// 15 → 4.2 ms, WithFailures10k 68 → 11 ms, Adversarial1k 17 → 8.8 ms,
-// Adversarial10k 658 → 23 ms, UnsatisfiableChain 14.6 → 2.8 ms; bytes per
-// Solve fell 80-95%. NewIndex10k allocates 28% more (the dependency
+// Measured on the 2-core machine with other builds running (load 5-8),
+// benchstat of 6 runs, p50 per Solve, the previous solver → this one:
+// Solve1k 0.44 → 0.11 ms, Solve10k 1.85 → 0.44 ms (p99 9.9 → 4.1 ms under
+// that load, 1.2 ms on a quieter run), WithFailures1k 10.0 → 4.4 ms,
+// WithFailures10k 45.7 → 13.8 ms, Adversarial1k 11.8 → 9.0 ms,
+// Adversarial10k 200 → 27 ms, UnsatisfiableChain 10.2 → 3.0 ms. Bytes per
+// Solve fell 80-95%; NewIndex10k allocates 22% more bytes (dependency
 // incompatibilities, labels and version lookups built once there).
 func BenchmarkSolve1k(b *testing.B) { benchSatisfiable(b, 50) }
 

@@ -57,11 +57,17 @@ type extIndex struct {
 	byVersion map[string]int
 	kube      []kubeGroup // sorted by text
 	// deps are the incompatibilities of the extension's dependency
-	// groups, in group order, ready for a solver to copy (see
-	// newSolver); targets the extensions they name, in first-mention order.
-	deps    []incompat
+	// groups, in group order; targets the extensions they name, in
+	// first-mention order.
+	deps    []depIncompatibility
 	targets []int
 	unitDep bool // a dependency incompatibility has one term
+}
+
+// depIncompatibility is a dependency group as an incompatibility.
+type depIncompatibility struct {
+	group *depGroup
+	terms []term
 }
 
 // kubeGroup is the versions of one extension that share a kubeVersion.
@@ -213,10 +219,18 @@ func NewIndex(u Universe) *Index {
 			e.kube[k].terms = []term{{id, true, e.kube[k].versions}}
 		}
 	}
-	// Dependency incompatibilities, once every group is complete.
+	// Dependency incompatibilities, once every group is complete. An
+	// extension's groups have consecutive ids.
 	seen := make([]bool, ix.groups)
 	for id := range ix.exts {
 		e := &ix.exts[id]
+		lo, hi := ix.groups, -1
+		for i := range e.versions {
+			for _, g := range e.versions[i].deps {
+				lo, hi = min(lo, g.id), max(hi, g.id)
+			}
+		}
+		e.deps = make([]depIncompatibility, 0, max(0, hi-lo+1))
 		for i := range e.versions {
 			for _, g := range e.versions[i].deps {
 				if seen[g.id] {
@@ -224,7 +238,7 @@ func NewIndex(u Universe) *Index {
 				}
 				seen[g.id] = true
 				if terms, ok := depIncompat(g); ok {
-					e.deps = append(e.deps, incompat{terms: terms, kind: causeDependency, group: g, active: true})
+					e.deps = append(e.deps, depIncompatibility{group: g, terms: terms})
 					e.unitDep = e.unitDep || len(terms) == 1
 				}
 			}

@@ -226,7 +226,9 @@ func newSolver(ix *Index, kube *kubeCheck, reqs []requirement, prefer []int, ext
 				unit = true
 			}
 		}
-		s.incs = append(s.incs, e.deps...)
+		for _, d := range e.deps {
+			s.incs = append(s.incs, incompat{terms: d.terms, kind: causeDependency, group: d.group, active: true})
+		}
 		if unit || e.unitDep {
 			s.units = append(s.units, p)
 		}
