@@ -3,7 +3,6 @@ package resolve
 import (
 	"strings"
 	"testing"
-
 )
 
 func TestSolveDistinctGroupsIdenticalInstallations(t *testing.T) {
