@@ -15,7 +15,7 @@ BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|ParseHelmIndex|N100)
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/ ./test/bench/
 FUZZTIME ?= 60s
-FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/:FuzzParseHelmIndex ./internal/render/:FuzzRender ./internal/render/:FuzzRenderChart
+FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/:FuzzParseHelmIndex ./internal/catalog/:FuzzFastDecoder ./internal/catalog/:FuzzCheckArchive ./internal/render/:FuzzRender ./internal/render/:FuzzRenderChart ./internal/apply/:FuzzDecodeRecord
 
 .PHONY: all
 all: build
