@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -8,7 +12,10 @@ import (
 )
 
 func newManagerCommand() *cobra.Command {
-	var o manager.Options
+	var (
+		o          manager.Options
+		cpuProfile string
+	)
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the Annex controllers against the cluster of the current kubeconfig (or in-cluster)",
@@ -22,12 +29,37 @@ func newManagerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return mgr.Start(cmd.Context())
 		},
 	}
+	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile to this file when the manager stops (go tool pprof reads it)")
 	cmd.Flags().StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint; "0" turns it off`)
 	cmd.Flags().StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
 	cmd.Flags().BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	cmd.Flags().StringVar(&o.CacheDir, "cache-dir", "", "folder for fetched artifacts and the last good content of each catalog (default: $XDG_CACHE_HOME/annex)")
 	return cmd
+}
+
+// startCPUProfile profiles the process into path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

@@ -20,20 +20,18 @@ import (
 // removes.
 var (
 	binDir     string
-	buildOnce  = map[string]*sync.Once{"annex": {}, "helm": {}, "profmanager": {}}
+	buildOnce  = map[string]*sync.Once{"annex": {}, "helm": {}}
 	buildError = map[string]error{}
 	buildMu    sync.Mutex
 )
 
-// binary builds (once) and returns the path of "annex" (./cmd/annex),
-// "helm" (helm.sh/helm/v4/cmd/helm, the version go.mod pins) or
-// "profmanager" (./test/bench/profmanager).
+// binary builds (once) and returns the path of "annex" (./cmd/annex) or
+// "helm" (helm.sh/helm/v4/cmd/helm, the version go.mod pins).
 func binary(b *testing.B, name string) string {
 	b.Helper()
 	pkg := map[string]string{
-		"annex":       "./cmd/annex",
-		"helm":        "helm.sh/helm/v4/cmd/helm",
-		"profmanager": "./test/bench/profmanager",
+		"annex": "./cmd/annex",
+		"helm":  "helm.sh/helm/v4/cmd/helm",
 	}[name]
 	path := filepath.Join(binDir, name)
 	buildOnce[name].Do(func() {
@@ -70,8 +68,8 @@ type manager struct {
 }
 
 // cpuProfileEnv names an environment variable: when it holds a file
-// name, the manager runs as profmanager and writes a CPU profile there
-// (one per run: a later run overwrites it).
+// name, the manager writes a CPU profile there (--cpu-profile; one per run:
+// a later run overwrites it).
 const cpuProfileEnv = "ANNEX_BENCH_CPUPROFILE"
 
 // startManager runs `annex manager` with the kubeconfig at kubeconfig,
@@ -84,11 +82,12 @@ func startManager(b *testing.B, work, kubeconfig string) *manager {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.cmd = exec.Command(binary(b, "annex"), "manager", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	args := []string{"manager", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
 	if profile := os.Getenv(cpuProfileEnv); profile != "" {
-		m.cmd = exec.Command(binary(b, "profmanager"), profile)
-		b.Logf("manager runs as profmanager, CPU profile in %s", profile)
+		args = append(args, "--cpu-profile", profile)
+		b.Logf("manager CPU profile in %s", profile)
 	}
+	m.cmd = exec.Command(binary(b, "annex"), args...)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "XDG_CACHE_HOME="+filepath.Join(work, "cache"))
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	if err := m.cmd.Start(); err != nil {
