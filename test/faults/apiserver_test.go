@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -81,18 +80,5 @@ func TestAPIServerRestartMidRollout(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	must(t, lc.StartAPIServer(ctx, ""))
 
-	deadline = time.Now().Add(3 * time.Minute)
-	for {
-		problems := divergence(ctx, c, want)
-		if len(problems) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not converged after the API server came back:\n%s", strings.Join(problems, "\n"))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	if problems := orphans(ctx, c); len(problems) > 0 {
-		t.Fatalf("orphaned or duplicated objects:\n%s", strings.Join(problems, "\n"))
-	}
+	requireConverged(t, ctx, c, want, 3*time.Minute)
 }

@@ -146,21 +146,28 @@ func TestManagerCrashesConverge(t *testing.T) {
 	t.Logf("%d operations, the manager was SIGKILLed %d times", ops, kills)
 
 	// Everything converges without help.
-	deadline := time.Now().Add(4 * time.Minute)
+	requireConverged(t, ctx, c, want, 4*time.Minute)
+	mgr.stop()
+}
+
+// requireConverged waits until the cluster matches want, then fails the
+// test if any object is orphaned or duplicated.
+func requireConverged(t *testing.T, ctx context.Context, c client.Client, want map[string]string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
 		problems := divergence(ctx, c, want)
 		if len(problems) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not converged after 4 minutes:\n%s", strings.Join(problems, "\n"))
+			t.Fatalf("not converged after %s:\n%s", timeout, strings.Join(problems, "\n"))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	if problems := orphans(ctx, c); len(problems) > 0 {
 		t.Fatalf("orphaned or duplicated objects:\n%s", strings.Join(problems, "\n"))
 	}
-	mgr.stop()
 }
 
 func pick(rng *rand.Rand) string {
