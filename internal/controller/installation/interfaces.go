@@ -12,7 +12,7 @@ import (
 )
 
 // The controller owns the interfaces it needs; cmd/annex wires the
-// implementations. The types they exchange (resolve.Request, render.Input)
+// implementations. The types they exchange (resolve.Problem, render.Input)
 // are plain values.
 
 // Resolver chooses versions for every installation of one cluster

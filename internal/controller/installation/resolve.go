@@ -74,7 +74,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	if !ok {
 		return ctrl.Result{}, fmt.Errorf("the resolver chose no version of %s and gave no reason", s.inst.Spec.Extension)
 	}
-	s.choice = resolve.Choice{Version: sel.Version, Kept: sel.Kept}
+	s.choice = sel
 	s.inst.Status.ResolvedVersion = sel.Version.Version
 	msg := fmt.Sprintf("chose %s %s for Kubernetes %s", s.inst.Spec.Extension, sel.Version.Version, s.inst.Status.ClusterVersion)
 	if sel.Kept {

@@ -21,7 +21,7 @@ type scope struct {
 	target  Target
 	cluster *clusterState // every installation on the target cluster, and the Extensions
 	plan    *resolve.Plan // the cluster-wide resolution
-	choice  resolve.Choice
+	choice  resolve.Selection
 	archive []byte
 	// artifactDigest is the sha256 of archive, recorded with the revision.
 	artifactDigest string
