@@ -67,7 +67,10 @@ func (r *Reconciler) saveRecord(ctx context.Context, s *scope, rev v1alpha1.Revi
 	if err != nil {
 		return fmt.Errorf("writing the record of revision %d: %w", rev.Number, err)
 	}
-	return r.deleteRecords(ctx, inst, rev.Number-int64(r.historyLimit()))
+	if upTo := rev.Number - int64(r.historyLimit()); upTo > 0 {
+		return r.deleteRecords(ctx, inst, upTo)
+	}
+	return nil
 }
 
 // latestRecord returns the rendered set of the installed revision, if its
