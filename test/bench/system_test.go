@@ -58,15 +58,12 @@ func sizeName(n int) string {
 	return fmt.Sprintf("N%d", n)
 }
 
-// benchAnnex installs n ExtensionInstallations of the benchmark chart
-// through `annex manager`, waits until all are Ready, watches the idle
-// manager for idleWindow, and deletes them all.
-func benchAnnex(b *testing.B, n int) {
-	if b.N > 1 {
-		b.Fatal("run with -benchtime 1x: one run takes minutes and starts its own API server")
-	}
+// startSystem starts an API server, the benchmark chart's Helm repository
+// and a Catalog of it, and `annex manager` talking to the API server
+// through a counting proxy. It returns a client without rate limits.
+func startSystem(b *testing.B) (client.Client, *countingProxy, *manager) {
+	b.Helper()
 	env := testenv.Start(b)
-	ctx := b.Context()
 	work := b.TempDir()
 	c, err := client.New(unlimited(env.Config), client.Options{Scheme: env.Scheme})
 	if err != nil {
@@ -81,6 +78,18 @@ func benchAnnex(b *testing.B, n int) {
 	createNamespace(b, c, benchNamespace)
 	mgr := startManager(b, work, kubeconfig)
 	createCatalog(b, c, repo.URL())
+	return c, proxy, mgr
+}
+
+// benchAnnex installs n ExtensionInstallations of the benchmark chart
+// through `annex manager`, waits until all are Ready, watches the idle
+// manager for idleWindow, and deletes them all.
+func benchAnnex(b *testing.B, n int) {
+	if b.N > 1 {
+		b.Fatal("run with -benchtime 1x: one run takes minutes and starts its own API server")
+	}
+	ctx := b.Context()
+	c, proxy, mgr := startSystem(b)
 
 	startRSS := mgr.RSS(b)
 	before, kindsBefore := proxy.Snapshot(), proxy.Kinds()
@@ -348,22 +357,8 @@ func benchCRDs(b *testing.B, crds int) {
 		b.Fatal("run with -benchtime 1x: one run takes minutes and starts its own API server")
 	}
 	const installs = 10
-	env := testenv.Start(b)
 	ctx := b.Context()
-	work := b.TempDir()
-	c, err := client.New(unlimited(env.Config), client.Options{Scheme: env.Scheme})
-	if err != nil {
-		b.Fatal(err)
-	}
-	proxy := startProxy(b, env.Config)
-	kubeconfig := filepath.Join(work, "kubeconfig")
-	if err := proxy.WriteKubeconfig(kubeconfig); err != nil {
-		b.Fatal(err)
-	}
-	repo := helmrepo.NewServer(b, benchChart())
-	createNamespace(b, c, benchNamespace)
-	mgr := startManager(b, work, kubeconfig)
-	createCatalog(b, c, repo.URL())
+	c, proxy, mgr := startSystem(b)
 	if err := parallel(installs, func(i int) error { return c.Create(ctx, installation(i)) }); err != nil {
 		b.Fatal(err)
 	}
