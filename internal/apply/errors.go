@@ -58,8 +58,8 @@ func (e *ConflictError) Error() string {
 	}
 	managers := strings.Join(quoted, ", ")
 	return fmt.Sprintf("apply %s: field manager %q conflicts with %s on %s; "+
-		"stop managing these fields with %s, or delete the object so that Annex creates it anew "+
-		"(or let the installation take ownership of existing objects)",
+		"stop managing these fields with %s, delete the object so that Annex creates it anew, "+
+		"or set spec.takeOwnership: true on the installation to take them over",
 		obj, v1alpha1.FieldManager, managers, strings.Join(e.Fields, ", "), managers)
 }
 

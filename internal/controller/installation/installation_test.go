@@ -431,8 +431,9 @@ func TestOwnershipConflictIsTerminal(t *testing.T) {
 	inst := install(t, ns, "web", "app6", "")
 	got := waitCondition(t, inst, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonOwnershipConflict)
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
-	if !strings.Contains(ready.Message, "web-config") || !strings.Contains(ready.Message, "kubectl") {
-		t.Fatalf("message must name the object and the other manager: %s", ready.Message)
+	if !strings.Contains(ready.Message, "web-config") || !strings.Contains(ready.Message, "kubectl") ||
+		!strings.Contains(ready.Message, "spec.takeOwnership: true") {
+		t.Fatalf("message must name the object, the other manager and the fix: %s", ready.Message)
 	}
 }
 

@@ -464,7 +464,7 @@ const defaultTimeout = 5 * time.Minute
 func applyBlock(err error) *block {
 	var conflict interface{ OwnershipConflict() bool }
 	if errors.As(err, &conflict) && conflict.OwnershipConflict() {
-		return terminal(v1alpha1.ReasonOwnershipConflict, err.Error()+"; or set spec.takeOwnership to adopt it")
+		return terminal(v1alpha1.ReasonOwnershipConflict, err.Error())
 	}
 	var hook interface{ HookFailed() bool }
 	if errors.As(err, &hook) && hook.HookFailed() {
