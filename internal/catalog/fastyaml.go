@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
 // errFallback means the fast decoder met YAML it does not handle (anchors,
@@ -796,7 +798,7 @@ func fastEntry(n *ynode, e *helmIndexEntry) error {
 				if v.kids[j+1].kind != 's' {
 					return errFallback
 				}
-				if k := v.kids[j].str; k == AnnotationDependencies || k == AnnotationDisplayName {
+				if k := v.kids[j].str; k == v1alpha1.AnnotationDependencies || k == v1alpha1.AnnotationDisplayName {
 					if e.Annotations[k], err = fastString(&v.kids[j+1]); err != nil {
 						return err
 					}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
 // fastCases are YAML shapes the fast decoder must read exactly as yaml.v3
@@ -84,7 +86,7 @@ func compareDecoders(t *testing.T, in string) bool {
 				}
 				// The fast decoder keeps only the annotations Annex reads.
 				for k := range e.Annotations {
-					if k != AnnotationDependencies && k != AnnotationDisplayName {
+					if k != v1alpha1.AnnotationDependencies && k != v1alpha1.AnnotationDisplayName {
 						delete(e.Annotations, k)
 					}
 				}

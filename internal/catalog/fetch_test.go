@@ -19,7 +19,7 @@ var demoChart = helmrepo.Chart{
 	AppVersion:  "4.5",
 	KubeVersion: ">=1.28.0-0",
 	Description: "a demo chart",
-	Annotations: map[string]string{catalog.AnnotationDependencies: "- name: base\n  version: ^1.0.0\n"},
+	Annotations: map[string]string{v1alpha1.AnnotationDependencies: "- name: base\n  version: ^1.0.0\n"},
 	Files: map[string]string{
 		"values.yaml":       "message: hi\n",
 		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  message: {{ .Values.message }}\n",

@@ -19,14 +19,6 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// Chart.yaml annotations Annex reads.
-const (
-	// AnnotationDependencies lists the extensions a chart version needs, as a
-	// YAML list of {name, version}; version is a range, empty meaning any.
-	AnnotationDependencies = "annex.dev/dependencies"
-	// AnnotationDisplayName is the human-readable name of the extension.
-	AnnotationDisplayName = "annex.dev/display-name"
-)
 
 // Package is one extension as a catalog offers it: the Extension object's
 // name and spec.
@@ -279,7 +271,7 @@ func parseChart(c *rawChart, base *url.URL, catalogName string, cache *parseCach
 	})
 	top := versions[0].entry
 	pkg := &Package{Name: name, Spec: v1alpha1.ExtensionSpec{
-		DisplayName: cleanText(top.Annotations[AnnotationDisplayName]),
+		DisplayName: cleanText(top.Annotations[v1alpha1.AnnotationDisplayName]),
 		Description: cleanText(top.Description),
 		Icon:        cleanText(top.Icon),
 		Home:        cleanText(top.Home),
@@ -317,9 +309,9 @@ func parseEntry(name string, e *helmIndexEntry, base *url.URL, catalogName strin
 	if err := cache.checkRange(e.KubeVersion); err != nil {
 		return parsedVersion{}, fmt.Errorf("kubeVersion %q is not a version range: %v", e.KubeVersion, err)
 	}
-	deps, err := cache.dependencies(name, e.Annotations[AnnotationDependencies])
+	deps, err := cache.dependencies(name, e.Annotations[v1alpha1.AnnotationDependencies])
 	if err != nil {
-		return parsedVersion{}, fmt.Errorf("annotation %s: %v", AnnotationDependencies, err)
+		return parsedVersion{}, fmt.Errorf("annotation %s: %v", v1alpha1.AnnotationDependencies, err)
 	}
 	if len(e.URLs) == 0 || e.URLs[0] == "" {
 		return parsedVersion{}, errors.New("has no urls")
