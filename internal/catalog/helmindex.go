@@ -19,7 +19,6 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-
 // Package is one extension as a catalog offers it: the Extension object's
 // name and spec.
 type Package struct {
