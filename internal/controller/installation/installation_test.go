@@ -508,3 +508,26 @@ func assertNoWarnings(t *testing.T, inst *v1alpha1.ExtensionInstallation) {
 		}
 	}
 }
+
+func TestMissingTargetNamespaceIsCreatedAndRecorded(t *testing.T) {
+	ns, _ := setup(t, podinfoChart("app8", "1.0.0", nil))
+	target := ns + "-target"
+	inst := install(t, ns, "web", "app8", "", func(i *v1alpha1.ExtensionInstallation) { i.Spec.TargetNamespace = target })
+	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	if _, err := get(t, configMapGVK, target, "web-config"); err != nil {
+		t.Fatalf("objects go to spec.targetNamespace: %v", err)
+	}
+	created, err := get(t, schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "", target)
+	if err != nil || created.GetLabels()[v1alpha1.LabelInstallationName] != "web" {
+		t.Fatalf("the namespace Annex created must carry the installation's labels: %v %v", err, created.GetLabels())
+	}
+	found := false
+	for _, ref := range got.Status.Inventory {
+		found = found || (ref.Kind == "Namespace" && ref.Name == target)
+	}
+	if !found {
+		t.Fatalf("the created namespace must be in the inventory, to be removed with the rest: %v", got.Status.Inventory)
+	}
+	// Uninstalling is not exercised here: no namespace controller runs in
+	// the test API server, so a deleted Namespace never finishes.
+}

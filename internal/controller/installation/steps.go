@@ -212,11 +212,11 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if isFailedTarget(s) {
 		return r.holdFailed(ctx, s)
 	}
-	set := Set{CRDs: s.rendered.CRDs, Objects: s.objectsToApply(ctx, r)}
 	if r.upToDate(s) {
 		s.inventory = inst.Status.Inventory
-		return r.checkDrift(ctx, s, set)
+		return r.checkDrift(ctx, s, Set{CRDs: s.rendered.CRDs, Objects: r.objectsToApply(ctx, s, false)})
 	}
+	set := Set{CRDs: s.rendered.CRDs, Objects: r.objectsToApply(ctx, s, true)}
 	applier := s.target.Applier()
 	rev := r.nextRevision(s)
 
@@ -377,22 +377,28 @@ func (r *Reconciler) upToDate(s *scope) bool {
 }
 
 // objectsToApply returns the rendered objects, plus the target namespace
-// when it does not exist yet (or was created by this installation), so that
-// it is created, recorded and removed with the rest.
-func (s *scope) objectsToApply(ctx context.Context, r *Reconciler) []*unstructured.Unstructured {
+// when this installation created it (it is in the inventory), so that it
+// stays recorded and is removed with the rest. With mayCreate, a target
+// namespace that does not exist yet on the hub is added too; only an apply
+// needs that answer, so only an apply pays for the read.
+func (r *Reconciler) objectsToApply(ctx context.Context, s *scope, mayCreate bool) []*unstructured.Unstructured {
 	objects := s.rendered.Objects
 	ns := s.targetNamespace()
 	if ns == s.inst.Namespace {
 		return objects
 	}
+	withNamespace := append([]*unstructured.Unstructured{namespaceObject(ns)}, objects...)
 	for _, ref := range s.inst.Status.Inventory {
 		if ref.Kind == "Namespace" && ref.Group == "" && ref.Name == ns {
-			return append([]*unstructured.Unstructured{namespaceObject(ns)}, objects...)
+			return withNamespace
 		}
 	}
+	if !mayCreate || s.inst.Spec.Cluster != "" {
+		return objects
+	}
 	var existing corev1.Namespace
-	if err := r.Reader.Get(ctx, types.NamespacedName{Name: ns}, &existing); apierrors.IsNotFound(err) && s.inst.Spec.Cluster == "" {
-		return append([]*unstructured.Unstructured{namespaceObject(ns)}, objects...)
+	if err := r.Reader.Get(ctx, types.NamespacedName{Name: ns}, &existing); apierrors.IsNotFound(err) {
+		return withNamespace
 	}
 	return objects
 }
