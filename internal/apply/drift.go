@@ -330,7 +330,7 @@ func removedFields(desired, live *unstructured.Unstructured) []string {
 		return []string{".metadata.managedFields"}
 	}
 	var fields map[string]any
-	if err := json.Unmarshal(entry.FieldsV1.Raw, &fields); err != nil {
+	if err := json.Unmarshal(entry.FieldsV1.GetRawBytes(), &fields); err != nil {
 		return []string{".metadata.managedFields"}
 	}
 	var out []string

@@ -43,7 +43,6 @@ type fastParser struct {
 	// range of its content (after the indentation, without the newline).
 	cur    struct{ indent, start, end int }
 	hasCur bool
-	eof    bool
 }
 
 // fastText reports whether data holds only printable characters, newlines

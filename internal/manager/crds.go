@@ -6,9 +6,10 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/config/crd"
@@ -28,8 +29,14 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration) e
 	for _, obj := range crds {
 		obj.TypeMeta.APIVersion = apiextensionsv1.SchemeGroupVersion.String()
 		obj.TypeMeta.Kind = "CustomResourceDefinition"
-		//nolint:staticcheck // Patch with client.Apply takes the typed object as it is.
-		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("annex"), &client.PatchOptions{Force: ptr.To(true)}); err != nil {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: content}
+		unstructured.RemoveNestedField(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("annex"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("installing CRD %s: %w", obj.Name, err)
 		}
 	}

@@ -1,7 +1,6 @@
 package resolve
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"testing"
@@ -44,7 +43,7 @@ func FuzzSolve(f *testing.F) {
 			assign[ext] = sel.Version.Version
 		}
 		if v := newChecker(u, p.ClusterVersion).violation(assign, ok); v != "" {
-			t.Fatal(fmt.Sprintf("plan violates a constraint: %s", v))
+			t.Fatalf("plan violates a constraint: %s", v)
 		}
 	})
 }

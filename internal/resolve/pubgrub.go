@@ -78,11 +78,6 @@ func intersectInto(dst vset, a, b term) term {
 	}
 }
 
-// intersect returns a ∩ b in newly allocated memory.
-func intersect(a, b term) term {
-	return intersectInto(make(vset, len(a.set)), a, b)
-}
-
 type causeKind uint8
 
 const (

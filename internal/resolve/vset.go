@@ -75,8 +75,6 @@ func (s vset) disjoint(o vset) bool {
 
 func (s vset) and(o vset) vset { return make(vset, len(s)).setAnd(s, o) }
 
-func (s vset) or(o vset) vset { return make(vset, len(s)).setOr(s, o) }
-
 func (s vset) andNot(o vset) vset { return make(vset, len(s)).setAndNot(s, o) }
 
 // highest returns the highest member, -1 when s is empty.
@@ -87,19 +85,6 @@ func (s vset) highest() int {
 		}
 	}
 	return -1
-}
-
-// members returns the members in ascending order.
-func (s vset) members() []int {
-	var out []int
-	for wi, w := range s {
-		for w != 0 {
-			b := bits.TrailingZeros64(w)
-			out = append(out, wi*64+b)
-			w &^= 1 << b
-		}
-	}
-	return out
 }
 
 // The set* methods write into s (len(s) == len(a) == len(b)) and return

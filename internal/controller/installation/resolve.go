@@ -117,7 +117,7 @@ func (r *Reconciler) releaseIfUnneeded(ctx context.Context, s *scope) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	s.block = wait(v1alpha1.ReasonUninstalling, fmt.Sprintf("added for dependencies and no longer needed: uninstalling %s", s.inst.Spec.Extension))
-	return ctrl.Result{Requeue: true}, nil
+	return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
 }
 
 // ensureDependencies creates an installation for every dependency of the
