@@ -53,6 +53,8 @@ type Reconciler struct {
 	ResyncInterval time.Duration
 	// Now returns the current time; tests may fix it.
 	Now func() time.Time
+
+	index *installationIndex // the cache's installations by cluster; set up by SetupWithManager
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete

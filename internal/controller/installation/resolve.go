@@ -24,28 +24,28 @@ type clusterState struct {
 	extensions    []v1alpha1.Extension
 }
 
-// loadCluster lists the installations on s's cluster and the Extensions.
+// loadCluster reads the installations on s's cluster and the Extensions.
 func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
-	// Read-only views of the cache: copying every installation and
-	// Extension on each reconcile would cost more than the rest of it.
-	var insts v1alpha1.ExtensionInstallationList
-	if err := r.Client.List(ctx, &insts, client.UnsafeDisableDeepCopy); err != nil {
+	others, err := r.index.on(s.inst.Spec.Cluster)
+	if err != nil {
 		return err
 	}
+	// A read-only view of the cache: copying every Extension on each
+	// reconcile would cost more than the rest of it.
 	var exts v1alpha1.ExtensionList
 	if err := r.Client.List(ctx, &exts, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	st := &clusterState{extensions: exts.Items}
-	for i := range insts.Items {
-		other := &insts.Items[i]
-		if other.Spec.Cluster != s.inst.Spec.Cluster {
-			continue
-		}
+	st := &clusterState{extensions: exts.Items, installations: make([]*v1alpha1.ExtensionInstallation, 0, len(others)+1)}
+	self := false
+	for _, other := range others {
 		if other.Namespace == s.inst.Namespace && other.Name == s.inst.Name {
-			other = s.inst // the freshest copy, with this reconcile's status
+			other, self = s.inst, true // the freshest copy, with this reconcile's status
 		}
 		st.installations = append(st.installations, other)
+	}
+	if !self { // the cache has not seen it yet, or has seen it go
+		st.installations = append(st.installations, s.inst)
 	}
 	s.cluster = st
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -32,9 +33,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		func(o client.Object) []string { return []string{o.(*v1alpha1.ExtensionInstallation).Spec.Extension} }); err != nil {
 		return err
 	}
+	index, err := newInstallationIndex(context.Background(), mgr)
+	if err != nil {
+		return err
+	}
+	r.index = index
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ExtensionInstallation{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate()))).
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate(), startedWaitingOnOthers()))).
 		Watches(&v1alpha1.Extension{}, handler.EnqueueRequestsFromMapFunc(r.installationsOfExtension)).
 		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(r.unsettledOnSameCluster),
 			builder.WithPredicates(clusterRelevantChange())).
@@ -57,21 +63,57 @@ func (r *Reconciler) installationsOfExtension(ctx context.Context, o client.Obje
 }
 
 // unsettledOnSameCluster wakes the installations on the changed one's
-// cluster whose outcome may depend on it: those not Ready (waiting for a
-// dependency, or in conflict), those being deleted (held by dependents), and
-// those added for dependencies (released when no longer needed).
-func (r *Reconciler) unsettledOnSameCluster(ctx context.Context, o client.Object) []reconcile.Request {
+// cluster whose outcome may depend on it (see waitsOnOthers). Installations
+// merely in progress are not woken: their own reconcile is under way, and
+// waking them would run it again for nothing.
+func (r *Reconciler) unsettledOnSameCluster(_ context.Context, o client.Object) []reconcile.Request {
 	changed := o.(*v1alpha1.ExtensionInstallation)
-	var list v1alpha1.ExtensionInstallationList
-	if err := r.Client.List(ctx, &list); err != nil {
+	others, err := r.index.on(changed.Spec.Cluster)
+	if err != nil {
 		return nil
 	}
-	return requests(list.Items, func(i *v1alpha1.ExtensionInstallation) bool {
-		if i.Spec.Cluster != changed.Spec.Cluster || (i.Namespace == changed.Namespace && i.Name == changed.Name) {
-			return false
+	var out []reconcile.Request
+	for _, i := range others {
+		if (i.Namespace != changed.Namespace || i.Name != changed.Name) && waitsOnOthers(i) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: i.Namespace, Name: i.Name}})
 		}
-		return !isReady(i) || !i.DeletionTimestamp.IsZero() || i.Labels[v1alpha1.LabelAddedFor] != ""
-	})
+	}
+	return out
+}
+
+// waitsOnOthers reports whether inst's progress may change when another
+// installation on its cluster changes: it is being deleted (held while
+// others need it), was added for dependencies (released when none does),
+// its resolution failed (the others' ranges take part), or it is not Ready
+// because it waits for a dependency or conflicts with another
+// installation over an object.
+func waitsOnOthers(inst *v1alpha1.ExtensionInstallation) bool {
+	if !inst.DeletionTimestamp.IsZero() || inst.Labels[v1alpha1.LabelAddedFor] != "" {
+		return true
+	}
+	if c := findCondition(inst, v1alpha1.ConditionResolved); c != nil && c.Status == metav1.ConditionFalse {
+		return true
+	}
+	c := findCondition(inst, v1alpha1.ConditionReady)
+	return c != nil && c.Status != metav1.ConditionTrue &&
+		(c.Reason == v1alpha1.ReasonDependencyNotReady || c.Reason == v1alpha1.ReasonOwnershipConflict)
+}
+
+// startedWaitingOnOthers passes the status update with which an
+// installation starts waiting on others. The reconcile that wrote it may
+// have read the others before a change that would have released it, and
+// that change's wake-up may have come before the installation looked
+// unsettled: one more reconcile, now with a cache at least as new as its
+// own status, closes the gap.
+func startedWaitingOnOthers() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !waitsOnOthers(e.ObjectOld.(*v1alpha1.ExtensionInstallation)) && waitsOnOthers(e.ObjectNew.(*v1alpha1.ExtensionInstallation))
+		},
+	}
 }
 
 func requests(items []v1alpha1.ExtensionInstallation, keep func(*v1alpha1.ExtensionInstallation) bool) []reconcile.Request {

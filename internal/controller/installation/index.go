@@ -1,0 +1,61 @@
+package installation
+
+import (
+	"context"
+	"fmt"
+
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// indexCluster indexes the cache's installations by spec.cluster.
+const indexCluster = "annex.dev/cluster"
+
+// installationIndex reads the installations of one cluster straight from
+// the informer's store: every reconcile resolves its whole cluster, and
+// copying a thousand installations into a list on each reconcile and each
+// event would cost more than the rest of the work together.
+type installationIndex struct {
+	store toolscache.Indexer
+}
+
+// newInstallationIndex adds the cluster index to the manager's informer for
+// ExtensionInstallations and returns a reader of it.
+func newInstallationIndex(ctx context.Context, mgr ctrl.Manager) (*installationIndex, error) {
+	inf, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.ExtensionInstallation{})
+	if err != nil {
+		return nil, err
+	}
+	withStore, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, fmt.Errorf("the cache's informer for ExtensionInstallations (%T) does not expose its store", inf)
+	}
+	if err := inf.AddIndexers(toolscache.Indexers{indexCluster: func(obj any) ([]string, error) {
+		inst, ok := obj.(*v1alpha1.ExtensionInstallation)
+		if !ok {
+			return nil, nil
+		}
+		return []string{inst.Spec.Cluster}, nil
+	}}); err != nil {
+		return nil, err
+	}
+	return &installationIndex{store: withStore.GetIndexer()}, nil
+}
+
+// on returns the installations on cluster ("" is the hub). They are the
+// cache's own objects, shared with every reader: never modify them.
+func (x *installationIndex) on(cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
+	objs, err := x.store.ByIndex(indexCluster, cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*v1alpha1.ExtensionInstallation, 0, len(objs))
+	for _, o := range objs {
+		if inst, ok := o.(*v1alpha1.ExtensionInstallation); ok {
+			out = append(out, inst)
+		}
+	}
+	return out, nil
+}
