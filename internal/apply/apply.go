@@ -123,15 +123,30 @@ type ApplyOptions struct {
 	TakeOwnership bool
 }
 
-// Apply is ApplyWithOptions with the zero ApplyOptions.
+// Result is what an apply did.
+type Result struct {
+	// Inventory lists the regular objects applied, ordered by phase, group,
+	// kind, namespace and name.
+	Inventory []v1alpha1.ObjectReference
+	// Health is the health of those objects as the apply left them: each
+	// as the server answered its write, or as it was read when it needed
+	// none (a CRD as it was once Established). It spares reading
+	// everything again right after writing it; objects not ready yet are
+	// read again with Health.
+	Health Health
+}
+
+// Apply is ApplyWithOptions with the zero ApplyOptions, returning the
+// inventory alone.
 func (a *Applier) Apply(ctx context.Context, owner Owner, defaultNamespace string, set Set) ([]v1alpha1.ObjectReference, error) {
-	return a.ApplyWithOptions(ctx, owner, defaultNamespace, set, ApplyOptions{})
+	res, err := a.ApplyWithOptions(ctx, owner, defaultNamespace, set, ApplyOptions{})
+	return res.Inventory, err
 }
 
 // ApplyWithOptions writes the regular objects of set into the cluster with
 // server-side apply as field manager v1alpha1.FieldManager and returns the
-// inventory of what it applied, ordered by phase, group, kind, namespace
-// and name. Helm hooks in set are neither applied nor listed: they run
+// inventory of what it applied and its health (see Result). Helm hooks in
+// set are neither applied nor listed: they run
 // only on an install or upgrade, through ApplyWithHooks. The objects of
 // set are not modified.
 //
@@ -160,7 +175,7 @@ func (a *Applier) Apply(ctx context.Context, owner Owner, defaultNamespace strin
 // missing kind among them); the errors of one phase are joined. On an
 // error Apply still returns the inventory of the objects it did apply, so
 // that the caller can record them (and later prune or delete them).
-func (a *Applier) ApplyWithOptions(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts ApplyOptions) ([]v1alpha1.ObjectReference, error) {
+func (a *Applier) ApplyWithOptions(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts ApplyOptions) (Result, error) {
 	set = copySet(set)
 	var steps []Step
 	for _, st := range Plan(set, false) {
@@ -186,10 +201,10 @@ func copySet(set Set) Set {
 
 // run applies steps in order: regular steps concurrently, hook steps one
 // object at a time, each awaited. It returns the inventory of the regular
-// objects applied.
-func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string, steps []Step, opts HookOptions) ([]v1alpha1.ObjectReference, error) {
+// objects applied and their health.
+func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string, steps []Step, opts HookOptions) (Result, error) {
 	if owner.Name == "" || owner.Namespace == "" {
-		return nil, fmt.Errorf("apply: owner needs a name and a namespace (got %q)", owner.String())
+		return Result{}, fmt.Errorf("apply: owner needs a name and a namespace (got %q)", owner.String())
 	}
 	var all []*unstructured.Unstructured
 	for _, st := range steps {
@@ -203,7 +218,7 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 			continue
 		}
 		if err := a.place(o, defaultNamespace); err != nil {
-			return nil, err
+			return Result{}, err
 		}
 	}
 
@@ -215,35 +230,45 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 		// Custom resources are placed once their CRDs are Established.
 		for _, o := range st.Objects {
 			if err := a.place(o, defaultNamespace); err != nil {
-				return sortInventory(inventory), err
+				return resultOf(inventory), err
 			}
 			ref := refOf(o)
 			if seen[keyOf(ref)] {
-				return sortInventory(inventory), &ObjectError{Op: "apply", Object: ref,
+				return resultOf(inventory), &ObjectError{Op: "apply", Object: ref,
 					Err: errors.New("the object appears more than once in the set; remove the duplicate")}
 			}
 			seen[keyOf(ref)] = true
 		}
 		if st.Hook != "" {
 			if err := a.runHookStep(ctx, owner, st, opts); err != nil {
-				return sortInventory(inventory), err
+				return resultOf(inventory), err
 			}
 			continue
 		}
 		applied, err := a.applyConcurrently(ctx, owner, st.Objects, opts.TakeOwnership)
+		if err == nil && st.phase == phaseCRDs {
+			err = a.waitEstablished(ctx, applied)
+		}
 		for _, o := range applied {
-			inventory = append(inventory, phasedRef{ref: refOf(o), phase: st.phase})
+			inventory = append(inventory, phasedRef{ref: refOf(o.desired), phase: st.phase, live: o.live})
 		}
 		if err != nil {
-			return sortInventory(inventory), err
-		}
-		if st.phase == phaseCRDs {
-			if err := a.waitEstablished(ctx, st.Objects); err != nil {
-				return sortInventory(inventory), err
-			}
+			return resultOf(inventory), err
 		}
 	}
-	return sortInventory(inventory), nil
+	return resultOf(inventory), nil
+}
+
+// resultOf orders the entries of an apply into its Result.
+func resultOf(entries []phasedRef) Result {
+	refs, live := sortInventory(entries)
+	return Result{Inventory: refs, Health: healthOf(refs, live)}
+}
+
+// appliedObject is an object of a set and its state in the cluster after
+// the apply.
+type appliedObject struct {
+	desired, live *unstructured.Unstructured
 }
 
 // DefaultWorkers is how many objects of one phase Apply writes at once
@@ -260,15 +285,16 @@ func (a *Applier) workers() int {
 // applyConcurrently applies objs with at most a.workers() at once and
 // returns those applied, in the order of objs, and the joined errors of
 // the others in the same order.
-func (a *Applier) applyConcurrently(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, force bool) ([]*unstructured.Unstructured, error) {
+func (a *Applier) applyConcurrently(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, force bool) ([]appliedObject, error) {
 	errs := make([]error, len(objs))
+	live := make([]*unstructured.Unstructured, len(objs))
 	forEach(a.workers(), len(objs), func(i int) {
-		errs[i] = a.applyOne(ctx, owner, objs[i], force)
+		live[i], errs[i] = a.applyOne(ctx, owner, objs[i], force)
 	})
-	var applied []*unstructured.Unstructured
+	var applied []appliedObject
 	for i, o := range objs {
 		if errs[i] == nil {
-			applied = append(applied, o)
+			applied = append(applied, appliedObject{desired: o, live: live[i]})
 		}
 	}
 	return applied, errors.Join(errs...)
@@ -299,8 +325,10 @@ const maxApplyAttempts = 4
 
 // applyOne labels obj for owner and applies it unless it already matches,
 // refusing an object that belongs to another installation. The write of an
-// existing object is conditional on the resourceVersion read.
-func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.Unstructured, force bool) error {
+// existing object is conditional on the resourceVersion read. It returns
+// the object as the server answered the write, or as read when it needed
+// none; obj itself is not changed beyond its labels.
+func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.Unstructured, force bool) (*unstructured.Unstructured, error) {
 	ref := refOf(obj)
 	labelFor(obj, owner)
 	// Fields the server owns must not be sent back.
@@ -310,32 +338,31 @@ func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.U
 	for attempt := 1; ; attempt++ {
 		live, err := a.get(ctx, ref)
 		if err != nil {
-			return &ObjectError{Op: "apply", Object: ref, Err: err}
+			return nil, &ObjectError{Op: "apply", Object: ref, Err: err}
 		}
-		body := obj
+		body := obj.DeepCopy() // the server's answer is decoded into it
 		if live != nil {
 			if other := installationOf(live); other != "" && other != owner.String() {
-				return &ConflictError{Object: ref, Installation: other}
+				return nil, &ConflictError{Object: ref, Installation: other}
 			}
 			if len(drifted(obj, live)) == 0 {
-				return nil
+				return live, nil
 			}
-			body = obj.DeepCopy()
 			body.SetResourceVersion(live.GetResourceVersion())
 		}
 		err = a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
 			client.FieldOwner(v1alpha1.FieldManager), &client.ApplyOptions{Force: ptr.To(force)})
 		if err == nil {
-			return nil
+			return body, nil
 		}
 		if c := fieldConflict(ref, err); c != nil {
-			return c
+			return nil, c
 		}
 		if live != nil && apierrors.IsConflict(err) && attempt < maxApplyAttempts {
 			// Changed since it was read: read it again.
 			continue
 		}
-		return &ObjectError{Op: "apply", Object: ref, Err: err}
+		return nil, &ObjectError{Op: "apply", Object: ref, Err: err}
 	}
 }
 
@@ -389,14 +416,16 @@ func (a *Applier) mappingError(ref v1alpha1.ObjectReference, err error) error {
 	return fmt.Errorf("no API kind %q in group %q: install the extension that provides it first", ref.Kind, ref.Group)
 }
 
-// waitEstablished waits until every CRD in crds is Established, so that
-// its kind can be applied, or fails with the CRD's own explanation.
-func (a *Applier) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
+// waitEstablished waits until every applied CRD is Established, so that
+// its kind can be applied, or fails with the CRD's own explanation. Each
+// one's live state becomes the Established CRD it read.
+func (a *Applier) waitEstablished(ctx context.Context, applied []appliedObject) error {
 	timeout := a.CRDEstablishTimeout
 	if timeout == 0 {
 		timeout = DefaultCRDEstablishTimeout
 	}
-	for _, crd := range crds {
+	for i := range applied {
+		crd := applied[i].desired
 		ref := refOf(crd)
 		var why string
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -407,6 +436,9 @@ func (a *Applier) waitEstablished(ctx context.Context, crds []*unstructured.Unst
 			}
 			established, reason := crdEstablished(got)
 			why = reason
+			if established {
+				applied[i].live = got
+			}
 			return established, nil
 		})
 		if err != nil {

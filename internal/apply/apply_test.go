@@ -472,3 +472,44 @@ func TestHealthOfMissingKind(t *testing.T) {
 		t.Errorf("Health = %+v, want one NotFound", h)
 	}
 }
+
+// An apply reports the health of what it wrote from the server's answers:
+// the same health a read afterwards gives, for one request per object
+// (its read before the write) and one write per changed object.
+func TestApplyResultHealth(t *testing.T) {
+	a, counter := newCountingApplier(t)
+	ctx := t.Context()
+	const ns = "applied-health"
+	createNamespace(t, a, ns)
+	owner := Owner{Name: "demo", Namespace: "team-a"}
+	cases := []struct {
+		name     string
+		replicas int
+		ready    bool
+	}{
+		{"scaled to zero", 0, true},
+		{"one replica and no controller", 1, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set := Set{Objects: objects(t, deploymentDoc(ns, tc.replicas), configMapDoc(ns, "settings", "a"), serviceDoc(ns, "web"))}
+			before := counter.Snapshot()
+			res, err := a.ApplyWithOptions(ctx, owner, ns, set, ApplyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := counter.Snapshot().Sub(before)
+			if used.ByMethod["GET"] != 3 || used.Total-used.ByMethod["GET"] > 3 {
+				t.Errorf("apply of 3 objects made %v requests, want 3 reads and at most 3 writes", used.ByMethod)
+			}
+			read, err := a.Health(ctx, res.Inventory)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Health.Ready != tc.ready || res.Health.Total != 3 || res.Health.Summary() != read.Summary() {
+				t.Errorf("apply reported health %q (ready %v), want ready %v and what a read says: %q",
+					res.Health.Summary(), res.Health.Ready, tc.ready, read.Summary())
+			}
+		})
+	}
+}

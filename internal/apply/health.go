@@ -62,11 +62,17 @@ func (h Health) Summary() string {
 // exist is pending with status NotFound. The error is an *ObjectError (or
 // several, joined) when objects cannot be read.
 func (a *Applier) Health(ctx context.Context, inventory []v1alpha1.ObjectReference) (Health, error) {
-	h := Health{Total: len(inventory)}
 	objs, err := a.getAll(ctx, inventory)
 	if err != nil {
 		return Health{}, err
 	}
+	return healthOf(inventory, objs), nil
+}
+
+// healthOf computes the health of inventory from the live objects, given
+// in the same order (nil for an object that does not exist).
+func healthOf(inventory []v1alpha1.ObjectReference, objs []*unstructured.Unstructured) Health {
+	h := Health{Total: len(inventory)}
 	for i, ref := range inventory {
 		obj := objs[i]
 		st := ObjectStatus{Ref: ref, Status: string(status.NotFoundStatus), Message: "object not found"}
@@ -82,7 +88,7 @@ func (a *Applier) Health(ctx context.Context, inventory []v1alpha1.ObjectReferen
 		h.Pending = append(h.Pending, st)
 	}
 	h.Ready = len(h.Pending) == 0
-	return h, nil
+	return h
 }
 
 // objectStatus computes the kstatus status of obj and its message, with two

@@ -88,7 +88,7 @@ func (e *HookError) Error() string {
 // Errors: a *HookError when a hook failed or timed out, and those of
 // ApplyWithOptions. The inventory holds the regular objects applied before
 // the error.
-func (a *Applier) ApplyWithHooks(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts HookOptions) ([]v1alpha1.ObjectReference, error) {
+func (a *Applier) ApplyWithHooks(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts HookOptions) (Result, error) {
 	set = copySet(set)
 	return a.run(ctx, owner, defaultNamespace, Plan(set, opts.IsUpgrade), opts)
 }
@@ -130,7 +130,7 @@ func (a *Applier) runHook(ctx context.Context, owner Owner, event HookEvent, obj
 			return err
 		}
 	}
-	if err := a.applyOne(ctx, owner, obj, opts.TakeOwnership); err != nil {
+	if _, err := a.applyOne(ctx, owner, obj, opts.TakeOwnership); err != nil {
 		return err
 	}
 	err := a.awaitHook(ctx, event, obj, opts.timeout())

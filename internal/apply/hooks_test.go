@@ -88,7 +88,8 @@ func TestApplyWithHooks(t *testing.T) {
 		defer close(done)
 		finishJob(ctx, t, a, ns, "migrate", "", false)
 	}()
-	inventory, err := a.ApplyWithHooks(ctx, owner, ns, set, HookOptions{HookTimeout: 30 * time.Second})
+	res, err := a.ApplyWithHooks(ctx, owner, ns, set, HookOptions{HookTimeout: 30 * time.Second})
+	inventory := res.Inventory
 	<-done
 	if err != nil {
 		t.Fatalf("ApplyWithHooks: %v", err)
@@ -182,7 +183,8 @@ func TestApplyWithHooksFailure(t *testing.T) {
 			defer close(done)
 			finishJob(ctx, t, a, ns, "migrate", "", true)
 		}()
-		inventory, err := a.ApplyWithHooks(ctx, owner, ns, set, HookOptions{HookTimeout: 30 * time.Second})
+		res, err := a.ApplyWithHooks(ctx, owner, ns, set, HookOptions{HookTimeout: 30 * time.Second})
+	inventory := res.Inventory
 		<-done
 		var hookErr *HookError
 		if !errors.As(err, &hookErr) || hookErr.TimedOut {

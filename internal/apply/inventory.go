@@ -117,23 +117,26 @@ func compareRefs(a, b v1alpha1.ObjectReference) int {
 	)
 }
 
-// phasedRef is an inventory entry with the phase it belongs to.
+// phasedRef is an inventory entry with the phase it belongs to and, after
+// an apply, the object's live state.
 type phasedRef struct {
 	ref   v1alpha1.ObjectReference
 	phase phase
+	live  *unstructured.Unstructured
 }
 
 // sortInventory orders entries by phase, then by compareRefs, and returns
-// the references alone.
-func sortInventory(entries []phasedRef) []v1alpha1.ObjectReference {
+// the references and the live states in that order.
+func sortInventory(entries []phasedRef) ([]v1alpha1.ObjectReference, []*unstructured.Unstructured) {
 	slices.SortFunc(entries, func(a, b phasedRef) int {
 		return cmp.Or(cmp.Compare(a.phase, b.phase), compareRefs(a.ref, b.ref))
 	})
 	refs := make([]v1alpha1.ObjectReference, len(entries))
+	live := make([]*unstructured.Unstructured, len(entries))
 	for i, e := range entries {
-		refs[i] = e.ref
+		refs[i], live[i] = e.ref, e.live
 	}
-	return refs
+	return refs, live
 }
 
 // removed returns the references of old whose objects are not in current,

@@ -87,17 +87,18 @@ func TestSortInventory(t *testing.T) {
 	sa := ref("", "v1", "ServiceAccount", "demo", "web")
 
 	entries := []phasedRef{
-		{cr, phaseCustomResources}, {deploy, phaseObjects}, {cm, phaseObjects}, {sa, phaseRBAC},
-		{cmA, phaseObjects}, {ns, phaseNamespaces}, {crd, phaseCRDs}, {cmOtherNS, phaseObjects},
+		{ref: cr, phase: phaseCustomResources}, {ref: deploy, phase: phaseObjects}, {ref: cm, phase: phaseObjects},
+		{ref: sa, phase: phaseRBAC}, {ref: cmA, phase: phaseObjects}, {ref: ns, phase: phaseNamespaces},
+		{ref: crd, phase: phaseCRDs}, {ref: cmOtherNS, phase: phaseObjects},
 	}
 	want := []v1alpha1.ObjectReference{crd, ns, sa, cmOtherNS, cmA, cm, deploy, cr}
-	got := sortInventory(entries)
+	got, _ := sortInventory(entries)
 	if !slices.Equal(got, want) {
 		t.Errorf("sortInventory =\n%v\nwant\n%v", got, want)
 	}
 	// The order does not depend on the order the entries came in.
 	slices.Reverse(entries)
-	if again := sortInventory(entries); !slices.Equal(again, want) {
+	if again, _ := sortInventory(entries); !slices.Equal(again, want) {
 		t.Errorf("sortInventory of reversed input =\n%v\nwant\n%v", again, want)
 	}
 }

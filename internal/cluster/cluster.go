@@ -163,16 +163,22 @@ func (w applierAdapter) Refs(objects []*unstructured.Unstructured, ns string) []
 	return w.a.Refs(apply.Set{Objects: objects}, ns)
 }
 
-func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, set installation.Set, opts installation.ApplyOptions) ([]v1alpha1.ObjectReference, error) {
+func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, set installation.Set, opts installation.ApplyOptions) (installation.Applied, error) {
 	s := apply.Set(set)
+	var (
+		res apply.Result
+		err error
+	)
 	if opts.SkipHooks {
-		return w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, s, apply.ApplyOptions{TakeOwnership: opts.TakeOwnership})
+		res, err = w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, s, apply.ApplyOptions{TakeOwnership: opts.TakeOwnership})
+	} else {
+		res, err = w.a.ApplyWithHooks(ctx, apply.Owner(o), ns, s, apply.HookOptions{
+			ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership},
+			IsUpgrade:    opts.IsUpgrade,
+			HookTimeout:  opts.HookTimeout,
+		})
 	}
-	return w.a.ApplyWithHooks(ctx, apply.Owner(o), ns, s, apply.HookOptions{
-		ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership},
-		IsUpgrade:    opts.IsUpgrade,
-		HookTimeout:  opts.HookTimeout,
-	})
+	return installation.Applied{Inventory: res.Inventory, Health: healthOf(res.Health)}, err
 }
 
 func (w applierAdapter) Diff(ctx context.Context, o installation.Owner, ns string, set installation.Set) ([]installation.Drift, error) {
@@ -208,5 +214,9 @@ func (w applierAdapter) Health(ctx context.Context, inv []v1alpha1.ObjectReferen
 	if err != nil {
 		return installation.Health{}, err
 	}
-	return installation.Health{Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}, nil
+	return healthOf(h), nil
+}
+
+func healthOf(h apply.Health) installation.Health {
+	return installation.Health{Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}
 }

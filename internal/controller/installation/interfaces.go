@@ -53,8 +53,9 @@ type Applier interface {
 	// without writing anything.
 	Refs(objects []*unstructured.Unstructured, defaultNamespace string) []v1alpha1.ObjectReference
 	// Apply applies a rendered set in phases (hooks included unless
-	// opts.SkipHooks) and returns the inventory.
-	Apply(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts ApplyOptions) ([]v1alpha1.ObjectReference, error)
+	// opts.SkipHooks) and returns the inventory and its health as the
+	// apply left it. On an error the inventory lists what was applied.
+	Apply(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts ApplyOptions) (Applied, error)
 	// Diff lists the objects of set that differ from the cluster, writing
 	// nothing.
 	Diff(ctx context.Context, owner Owner, defaultNamespace string, set Set) ([]Drift, error)
@@ -67,6 +68,13 @@ type Applier interface {
 	Delete(ctx context.Context, owner Owner, inventory []v1alpha1.ObjectReference, deleteCRDs bool) (remaining int, err error)
 	// Health reports whether every inventory object is healthy.
 	Health(ctx context.Context, inventory []v1alpha1.ObjectReference) (Health, error)
+}
+
+// Applied is what an Apply did: the inventory of the objects applied and
+// their health as the server answered the writes.
+type Applied struct {
+	Inventory []v1alpha1.ObjectReference
+	Health    Health
 }
 
 // Set is a rendered set of objects.

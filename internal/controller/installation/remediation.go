@@ -93,16 +93,16 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("%s; rolling back to revision %d: %v", why, good.Number, err))
 		return ctrl.Result{}, s.block
 	}
-	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, applied); err != nil {
+	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, applied.Inventory); err != nil {
 		return ctrl.Result{}, err
 	}
 	rev := *good
 	rev.Number = inst.Status.History[0].Number + 1
 	rev.AppliedAt = metav1.NewTime(r.now())
-	if err := r.saveRecord(ctx, s, rev, applied, set); err != nil {
+	if err := r.saveRecord(ctx, s, rev, applied.Inventory, set); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.record(s, applied, rev, v1alpha1.ReasonRolledBack)
+	r.record(s, applied.Inventory, rev, v1alpha1.ReasonRolledBack)
 	failed.Message = fmt.Sprintf("%s; rolled back to %s %s (revision %d, now revision %d). Fix the cause, then change the spec to try again",
 		why, inst.Spec.Extension, good.Version, good.Number, rev.Number)
 	inst.Status.FailedTarget, inst.Status.Failures = failed, 0

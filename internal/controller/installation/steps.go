@@ -248,14 +248,15 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 		return ctrl.Result{}, nil
 	}
-	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, applied); err != nil {
+	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, applied.Inventory); err != nil {
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("pruning objects that left %s %s: %v", inst.Spec.Extension, s.choice.Version.Version, err))
 		return ctrl.Result{}, s.block
 	}
-	if err := r.saveRecord(ctx, s, rev, applied, set); err != nil {
+	if err := r.saveRecord(ctx, s, rev, applied.Inventory, set); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.record(s, applied, rev, "")
+	r.record(s, applied.Inventory, rev, "")
+	s.appliedHealth = &applied.Health
 	return ctrl.Result{}, nil
 }
 
@@ -438,12 +439,19 @@ func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1
 }
 
 // waitHealthy reads the health of the applied objects; it waits, polling,
-// until they are healthy, and reports Stalled after spec.timeout.
+// until they are healthy, and reports Stalled after spec.timeout. Right
+// after an apply it takes the health from the apply's answers instead of
+// reading every object again.
 func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, error) {
-	h, err := s.target.Applier().Health(ctx, s.inventory)
-	if err != nil {
-		s.block = retry(v1alpha1.ReasonWaitingForHealth, fmt.Sprintf("reading the health of the applied objects: %v", err))
-		return ctrl.Result{}, s.block
+	var h Health
+	if s.appliedHealth != nil {
+		h = *s.appliedHealth
+	} else {
+		var err error
+		if h, err = s.target.Applier().Health(ctx, s.inventory); err != nil {
+			s.block = retry(v1alpha1.ReasonWaitingForHealth, fmt.Sprintf("reading the health of the applied objects: %v", err))
+			return ctrl.Result{}, s.block
+		}
 	}
 	if h.Ready {
 		s.healthy = true
