@@ -184,7 +184,7 @@ func TestApplyWithHooksFailure(t *testing.T) {
 			finishJob(ctx, t, a, ns, "migrate", "", true)
 		}()
 		res, err := a.ApplyWithHooks(ctx, owner, ns, set, HookOptions{HookTimeout: 30 * time.Second})
-	inventory := res.Inventory
+		inventory := res.Inventory
 		<-done
 		var hookErr *HookError
 		if !errors.As(err, &hookErr) || hookErr.TimedOut {
