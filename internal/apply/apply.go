@@ -21,6 +21,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -48,6 +51,10 @@ type Applier struct {
 	// Workers is how many objects of one phase are applied at once; zero
 	// means DefaultWorkers.
 	Workers int
+	// REST sends the requests the typed client cannot express (a delete
+	// whose answer tells whether the object is gone); it must use the same
+	// cluster as Client.
+	REST rest.Interface
 }
 
 // New returns an Applier for the cluster cfg points at, with a RESTMapper
@@ -65,7 +72,15 @@ func New(cfg *rest.Config) (*Applier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build client: %w", err)
 	}
-	return &Applier{Client: c, Mapper: mapper}, nil
+	raw := rest.CopyConfig(cfg)
+	raw.GroupVersion = &schema.GroupVersion{}
+	raw.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()
+	raw.ContentType, raw.AcceptContentTypes = "application/json", "application/json"
+	restClient, err := rest.RESTClientForConfigAndClient(raw, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("build REST client: %w", err)
+	}
+	return &Applier{Client: c, Mapper: mapper, REST: restClient}, nil
 }
 
 // Owner identifies the installation that owns applied objects. It is

@@ -2,12 +2,17 @@ package apply
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"path"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -50,11 +55,10 @@ func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha
 	)
 	for _, obj := range inDeleteOrder(live, crds) {
 		ref := refOf(obj)
-		switch err := a.deleteOne(ctx, obj); {
-		case apierrors.IsNotFound(err):
+		switch outcome, err := a.deleteOne(ctx, obj); {
 		case err != nil:
 			errs = append(errs, &ObjectError{Op: "delete", Object: ref, Err: err})
-		default:
+		case outcome != deleteAbsent:
 			deleted = append(deleted, ref)
 		}
 	}
@@ -70,7 +74,9 @@ func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha
 // RBAC, namespaces, and CRDs last. Delete issues the deletes (background
 // propagation) of one phase, Workers at a time, and moves to the next only
 // when that phase's objects are gone, so that an operator still runs while its custom
-// resources are finalized. Errors are joined *ObjectErrors.
+// resources are finalized. An object counts as gone when the server says
+// its delete removed it at once; one that waits for finalizers is read
+// again by the next call. Errors are joined *ObjectErrors.
 func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.ObjectReference, deleteCRDs bool) (remaining int, err error) {
 	crds, err := a.definedKindsOf(ctx, inventory)
 	if err != nil {
@@ -99,16 +105,11 @@ func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.
 		stays := make([]bool, len(phaseObjs))
 		forEach(a.workers(), len(phaseObjs), func(i int) {
 			obj := phaseObjs[i]
-			var delErr error
-			if err := a.deleteOne(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-				delErr = &ObjectError{Op: "delete", Object: refOf(obj), Err: err}
-			}
-			exists, err := a.exists(ctx, obj)
+			outcome, err := a.deleteOne(ctx, obj)
 			if err != nil {
-				err = &ObjectError{Op: "read", Object: refOf(obj), Err: err}
+				errs[i] = &ObjectError{Op: "delete", Object: refOf(obj), Err: err}
 			}
-			errs[i] = errors.Join(delErr, err)
-			stays[i] = exists || err != nil
+			stays[i] = err != nil || outcome == deletePending
 		})
 		left := 0
 		for _, s := range stays {
@@ -204,15 +205,81 @@ func (a *Applier) exists(ctx context.Context, obj *unstructured.Unstructured) (b
 	return got != nil && got.GetUID() == obj.GetUID(), nil
 }
 
+// deleteOutcome is what one delete did.
+type deleteOutcome int
+
+const (
+	// deleteRemoved: the server removed the object at once.
+	deleteRemoved deleteOutcome = iota
+	// deletePending: the object waits for finalizers or a grace period
+	// (or it was being deleted already).
+	deletePending
+	// deleteAbsent: the object was gone already, or another object has
+	// its name now (the UID precondition kept that one from being deleted).
+	deleteAbsent
+)
+
 // deleteOne deletes obj with background propagation, unless it is already
-// being deleted. Preconditions on the UID keep it from deleting an object
-// recreated under the same name since it was read.
-func (a *Applier) deleteOne(ctx context.Context, obj *unstructured.Unstructured) error {
+// being deleted, and says what became of it. The server's answer tells
+// whether it is gone, so no read has to follow: a Status (or, for kinds
+// that return the deleted object, the object as it was) when it removed
+// the object, the object with its deletionTimestamp set when the object
+// waits.
+func (a *Applier) deleteOne(ctx context.Context, obj *unstructured.Unstructured) (deleteOutcome, error) {
 	if obj.GetDeletionTimestamp() != nil {
-		return nil
+		return deletePending, nil
+	}
+	gvk := obj.GroupVersionKind()
+	mapping, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return deleteAbsent, nil // the kind is gone, and its objects with it
+	}
+	if err != nil {
+		return deletePending, err
 	}
 	uid := obj.GetUID()
-	return a.Client.Delete(ctx, obj, client.PropagationPolicy("Background"), client.Preconditions{UID: &uid})
+	body, err := json.Marshal(metav1.DeleteOptions{
+		TypeMeta:          metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"},
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+	})
+	if err != nil {
+		return deletePending, err
+	}
+	answer, err := a.REST.Delete().AbsPath(objectPath(mapping, obj.GetNamespace(), obj.GetName())).
+		SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Raw()
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err): // Conflict: the UID precondition failed
+		return deleteAbsent, nil
+	case err != nil:
+		return deletePending, err
+	}
+	var after struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(answer, &after); err != nil {
+		return deletePending, fmt.Errorf("reading the answer to the delete: %w", err)
+	}
+	if after.Kind != "Status" && after.Metadata.DeletionTimestamp != nil {
+		return deletePending, nil
+	}
+	return deleteRemoved, nil
+}
+
+// objectPath is the URL path of the object name of mapping's resource.
+func objectPath(mapping *meta.RESTMapping, namespace, name string) string {
+	gv := mapping.Resource.GroupVersion()
+	parts := []string{"/apis", gv.Group, gv.Version}
+	if gv.Group == "" {
+		parts = []string{"/api", gv.Version}
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		parts = append(parts, "namespaces", namespace)
+	}
+	return path.Join(append(parts, mapping.Resource.Resource, name)...)
 }
 
 // inDeleteOrder sorts objs by reverse phase, keeping their order within a

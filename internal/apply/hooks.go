@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -164,10 +163,11 @@ func (a *Applier) deleteHookObject(ctx context.Context, owner Owner, obj *unstru
 	if !owner.owns(live) {
 		return nil
 	}
-	if err := a.deleteOne(ctx, live); err != nil && !apierrors.IsNotFound(err) {
+	outcome, err := a.deleteOne(ctx, live)
+	if err != nil {
 		return &ObjectError{Op: "delete", Object: ref, Err: err}
 	}
-	if !waitGone {
+	if !waitGone || outcome != deletePending {
 		return nil
 	}
 	timedOut, err := pollUntil(ctx, timeout, func(ctx context.Context) (bool, error) {
