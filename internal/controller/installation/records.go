@@ -99,6 +99,26 @@ func (r *Reconciler) recordOf(ctx context.Context, inst *v1alpha1.ExtensionInsta
 	return set, err == nil, err
 }
 
+// deleteRecordsOf deletes the records of the revisions the installation's
+// status knows, pending included; a record it does not know (the status
+// was lost) goes with the installation through its owner reference.
+func (r *Reconciler) deleteRecordsOf(ctx context.Context, inst *v1alpha1.ExtensionInstallation) error {
+	numbers := make([]int64, 0, len(inst.Status.History)+1)
+	for _, rev := range inst.Status.History {
+		numbers = append(numbers, rev.Number)
+	}
+	if inst.Status.Pending != nil {
+		numbers = append(numbers, inst.Status.Pending.Number)
+	}
+	for _, n := range numbers {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: recordName(inst, n)}}
+		if err := r.Client.Delete(ctx, sec); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting the record of revision %d: %w", n, err)
+		}
+	}
+	return nil
+}
+
 // deleteRecords deletes the installation's records numbered upTo or lower.
 func (r *Reconciler) deleteRecords(ctx context.Context, inst *v1alpha1.ExtensionInstallation, upTo int64) error {
 	var list corev1.SecretList

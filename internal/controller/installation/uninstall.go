@@ -3,7 +3,6 @@ package installation
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +75,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 			return ctrl.Result{}, s.block
 		}
 	}
-	if err := r.deleteRecords(ctx, inst, math.MaxInt64); err != nil {
+	if err := r.deleteRecordsOf(ctx, inst); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.event(s, corev1.EventTypeNormal, "Uninstalled", fmt.Sprintf("removed %d objects of %s %s",
