@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/manager"
 )
 
@@ -43,6 +44,7 @@ func newManagerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint; "0" turns it off`)
 	cmd.Flags().StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
 	cmd.Flags().BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")
+	cmd.Flags().IntVar(&o.Workers, "concurrency", installation.DefaultWorkers, "how many installations reconcile at once")
 	cmd.Flags().StringVar(&o.CacheDir, "cache-dir", "", "folder for fetched artifacts and the last good content of each catalog (default: $XDG_CACHE_HOME/annex)")
 	return cmd
 }

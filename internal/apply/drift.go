@@ -41,38 +41,50 @@ type Drift struct {
 // normalisation, so that e.g. a desired "0.5" CPU is not drift against a
 // live "500m"). A dry-run that reports a field conflict counts as drift.
 //
-// Errors are *ObjectErrors for objects that cannot be read or dry-run,
-// joined; the drift found for the other objects is still returned.
-func (a *Applier) Diff(ctx context.Context, owner Owner, set Set, defaultNamespace string) ([]Drift, error) {
+// Diff also returns the health of the objects as it read them, in
+// inventory order, so that a caller checking drift and health need not
+// read everything twice. Errors are *ObjectErrors for objects that cannot
+// be read or dry-run, joined; the drift found for the other objects is
+// still returned.
+func (a *Applier) Diff(ctx context.Context, owner Owner, set Set, defaultNamespace string) ([]Drift, Health, error) {
 	set = copySet(set)
 	objs := regularObjects(slices.Concat(set.CRDs, set.Objects))
 	drifts := make([]*Drift, len(objs))
+	live := make([]*unstructured.Unstructured, len(objs))
 	errs := make([]error, len(objs))
 	forEach(a.workers(), len(objs), func(i int) {
-		drifts[i], errs[i] = a.diffOne(ctx, owner, objs[i], defaultNamespace)
+		drifts[i], live[i], errs[i] = a.diffOne(ctx, owner, objs[i], defaultNamespace)
 	})
 	var out []Drift
-	for _, d := range drifts {
+	crds := definedKinds(objs)
+	entries := make([]phasedRef, 0, len(objs))
+	for i, d := range drifts {
 		if d != nil {
 			out = append(out, *d)
 		}
+		ref := refOf(objs[i])
+		if d != nil {
+			ref = d.Object
+		}
+		entries = append(entries, phasedRef{ref: ref, phase: phaseOf(gvkOf(ref).GroupKind(), crds), live: live[i]})
 	}
 	slices.SortFunc(out, func(x, y Drift) int { return compareRefs(x.Object, y.Object) })
-	return out, errors.Join(errs...)
+	return out, resultOf(entries).Health, errors.Join(errs...)
 }
 
-// diffOne returns the drift of one object, or nil when it has none.
-func (a *Applier) diffOne(ctx context.Context, owner Owner, obj *unstructured.Unstructured, defaultNamespace string) (*Drift, error) {
+// diffOne returns the drift of one object, or nil when it has none, and
+// the object as read (nil when it does not exist).
+func (a *Applier) diffOne(ctx context.Context, owner Owner, obj *unstructured.Unstructured, defaultNamespace string) (*Drift, *unstructured.Unstructured, error) {
 	gvk := obj.GroupVersionKind()
 	if _, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
 		ref := refOf(obj)
 		if ref.Namespace == "" {
 			ref.Namespace = defaultNamespace
 		}
-		return &Drift{Object: ref, Missing: true}, nil
+		return &Drift{Object: ref, Missing: true}, nil, nil
 	}
 	if err := a.place(obj, defaultNamespace); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	labelFor(obj, owner)
 	obj.SetResourceVersion("")
@@ -81,14 +93,14 @@ func (a *Applier) diffOne(ctx context.Context, owner Owner, obj *unstructured.Un
 
 	live, err := a.get(ctx, ref)
 	if err != nil {
-		return nil, &ObjectError{Op: "read", Object: ref, Err: err}
+		return nil, nil, &ObjectError{Op: "read", Object: ref, Err: err}
 	}
 	if live == nil {
-		return &Drift{Object: ref, Missing: true}, nil
+		return &Drift{Object: ref, Missing: true}, nil, nil
 	}
 	fields := drifted(obj, live)
 	if len(fields) == 0 {
-		return nil, nil
+		return nil, live, nil
 	}
 	// The pure comparison cannot see defaults and normalisation: ask the
 	// server what an apply would make of the object.
@@ -98,14 +110,14 @@ func (a *Applier) diffOne(ctx context.Context, owner Owner, obj *unstructured.Un
 	switch {
 	case err == nil:
 	case apierrors.IsConflict(err):
-		return &Drift{Object: ref, Fields: fields}, nil
+		return &Drift{Object: ref, Fields: fields}, live, nil
 	default:
-		return nil, &ObjectError{Op: "dry-run apply", Object: ref, Err: err}
+		return nil, live, &ObjectError{Op: "dry-run apply", Object: ref, Err: err}
 	}
 	if sameContent(dry, live) {
-		return nil, nil
+		return nil, live, nil
 	}
-	return &Drift{Object: ref, Fields: fields}, nil
+	return &Drift{Object: ref, Fields: fields}, live, nil
 }
 
 // sameContent reports whether x and y are equal but for the bookkeeping

@@ -221,12 +221,15 @@ func TestDiff(t *testing.T) {
 
 	// Nothing drifted: Diff and a second Apply write nothing.
 	before := counter.Snapshot()
-	drifts, err := a.Diff(ctx, owner, set, ns)
+	drifts, health, err := a.Diff(ctx, owner, set, ns)
 	if err != nil {
 		t.Fatalf("Diff: %v", err)
 	}
 	if len(drifts) != 0 {
 		t.Errorf("Diff of an unchanged set = %+v, want none", drifts)
+	}
+	if !health.Ready || health.Total != 4 {
+		t.Errorf("Diff's health of the 4 regular objects = %q (ready %v), want all ready", health.Summary(), health.Ready)
 	}
 	if _, err := a.Apply(ctx, owner, ns, set); err != nil {
 		t.Fatal(err)
@@ -247,9 +250,12 @@ func TestDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	before = counter.Snapshot()
-	drifts, err = a.Diff(ctx, owner, set, ns)
+	drifts, health, err = a.Diff(ctx, owner, set, ns)
 	if err != nil {
 		t.Fatalf("Diff: %v", err)
+	}
+	if want := "1 of 4 objects not ready: Service diff/web: object not found"; health.Summary() != want {
+		t.Errorf("Diff's health with the Service deleted = %q, want %q", health.Summary(), want)
 	}
 	want := []Drift{
 		{Object: ref("", "v1", "ConfigMap", ns, "settings"), Fields: []string{".data.key"}},

@@ -181,16 +181,16 @@ func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns stri
 	return installation.Applied{Inventory: res.Inventory, Health: healthOf(res.Health)}, err
 }
 
-func (w applierAdapter) Diff(ctx context.Context, o installation.Owner, ns string, set installation.Set) ([]installation.Drift, error) {
-	drifts, err := w.a.Diff(ctx, apply.Owner(o), apply.Set(set), ns)
+func (w applierAdapter) Diff(ctx context.Context, o installation.Owner, ns string, set installation.Set) ([]installation.Drift, installation.Health, error) {
+	drifts, h, err := w.a.Diff(ctx, apply.Owner(o), apply.Set(set), ns)
 	if err != nil {
-		return nil, err
+		return nil, installation.Health{}, err
 	}
 	out := make([]installation.Drift, len(drifts))
 	for i, d := range drifts {
 		out[i] = installation.Drift{Object: d.Object, Missing: d.Missing, Fields: d.Fields}
 	}
-	return out, nil
+	return out, healthOf(h), nil
 }
 
 func (w applierAdapter) RunDeleteHooks(ctx context.Context, o installation.Owner, ns string, set installation.Set, post bool, timeout time.Duration) error {
@@ -218,5 +218,5 @@ func (w applierAdapter) Health(ctx context.Context, inv []v1alpha1.ObjectReferen
 }
 
 func healthOf(h apply.Health) installation.Health {
-	return installation.Health{Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}
+	return installation.Health{Total: h.Total, Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}
 }

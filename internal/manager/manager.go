@@ -46,6 +46,9 @@ type Options struct {
 	// HealthPollInterval is how often installations waiting for health are
 	// re-read (default 2s).
 	HealthPollInterval time.Duration
+	// Workers is how many installations reconcile at once (default
+	// installation.DefaultWorkers).
+	Workers int
 	// ClusterVersionInterval is how often each cluster's Kubernetes version
 	// is observed; a change re-resolves its installations (default 30s).
 	ClusterVersionInterval time.Duration
@@ -118,6 +121,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Events:             mgr.GetEventRecorder("annex"),
 		ClusterEvents:      clusterEvents,
 		HealthPollInterval: o.HealthPollInterval,
+		Workers:            o.Workers,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

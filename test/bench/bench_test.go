@@ -297,7 +297,7 @@ func benchApplier(b *testing.B, n int) {
 		noop = addCounts(noop, counter.Snapshot().Sub(before))
 		before = counter.Snapshot()
 		if err := parallel(n, func(i int) error {
-			drifts, err := a.Diff(ctx, owners[i], sets[i], ns)
+			drifts, _, err := a.Diff(ctx, owners[i], sets[i], ns)
 			if err == nil && len(drifts) > 0 {
 				err = fmt.Errorf("installation %s drifted without a change: %+v", owners[i], drifts)
 			}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -65,6 +66,36 @@ func startProxy(b *testing.B, cfg *rest.Config) *countingProxy {
 	}))
 	b.Cleanup(p.srv.Close)
 	return p
+}
+
+// apiserverProfileEnv names an environment variable: when it holds a file
+// name, the system benchmark writes a CPU profile of the API server there,
+// taken during the first seconds of installing (go tool pprof reads it).
+const apiserverProfileEnv = "ANNEX_BENCH_APISERVER_CPUPROFILE"
+
+// ProfileAPIServer starts taking a CPU profile of the API server, for d,
+// when the environment variable env names a file to write it to.
+func (p *countingProxy) ProfileAPIServer(b *testing.B, env string, d time.Duration) {
+	file := os.Getenv(env)
+	if file == "" {
+		return
+	}
+	b.Logf("API server CPU profile (%s) in %s", d, file)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.srv.URL, int(d.Seconds())))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "API server profile: %v\n", err)
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(file, data, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "API server profile: %v\n", err)
+		}
+	}()
 }
 
 // WriteKubeconfig writes a kubeconfig without credentials that points at

@@ -16,6 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -61,11 +62,11 @@ func sizeName(n int) string {
 // startSystem starts an API server, the benchmark chart's Helm repository
 // and a Catalog of it, and `annex manager` talking to the API server
 // through a counting proxy. It returns a client without rate limits.
-func startSystem(b *testing.B) (client.Client, *countingProxy, *manager) {
+func startSystem(b *testing.B) (client.WithWatch, *countingProxy, *manager) {
 	b.Helper()
 	env := testenv.Start(b)
 	work := b.TempDir()
-	c, err := client.New(unlimited(env.Config), client.Options{Scheme: env.Scheme})
+	c, err := client.NewWithWatch(unlimited(env.Config), client.Options{Scheme: env.Scheme})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,6 +97,7 @@ func benchAnnex(b *testing.B, n int) {
 	cpuBefore := mgr.CPU(b)
 	b.ResetTimer()
 	start := time.Now()
+	proxy.ProfileAPIServer(b, apiserverProfileEnv, 20*time.Second)
 	if err := parallel(n, func(i int) error { return c.Create(ctx, installation(i)) }); err != nil {
 		b.Fatal(err)
 	}
@@ -192,36 +194,73 @@ func createCatalog(b *testing.B, c client.Client, url string) {
 	}
 }
 
-// waitInstallations lists the installations every pollEvery until done
-// says so, given how many are Ready for their current generation and how
-// many exist. It logs progress every 30 s and fails after timeout.
-func waitInstallations(ctx context.Context, c client.Client, n int, timeout time.Duration, done func(ready, total int) bool) error {
+// waitInstallations follows the installations until done says so, given
+// how many are Ready for their current generation and how many exist. It
+// lists them once and then watches: listing a thousand installations every
+// few hundred milliseconds would cost the API server enough to slow down
+// what is measured. It logs progress every 30 s and fails after timeout.
+func waitInstallations(ctx context.Context, c client.WithWatch, n int, timeout time.Duration, done func(ready, total int) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	start := time.Now()
 	lastLog := start
+	ready := map[string]bool{} // by name: Ready for its generation
+	count := func() int {
+		r := 0
+		for _, ok := range ready {
+			if ok {
+				r++
+			}
+		}
+		return r
+	}
 	for {
 		var list v1alpha1.ExtensionInstallationList
 		if err := c.List(ctx, &list, client.InNamespace(benchNamespace)); err != nil {
-			return err
+			return fmt.Errorf("after %s: %d of %d installations exist, %d Ready; see the manager log (%w)", time.Since(start).Round(time.Second), len(ready), n, count(), err)
 		}
-		ready := 0
-		for _, inst := range list.Items {
-			cond := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
-			if cond != nil && cond.Status == metav1.ConditionTrue && inst.Status.ObservedGeneration == inst.Generation {
-				ready++
-			}
+		clear(ready)
+		for i := range list.Items {
+			ready[list.Items[i].Name] = readyNow(&list.Items[i])
 		}
-		if done(ready, len(list.Items)) {
+		if done(count(), len(ready)) {
 			return nil
 		}
-		if time.Since(start) > timeout {
-			return fmt.Errorf("after %s: %d of %d installations exist, %d Ready; see the manager log", timeout, len(list.Items), n, ready)
+		w, err := c.Watch(ctx, &v1alpha1.ExtensionInstallationList{}, client.InNamespace(benchNamespace),
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			return err
 		}
-		if time.Since(lastLog) > 30*time.Second {
-			fmt.Fprintf(os.Stderr, "    %s: %d installations exist, %d Ready (load %s)\n", time.Since(start).Round(time.Second), len(list.Items), ready, loadavg())
-			lastLog = time.Now()
+		for ev := range w.ResultChan() {
+			inst, ok := ev.Object.(*v1alpha1.ExtensionInstallation)
+			if !ok {
+				break // an error event: list again
+			}
+			if ev.Type == watch.Deleted {
+				delete(ready, inst.Name)
+			} else {
+				ready[inst.Name] = readyNow(inst)
+			}
+			if done(count(), len(ready)) {
+				w.Stop()
+				return nil
+			}
+			if time.Since(lastLog) > 30*time.Second {
+				fmt.Fprintf(os.Stderr, "    %s: %d installations exist, %d Ready (load %s)\n", time.Since(start).Round(time.Second), len(ready), count(), loadavg())
+				lastLog = time.Now()
+			}
 		}
-		time.Sleep(pollEvery)
+		w.Stop()
+		if ctx.Err() != nil {
+			return fmt.Errorf("after %s: %d of %d installations exist, %d Ready; see the manager log", timeout, len(ready), n, count())
+		}
 	}
+}
+
+// readyNow reports whether inst is Ready for its current generation.
+func readyNow(inst *v1alpha1.ExtensionInstallation) bool {
+	cond := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
+	return cond != nil && cond.Status == metav1.ConditionTrue && inst.Status.ObservedGeneration == inst.Generation
 }
 
 // requireNoApps fails when a Service or Deployment of the benchmark is

@@ -40,7 +40,8 @@ type Reconciler struct {
 	// cluster's Kubernetes version changed; nil when nothing watches.
 	ClusterEvents <-chan event.GenericEvent
 
-	// Workers is how many installations reconcile at once (default 8).
+	// Workers is how many installations reconcile at once (default
+	// DefaultWorkers).
 	Workers int
 	// HistoryLimit is how many revisions status keeps (default 10).
 	HistoryLimit int

@@ -57,8 +57,8 @@ type Applier interface {
 	// apply left it. On an error the inventory lists what was applied.
 	Apply(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts ApplyOptions) (Applied, error)
 	// Diff lists the objects of set that differ from the cluster, writing
-	// nothing.
-	Diff(ctx context.Context, owner Owner, defaultNamespace string, set Set) ([]Drift, error)
+	// nothing, and the health of set's objects as it read them.
+	Diff(ctx context.Context, owner Owner, defaultNamespace string, set Set) ([]Drift, Health, error)
 	// Prune deletes what is in old but not in current and still owned.
 	Prune(ctx context.Context, owner Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error)
 	// RunDeleteHooks runs the pre-delete (post false) or post-delete hooks
@@ -104,6 +104,8 @@ type Owner struct{ Name, Namespace string }
 
 // Health summarises the health of an inventory.
 type Health struct {
+	// Total is the number of objects checked.
+	Total  int
 	Ready  bool
 	Failed bool
 	// Summary names the objects that are not ready, in stable words.

@@ -27,7 +27,7 @@ type scope struct {
 	artifactDigest string
 	rendered       *render.Result
 	inventory      []v1alpha1.ObjectReference // after apply: what the installed revision owns
-	appliedHealth  *Health                    // the inventory's health as this reconcile's apply left it
+	observedHealth *Health                    // the inventory's health as this reconcile's apply or drift check saw it
 
 	wasReady  bool   // Ready for the current generation when the reconcile began
 	block     *block // why the installation cannot go on, if it cannot

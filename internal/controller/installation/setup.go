@@ -45,8 +45,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(r.unsettledOnSameCluster),
 			builder.WithPredicates(clusterRelevantChange())).
 		Named("extensioninstallation").
-		// Hook Jobs are awaited inside a reconcile; several workers keep one
-		// slow hook from holding up every other installation.
+		// Reconciles mostly wait: on API servers, and on hook Jobs awaited
+		// inside them. Many workers keep one slow cluster or hook from
+		// holding up every other installation.
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers()})
 	if r.ClusterEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.ClusterEvents, &handler.EnqueueRequestForObject{}))
@@ -154,9 +155,14 @@ func deletionPredicate() predicate.Funcs {
 	}
 }
 
+// DefaultWorkers is how many installations reconcile at once when
+// Reconciler.Workers is zero. A reconcile spends most of its time waiting
+// for API servers (and hook Jobs), so this is well above the core count.
+const DefaultWorkers = 32
+
 func (r *Reconciler) workers() int {
 	if r.Workers > 0 {
 		return r.Workers
 	}
-	return 8
+	return DefaultWorkers
 }

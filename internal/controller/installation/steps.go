@@ -256,7 +256,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	r.record(s, applied.Inventory, rev, "")
-	s.appliedHealth = &applied.Health
+	s.observedHealth = &applied.Health
 	return ctrl.Result{}, nil
 }
 
@@ -290,10 +290,13 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	applier := s.target.Applier()
-	drifts, err := applier.Diff(ctx, s.owner(), s.targetNamespace(), set)
+	drifts, health, err := applier.Diff(ctx, s.owner(), s.targetNamespace(), set)
 	if err != nil {
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("comparing the cluster with revision %d: %v", inst.Status.History[0].Number, err))
 		return ctrl.Result{}, s.block
+	}
+	if health.Total == len(s.inventory) {
+		s.observedHealth = &health // what was just read: waitHealthy need not read it again
 	}
 	found := driftedObjects(drifts)
 	if len(found) == 0 {
@@ -310,7 +313,9 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 	// The drifted objects are in the inventory, so Annex owns them: fields
 	// another manager took over since are taken back (objects of another
 	// installation are still refused).
-	if _, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true}); err != nil {
+	corrected, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true})
+	if err != nil {
+		s.observedHealth = nil
 		s.block = applyBlock(err)
 		s.block.message = "correcting drift: " + s.block.message
 		inst.Status.Drifted = found
@@ -320,6 +325,9 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	inst.Status.Drifted = nil
+	if s.observedHealth != nil {
+		s.observedHealth = &corrected.Health
+	}
 	r.event(s, corev1.EventTypeNormal, "DriftCorrected", "restored objects that differed from the installed revision: "+describeDrift(found))
 	return ctrl.Result{}, nil
 }
@@ -439,13 +447,13 @@ func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1
 }
 
 // waitHealthy reads the health of the applied objects; it waits, polling,
-// until they are healthy, and reports Stalled after spec.timeout. Right
-// after an apply it takes the health from the apply's answers instead of
-// reading every object again.
+// until they are healthy, and reports Stalled after spec.timeout. When
+// this reconcile's apply or drift check has just seen every object, it
+// takes the health from what they saw instead of reading everything again.
 func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var h Health
-	if s.appliedHealth != nil {
-		h = *s.appliedHealth
+	if s.observedHealth != nil {
+		h = *s.observedHealth
 	} else {
 		var err error
 		if h, err = s.target.Applier().Health(ctx, s.inventory); err != nil {
