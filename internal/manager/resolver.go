@@ -1,7 +1,8 @@
 package manager
 
 import (
-	"fmt"
+	"crypto/sha256"
+	"encoding/binary"
 	"sort"
 	"strings"
 	"sync"
@@ -20,7 +21,7 @@ type indexedResolver struct {
 	mu          sync.Mutex
 	fingerprint string
 	index       *resolve.Index
-	plans       map[string]*resolve.Plan // by problem fingerprint, for this index
+	plans       map[[sha256.Size]byte]*resolve.Plan // by problemKey, for this index
 }
 
 // maxPlans bounds the plans kept: one per cluster state in flight.
@@ -62,17 +63,42 @@ func (r *indexedResolver) indexFor(extensions []v1alpha1.Extension) *resolve.Ind
 		return r.index
 	}
 	r.index, r.fingerprint = resolve.NewIndex(resolve.UniverseOf(extensions)), fingerprint
-	r.plans = map[string]*resolve.Plan{}
+	r.plans = map[[sha256.Size]byte]*resolve.Plan{}
 	return r.index
 }
 
-// problemKey identifies a problem: the cluster version and every
-// installation's request, in order (ProblemFor sorts them).
-func problemKey(p resolve.Problem) string {
-	var b strings.Builder
-	b.WriteString(p.ClusterVersion)
-	for _, i := range p.Installations {
-		fmt.Fprintf(&b, "\x00%s\x01%s\x01%s\x01%s\x01%t\x01%t", i.Name, i.Extension, i.Range, i.Installed, i.Automatic, i.AllowDowngrade)
+// problemKey identifies a problem: the SHA-256 of the cluster version and
+// every installation's request, in order (ProblemFor sorts them), each
+// string prefixed with its length so that no two problems write the same
+// bytes. It runs on every reconcile over every installation of the
+// cluster, so it formats nothing.
+func problemKey(p resolve.Problem) [sha256.Size]byte {
+	h := sha256.New()
+	buf := make([]byte, 0, 256)
+	str := func(s string) {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
 	}
-	return b.String()
+	flag := func(b bool) {
+		if b {
+			buf = append(buf, 1)
+		} else {
+			buf = append(buf, 0)
+		}
+	}
+	str(p.ClusterVersion)
+	for _, i := range p.Installations {
+		str(i.Name)
+		str(i.Extension)
+		str(i.Range)
+		str(i.Installed)
+		flag(i.Automatic)
+		flag(i.AllowDowngrade)
+		h.Write(buf)
+		buf = buf[:0]
+	}
+	h.Write(buf)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
 }

@@ -2,7 +2,9 @@ package resolve
 
 import (
 	"regexp"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
@@ -24,7 +26,7 @@ func ProblemFor(clusterVersion string, insts []*v1alpha1.ExtensionInstallation) 
 	}
 	// In name order, so that the same installations make the same problem
 	// whatever order a cache listed them in.
-	sort.Slice(p.Installations, func(i, j int) bool { return p.Installations[i].Name < p.Installations[j].Name })
+	slices.SortFunc(p.Installations, func(a, b Installation) int { return strings.Compare(a.Name, b.Name) })
 	return p
 }
 
