@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
@@ -23,7 +24,7 @@ import (
 	"github.com/annex-platform/annex/internal/apply/reqcount"
 )
 
-// countingProxy is a plain-HTTP reverse proxy on 127.0.0.1 that forwards
+// countingProxy is an HTTPS (HTTP/2) reverse proxy on 127.0.0.1 that forwards
 // every request to the API server as the admin of the config it was
 // started with, and counts them. A program under test (the manager, the
 // Helm CLI) talks to it through the kubeconfig WriteKubeconfig writes, so
@@ -60,10 +61,15 @@ func startProxy(b *testing.B, cfg *rest.Config) *countingProxy {
 		// A watch the client ends is logged as an error; that is noise here.
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// TLS with HTTP/2, as a real API server serves: clients multiplex
+	// their requests over one connection instead of dialling a new one
+	// whenever more are in flight than HTTP/1.1 keeps idle.
+	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.note(r)
 		rp.ServeHTTP(w, r)
 	}))
+	p.srv.EnableHTTP2 = true
+	p.srv.StartTLS()
 	b.Cleanup(p.srv.Close)
 	return p
 }
@@ -82,7 +88,7 @@ func (p *countingProxy) ProfileAPIServer(b *testing.B, env string, d time.Durati
 	}
 	b.Logf("API server CPU profile (%s) in %s", d, file)
 	go func() {
-		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.srv.URL, int(d.Seconds())))
+		resp, err := p.srv.Client().Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.srv.URL, int(d.Seconds())))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "API server profile: %v\n", err)
 			return
@@ -99,10 +105,11 @@ func (p *countingProxy) ProfileAPIServer(b *testing.B, env string, d time.Durati
 }
 
 // WriteKubeconfig writes a kubeconfig without credentials that points at
-// the proxy.
+// the proxy and trusts its certificate.
 func (p *countingProxy) WriteKubeconfig(path string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["bench"] = &clientcmdapi.Cluster{Server: p.srv.URL}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.srv.Certificate().Raw})
+	cfg.Clusters["bench"] = &clientcmdapi.Cluster{Server: p.srv.URL, CertificateAuthorityData: ca}
 	cfg.AuthInfos["bench"] = &clientcmdapi.AuthInfo{}
 	cfg.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
 	cfg.CurrentContext = "bench"
