@@ -17,10 +17,10 @@ func (recordCodec) Encode(rev v1alpha1.Revision, inventory []v1alpha1.ObjectRefe
 	})
 }
 
-func (recordCodec) Decode(data []byte) (installation.Set, error) {
+func (recordCodec) Decode(data []byte) (installation.Set, []v1alpha1.ObjectReference, error) {
 	r, err := apply.DecodeRecord(data)
 	if err != nil {
-		return installation.Set{}, err
+		return installation.Set{}, nil, err
 	}
-	return installation.Set(r.Set()), nil
+	return installation.Set(r.Set()), r.Inventory, nil
 }

@@ -33,7 +33,8 @@ type Reconciler struct {
 	Fetcher  Fetcher
 	Renderer Renderer
 	Clusters Clusters
-	// Records encodes revision records; nil keeps none (tests of parts).
+	// Records encodes revision records (required: the intent of every
+	// apply is recorded in them).
 	Records RecordCodec
 	Events  events.EventRecorder
 	// ClusterEvents announces installations to re-resolve because their

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/apply"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
 
@@ -279,3 +280,84 @@ func TestFailedInstallIsUninstalled(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// strayAttempt stands for an apply of revision n that crashed after it
+// recorded its intent and applied one object, a ConfigMap the installed
+// revision does not have: the object carries the installation's labels,
+// and only the record of revision n lists it.
+func strayAttempt(t *testing.T, inst *v1alpha1.ExtensionInstallation, n int64, configMap string) {
+	t.Helper()
+	ctx := context.Background()
+	stray := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: configMap, Labels: map[string]string{
+		v1alpha1.LabelManagedBy:             v1alpha1.ManagedByValue,
+		v1alpha1.LabelInstallationName:      inst.Name,
+		v1alpha1.LabelInstallationNamespace: inst.Namespace,
+	}}}
+	if err := env.Client.Create(ctx, stray); err != nil {
+		t.Fatal(err)
+	}
+	data, err := apply.EncodeRecord(apply.Record{Revision: n, Version: "9.9.9", Inventory: []v1alpha1.ObjectReference{
+		{Version: "v1", Kind: "ConfigMap", Namespace: inst.Namespace, Name: configMap},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: fmt.Sprintf("annex.%s.v%d", inst.Name, n), Labels: map[string]string{
+			v1alpha1.LabelInstallationName: inst.Name,
+			v1alpha1.LabelRevision:         fmt.Sprint(n),
+		}},
+		Type: v1alpha1.RevisionSecretType,
+		Data: map[string][]byte{"record": data},
+	}
+	if err := env.Client.Create(ctx, record); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// What an apply that crashed after recording its intent may have applied is
+// owned: the next apply prunes it when its set no longer has it, and an
+// uninstall removes it, although no status ever listed it.
+func TestCrashedAttemptIsTakenOver(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, podinfoChart("crashed", "1.0.0", nil), podinfoChart("crashed", "1.1.0", nil))
+	inst := install(t, ns, "web", "crashed", "1.0.x")
+	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+
+	// Revision 2 crashed; the upgrade applies revision 2 again.
+	strayAttempt(t, got, 2, "web-stray")
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Version = "1.1.x"
+	if err := env.Client.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	if n := got.Status.History[0].Number; got.Status.InstalledVersion != "1.1.0" || n != 2 {
+		t.Fatalf("installed %s as revision %d, want 1.1.0 as revision 2", got.Status.InstalledVersion, n)
+	}
+	if _, err := get(t, configMapGVK, ns, "web-stray"); !apierrors.IsNotFound(err) {
+		t.Fatalf("the crashed attempt's ConfigMap must be pruned (err=%v)", err)
+	}
+	for _, ref := range got.Status.Inventory {
+		if ref.Name == "web-stray" {
+			t.Fatalf("the pruned ConfigMap is still in the inventory: %v", got.Status.Inventory)
+		}
+	}
+
+	// Revision 3 crashed; the installation is deleted before any reconcile.
+	strayAttempt(t, got, 3, "web-stray-3")
+	if err := env.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, "web")
+	if _, err := get(t, configMapGVK, ns, "web-stray-3"); !apierrors.IsNotFound(err) {
+		t.Fatalf("the uninstall must remove what the crashed attempt applied (err=%v)", err)
+	}
+	var secrets corev1.SecretList
+	if err := env.Client.List(ctx, &secrets, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelInstallationName: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) != 0 {
+		t.Fatalf("%d records left after uninstall", len(secrets.Items))
+	}
+}

@@ -3,6 +3,7 @@ package installation
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,8 @@ import (
 // EncodeRecord/DecodeRecord (gzip'd JSON) in production.
 type RecordCodec interface {
 	Encode(rev v1alpha1.Revision, inventory []v1alpha1.ObjectReference, set Set) ([]byte, error)
-	Decode(data []byte) (Set, error)
+	// Decode returns the rendered set and the inventory of a record.
+	Decode(data []byte) (Set, []v1alpha1.ObjectReference, error)
 }
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
@@ -28,18 +30,25 @@ func recordName(inst *v1alpha1.ExtensionInstallation, n int64) string {
 	return fmt.Sprintf("annex.%s.v%d", inst.Name, n)
 }
 
-// saveRecord writes revision rev's record — the rendered set, hooks
-// included, and its inventory — into a Secret owned by the installation,
-// and deletes records older than the history keeps.
-func (r *Reconciler) saveRecord(ctx context.Context, s *scope, rev v1alpha1.Revision, applied []v1alpha1.ObjectReference, set Set) error {
-	if r.Records == nil {
-		return nil
-	}
-	data, err := r.Records.Encode(rev, applied, set)
+// writeIntent records revision rev before any object of it is applied: a
+// Secret owned by the installation gets the rendered set, hooks included,
+// and planned, the inventory about to be applied. A crash at any later
+// instant leaves every object it applied listed there, where the next
+// reconcile or the uninstall finds it; the status is written once, when
+// the apply is done.
+//
+// A record of the same number is left by an attempt that crashed or failed
+// before its revision was recorded in status. Its inventory joins the
+// status inventory first, so that what that attempt applied stays owned
+// (and is pruned if this attempt drops it); then the record is replaced.
+// The status inventory grows by planned as well, so that a failing apply
+// records everything it may have touched.
+func (r *Reconciler) writeIntent(ctx context.Context, s *scope, rev v1alpha1.Revision, planned []v1alpha1.ObjectReference, set Set) error {
+	inst := s.inst
+	data, err := r.Records.Encode(rev, planned, set)
 	if err != nil {
 		return err
 	}
-	inst := s.inst
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: inst.Namespace,
@@ -56,37 +65,59 @@ func (r *Reconciler) saveRecord(ctx context.Context, s *scope, rev v1alpha1.Revi
 		Data: map[string][]byte{"record": data},
 	}
 	err = r.Client.Create(ctx, sec)
-	if apierrors.IsAlreadyExists(err) { // a revision left pending by a crash, applied again
-		existing := &corev1.Secret{}
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(sec), existing); err != nil {
-			return err
-		}
-		existing.Data, existing.Labels = sec.Data, sec.Labels
-		err = r.Client.Update(ctx, existing)
+	if apierrors.IsAlreadyExists(err) {
+		err = r.replaceLeftover(ctx, s, sec)
 	}
 	if err != nil {
 		return fmt.Errorf("writing the record of revision %d: %w", rev.Number, err)
 	}
-	if upTo := rev.Number - int64(r.historyLimit()); upTo > 0 {
-		return r.deleteRecords(ctx, inst, upTo)
+	inst.Status.Inventory, _ = unionRefs(inst.Status.Inventory, planned)
+	inst.Status.InventoryCount = int32(len(inst.Status.Inventory))
+	return nil
+}
+
+// replaceLeftover takes the inventory of the record sec would replace into
+// the status and overwrites the record with sec's content.
+func (r *Reconciler) replaceLeftover(ctx context.Context, s *scope, sec *corev1.Secret) error {
+	existing := &corev1.Secret{}
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(sec), existing); err != nil {
+		return err
+	}
+	if existing.Type != v1alpha1.RevisionSecretType {
+		return fmt.Errorf("Secret %s/%s exists and is not an Annex record (type %q); rename or delete it", sec.Namespace, sec.Name, existing.Type)
+	}
+	if _, leftover, err := r.Records.Decode(existing.Data["record"]); err == nil {
+		s.inst.Status.Inventory, _ = unionRefs(s.inst.Status.Inventory, leftover)
+	}
+	// An undecodable record is overwritten: its objects still carry this
+	// installation's labels, and the uninstall finds nothing better.
+	existing.Data, existing.Labels, existing.OwnerReferences = sec.Data, sec.Labels, sec.OwnerReferences
+	return r.Client.Update(ctx, existing)
+}
+
+// trimRecords deletes the records the history no longer keeps, once
+// revision n is recorded.
+func (r *Reconciler) trimRecords(ctx context.Context, inst *v1alpha1.ExtensionInstallation, n int64) error {
+	upTo := n - int64(r.historyLimit())
+	if upTo <= 0 {
+		return nil
+	}
+	records, err := r.listRecords(ctx, inst)
+	if err != nil {
+		return err
+	}
+	for _, rec := range records {
+		if rec.number <= upTo {
+			if err := r.Client.Delete(ctx, rec.secret); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-// latestRecord returns the rendered set of the installed revision, if its
-// record exists.
-func (r *Reconciler) latestRecord(ctx context.Context, inst *v1alpha1.ExtensionInstallation) (Set, bool, error) {
-	if len(inst.Status.History) == 0 {
-		return Set{}, false, nil
-	}
-	return r.recordOf(ctx, inst, inst.Status.History[0].Number)
-}
-
 // recordOf returns the rendered set of revision n, if its record exists.
 func (r *Reconciler) recordOf(ctx context.Context, inst *v1alpha1.ExtensionInstallation, n int64) (Set, bool, error) {
-	if r.Records == nil {
-		return Set{}, false, nil
-	}
 	sec := &corev1.Secret{}
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: recordName(inst, n)}, sec)
 	if apierrors.IsNotFound(err) {
@@ -95,49 +126,32 @@ func (r *Reconciler) recordOf(ctx context.Context, inst *v1alpha1.ExtensionInsta
 	if err != nil {
 		return Set{}, false, err
 	}
-	set, err := r.Records.Decode(sec.Data["record"])
+	set, _, err := r.Records.Decode(sec.Data["record"])
 	return set, err == nil, err
 }
 
-// deleteRecordsOf deletes the records of the revisions the installation's
-// status knows, pending included; a record it does not know (the status
-// was lost) goes with the installation through its owner reference.
-func (r *Reconciler) deleteRecordsOf(ctx context.Context, inst *v1alpha1.ExtensionInstallation) error {
-	numbers := make([]int64, 0, len(inst.Status.History)+1)
-	for _, rev := range inst.Status.History {
-		numbers = append(numbers, rev.Number)
-	}
-	if inst.Status.Pending != nil {
-		numbers = append(numbers, inst.Status.Pending.Number)
-	}
-	for _, n := range numbers {
-		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, Name: recordName(inst, n)}}
-		if err := r.Client.Delete(ctx, sec); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting the record of revision %d: %w", n, err)
-		}
-	}
-	return nil
+// storedRecord is one record Secret of an installation.
+type storedRecord struct {
+	number int64
+	secret *corev1.Secret
 }
 
-// deleteRecords deletes the installation's records numbered upTo or lower.
-func (r *Reconciler) deleteRecords(ctx context.Context, inst *v1alpha1.ExtensionInstallation, upTo int64) error {
+// listRecords returns the installation's record Secrets, newest first.
+func (r *Reconciler) listRecords(ctx context.Context, inst *v1alpha1.ExtensionInstallation) ([]storedRecord, error) {
 	var list corev1.SecretList
 	if err := r.Reader.List(ctx, &list, client.InNamespace(inst.Namespace),
 		client.MatchingLabels{v1alpha1.LabelInstallationName: inst.Name}); err != nil {
-		return err
+		return nil, err
 	}
+	var out []storedRecord
 	for i := range list.Items {
 		sec := &list.Items[i]
-		if sec.Type != v1alpha1.RevisionSecretType {
-			continue
-		}
 		n, err := strconv.ParseInt(sec.Labels[v1alpha1.LabelRevision], 10, 64)
-		if err != nil || n > upTo {
+		if sec.Type != v1alpha1.RevisionSecretType || err != nil || sec.Name != recordName(inst, n) {
 			continue
 		}
-		if err := r.Client.Delete(ctx, sec); client.IgnoreNotFound(err) != nil {
-			return err
-		}
+		out = append(out, storedRecord{number: n, secret: sec})
 	}
-	return nil
+	sort.Slice(out, func(i, j int) bool { return out[i].number > out[j].number })
+	return out, nil
 }

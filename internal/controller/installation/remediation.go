@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -88,6 +89,13 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 		return ctrl.Result{}, nil
 	}
 	applier := s.target.Applier()
+	rev := *good
+	rev.Number = inst.Status.History[0].Number + 1
+	rev.AppliedAt = metav1.NewTime(r.now())
+	planned := applier.Refs(append(append([]*unstructured.Unstructured{}, set.CRDs...), set.Objects...), s.targetNamespace())
+	if err := r.writeIntent(ctx, s, rev, planned, set); err != nil {
+		return ctrl.Result{}, err
+	}
 	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true})
 	if err != nil {
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("%s; rolling back to revision %d: %v", why, good.Number, err))
@@ -96,10 +104,7 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, applied.Inventory); err != nil {
 		return ctrl.Result{}, err
 	}
-	rev := *good
-	rev.Number = inst.Status.History[0].Number + 1
-	rev.AppliedAt = metav1.NewTime(r.now())
-	if err := r.saveRecord(ctx, s, rev, applied.Inventory, set); err != nil {
+	if err := r.trimRecords(ctx, inst, rev.Number); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.record(s, applied.Inventory, rev, v1alpha1.ReasonRolledBack)

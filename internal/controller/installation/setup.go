@@ -2,6 +2,7 @@ package installation
 
 import (
 	"context"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,9 @@ const indexExtension = "spec.extension"
 // readiness (the cluster is resolved as a whole), and when the cluster's
 // Kubernetes version changes (ClusterEvents).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Records == nil {
+		return errors.New("installation controller: Records is required")
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, indexExtension,
 		func(o client.Object) []string { return []string{o.(*v1alpha1.ExtensionInstallation).Spec.Extension} }); err != nil {
 		return err

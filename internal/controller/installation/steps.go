@@ -220,15 +220,18 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	applier := s.target.Applier()
 	rev := r.nextRevision(s)
 
-	// Record the intent first: the revision being applied, and an inventory
-	// grown to include everything about to be applied, so that a crash at
-	// any instant leaves nothing unowned and the next reconcile resumes.
+	// Record the intent first, so that a crash at any instant leaves
+	// nothing unowned and the next reconcile resumes (see writeIntent).
 	planned := applier.Refs(append(append([]*unstructured.Unstructured{}, set.CRDs...), set.Objects...), s.targetNamespace())
-	inst.Status.Inventory, _ = unionRefs(inst.Status.Inventory, planned)
-	inst.Status.InventoryCount = int32(len(inst.Status.Inventory))
-	inst.Status.Pending = &rev
-	if err := r.persist(ctx, s); err != nil {
+	if err := r.writeIntent(ctx, s, rev, planned, set); err != nil {
 		return ctrl.Result{}, err
+	}
+	inst.Status.Pending = &rev
+	if hasHooks(set) {
+		// Hooks may run for minutes: show what is being applied meanwhile.
+		if err := r.persist(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 
 	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{
@@ -252,12 +255,23 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("pruning objects that left %s %s: %v", inst.Spec.Extension, s.choice.Version.Version, err))
 		return ctrl.Result{}, s.block
 	}
-	if err := r.saveRecord(ctx, s, rev, applied.Inventory, set); err != nil {
+	if err := r.trimRecords(ctx, inst, rev.Number); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.record(s, applied.Inventory, rev, "")
 	s.observedHealth = &applied.Health
 	return ctrl.Result{}, nil
+}
+
+// hasHooks reports whether set holds Helm hooks, which the apply runs and
+// awaits.
+func hasHooks(set Set) bool {
+	for _, o := range set.Objects {
+		if _, ok := o.GetAnnotations()["helm.sh/hook"]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // nextRevision describes the revision this reconcile applies. A revision

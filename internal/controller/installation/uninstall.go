@@ -23,7 +23,9 @@ func uninstallStarted(inst *v1alpha1.ExtensionInstallation) bool {
 
 // uninstall removes exactly the inventory from the target cluster, waits
 // until it is gone, then releases the finalizer. CRDs stay unless
-// spec.uninstall.deleteCRDs is true.
+// spec.uninstall.deleteCRDs is true. The inventory includes what a
+// revision that never reached the status may have applied (its record
+// says).
 func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
 	if !controllerutil.ContainsFinalizer(inst, v1alpha1.FinalizerUninstall) {
@@ -46,11 +48,12 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, s.block
 	}
 	applier := target.Applier()
-	hooks, hasHooks, err := r.latestRecord(ctx, inst)
+	records, err := r.listRecords(ctx, inst)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if hasHooks && !uninstallStarted(inst) {
+	hooks, haveRecord := r.takeRecords(s, records)
+	if haveRecord && !uninstallStarted(inst) {
 		if err := applier.RunDeleteHooks(ctx, s.owner(), s.targetNamespace(), hooks, false, timeoutOf(inst)); err != nil {
 			s.block = retry(v1alpha1.ReasonHookFailed, fmt.Sprintf("pre-delete hook of %s: %v", inst.Spec.Extension, err))
 			return ctrl.Result{}, s.block
@@ -69,14 +72,16 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 			return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
 		}
 	}
-	if hasHooks {
+	if haveRecord {
 		if err := applier.RunDeleteHooks(ctx, s.owner(), s.targetNamespace(), hooks, true, timeoutOf(inst)); err != nil {
 			s.block = retry(v1alpha1.ReasonHookFailed, fmt.Sprintf("post-delete hook of %s: %v", inst.Spec.Extension, err))
 			return ctrl.Result{}, s.block
 		}
 	}
-	if err := r.deleteRecordsOf(ctx, inst); err != nil {
-		return ctrl.Result{}, err
+	for _, rec := range records {
+		if err := r.Client.Delete(ctx, rec.secret); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting the record of revision %d: %w", rec.number, err)
+		}
 	}
 	r.event(s, corev1.EventTypeNormal, "Uninstalled", fmt.Sprintf("removed %d objects of %s %s",
 		len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion))
@@ -85,4 +90,30 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	s.gone = true
 	return ctrl.Result{}, nil
+}
+
+// takeRecords reads an installation's records, newest first: the
+// inventory of each revision newer than the installed one (an apply that
+// crashed or failed before the status recorded it) joins the status
+// inventory, and the installed revision's rendered set is returned for its
+// delete hooks.
+func (r *Reconciler) takeRecords(s *scope, records []storedRecord) (Set, bool) {
+	var installed int64
+	if len(s.inst.Status.History) > 0 {
+		installed = s.inst.Status.History[0].Number
+	}
+	for _, rec := range records {
+		set, inventory, err := r.Records.Decode(rec.secret.Data["record"])
+		if err != nil {
+			continue // its objects carry the installation's labels; nothing better is known
+		}
+		switch {
+		case rec.number > installed:
+			s.inst.Status.Inventory, _ = unionRefs(s.inst.Status.Inventory, inventory)
+			s.inst.Status.InventoryCount = int32(len(s.inst.Status.Inventory))
+		case rec.number == installed:
+			return set, true
+		}
+	}
+	return Set{}, false
 }
