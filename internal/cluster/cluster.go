@@ -93,6 +93,12 @@ func (r *Registry) configFor(ctx context.Context, name string) (*rest.Config, st
 	if err != nil {
 		return nil, "", fmt.Errorf("ManagedCluster %q: key %q of Secret %s/%s is not a valid kubeconfig: %w", name, key, ref.Namespace, ref.Name, err)
 	}
+	if cfg.QPS == 0 {
+		// As controller-runtime does for the hub: no client-side limit (5
+		// requests per second otherwise); the API server's priority and
+		// fairness protects it.
+		cfg.QPS = -1
+	}
 	return cfg, string(sec.UID) + "/" + sec.ResourceVersion, nil
 }
 
