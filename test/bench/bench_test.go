@@ -265,6 +265,7 @@ func benchApplier(b *testing.B, n int) {
 		owners := make([]apply.Owner, n)
 		sets := make([]apply.Set, n)
 		inventories := make([][]v1alpha1.ObjectReference, n)
+		ready := make([]bool, n)
 		for i := range n {
 			owners[i] = apply.Owner{Name: fmt.Sprintf("app-%d-%d", iter, i), Namespace: "annex-system"}
 			sets[i] = appSet(b, ns, i)
@@ -274,13 +275,13 @@ func benchApplier(b *testing.B, n int) {
 		before := counter.Snapshot()
 		start := time.Now()
 		if err := parallel(n, func(i int) error {
-			inv, err := a.Apply(ctx, owners[i], ns, sets[i])
-			inventories[i] = inv
+			res, err := a.ApplyWithOptions(ctx, owners[i], ns, sets[i], apply.ApplyOptions{})
+			inventories[i], ready[i] = res.Inventory, res.Health.Ready
 			return err
 		}); err != nil {
 			b.Fatal(err)
 		}
-		if err := waitReady(ctx, a, inventories); err != nil {
+		if err := waitReady(ctx, a, inventories, ready); err != nil {
 			b.Fatal(err)
 		}
 		toReady += time.Since(start)
@@ -331,10 +332,10 @@ func benchApplier(b *testing.B, n int) {
 		n, install.ByMethod, noop.ByMethod, diff.ByMethod, uninstall.ByMethod)
 }
 
-// waitReady reads the health of every inventory, again and again, until
-// all are ready; it fails after a minute.
-func waitReady(ctx context.Context, a *apply.Applier, inventories [][]v1alpha1.ObjectReference) error {
-	ready := make([]bool, len(inventories))
+// waitReady reads the health of every inventory not ready yet (ready says
+// which are, from the apply's answers), again and again, until all are
+// ready; it fails after a minute.
+func waitReady(ctx context.Context, a *apply.Applier, inventories [][]v1alpha1.ObjectReference, ready []bool) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var mu sync.Mutex
