@@ -3,6 +3,7 @@ package installation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -32,7 +33,7 @@ func recordName(inst *v1alpha1.ExtensionInstallation, n int64) string {
 
 // writeIntent records revision rev before any object of it is applied: a
 // Secret owned by the installation gets the rendered set, hooks included,
-// and planned, the inventory about to be applied. A crash at any later
+// and the inventory about to be applied. A crash at any later
 // instant leaves every object it applied listed there, where the next
 // reconcile or the uninstall finds it; the status is written once, when
 // the apply is done.
@@ -41,10 +42,11 @@ func recordName(inst *v1alpha1.ExtensionInstallation, n int64) string {
 // before its revision was recorded in status. Its inventory joins the
 // status inventory first, so that what that attempt applied stays owned
 // (and is pruned if this attempt drops it); then the record is replaced.
-// The status inventory grows by planned as well, so that a failing apply
-// records everything it may have touched.
-func (r *Reconciler) writeIntent(ctx context.Context, s *scope, rev v1alpha1.Revision, planned []v1alpha1.ObjectReference, set Set) error {
+// The status inventory grows by that inventory as well, so that a failing
+// apply records everything it may have touched.
+func (r *Reconciler) writeIntent(ctx context.Context, s *scope, rev v1alpha1.Revision, set Set) error {
 	inst := s.inst
+	planned := s.target.Applier().Refs(slices.Concat(set.CRDs, set.Objects), s.targetNamespace())
 	data, err := r.Records.Encode(rev, planned, set)
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -92,8 +91,7 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 	rev := *good
 	rev.Number = inst.Status.History[0].Number + 1
 	rev.AppliedAt = metav1.NewTime(r.now())
-	planned := applier.Refs(append(append([]*unstructured.Unstructured{}, set.CRDs...), set.Objects...), s.targetNamespace())
-	if err := r.writeIntent(ctx, s, rev, planned, set); err != nil {
+	if err := r.writeIntent(ctx, s, rev, set); err != nil {
 		return ctrl.Result{}, err
 	}
 	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true})

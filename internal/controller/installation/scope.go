@@ -40,6 +40,14 @@ func newScope(inst *v1alpha1.ExtensionInstallation) *scope {
 	return &scope{inst: inst, written: inst.DeepCopy(), wasReady: isReady(inst)}
 }
 
+// observe keeps h, the health an apply or drift check has just seen, for
+// waitHealthy, when it covers the whole inventory.
+func (s *scope) observe(h Health) {
+	if h.Total == len(s.inventory) {
+		s.observedHealth = &h
+	}
+}
+
 func (s *scope) owner() Owner { return Owner{Name: s.inst.Name, Namespace: s.inst.Namespace} }
 
 func (s *scope) targetNamespace() string {

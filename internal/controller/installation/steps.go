@@ -222,8 +222,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 
 	// Record the intent first, so that a crash at any instant leaves
 	// nothing unowned and the next reconcile resumes (see writeIntent).
-	planned := applier.Refs(append(append([]*unstructured.Unstructured{}, set.CRDs...), set.Objects...), s.targetNamespace())
-	if err := r.writeIntent(ctx, s, rev, planned, set); err != nil {
+	if err := r.writeIntent(ctx, s, rev, set); err != nil {
 		return ctrl.Result{}, err
 	}
 	inst.Status.Pending = &rev
@@ -259,7 +258,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	r.record(s, applied.Inventory, rev, "")
-	s.observedHealth = &applied.Health
+	s.observe(applied.Health)
 	return ctrl.Result{}, nil
 }
 
@@ -309,9 +308,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("comparing the cluster with revision %d: %v", inst.Status.History[0].Number, err))
 		return ctrl.Result{}, s.block
 	}
-	if health.Total == len(s.inventory) {
-		s.observedHealth = &health // what was just read: waitHealthy need not read it again
-	}
+	s.observe(health)
 	found := driftedObjects(drifts)
 	if len(found) == 0 {
 		inst.Status.Drifted = nil
@@ -339,9 +336,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	inst.Status.Drifted = nil
-	if s.observedHealth != nil {
-		s.observedHealth = &corrected.Health
-	}
+	s.observe(corrected.Health)
 	r.event(s, corev1.EventTypeNormal, "DriftCorrected", "restored objects that differed from the installed revision: "+describeDrift(found))
 	return ctrl.Result{}, nil
 }
