@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -47,6 +48,16 @@ type recordEnvelope struct {
 	Record Record `json:"record"`
 }
 
+// gzipWriters keeps compressors for EncodeRecord: each holds about a
+// megabyte of state that would otherwise be allocated for every record.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, err := gzip.NewWriterLevel(nil, gzip.BestCompression)
+	if err != nil {
+		panic(err) // the level is a valid constant
+	}
+	return zw
+}}
+
 // EncodeRecord returns r as gzip-compressed JSON. The output is the same
 // for equal records.
 func EncodeRecord(r Record) ([]byte, error) {
@@ -55,10 +66,9 @@ func EncodeRecord(r Record) ([]byte, error) {
 		return nil, fmt.Errorf("encode revision %d record: %w", r.Revision, err)
 	}
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(&buf)
 	if _, err := zw.Write(data); err != nil {
 		return nil, fmt.Errorf("compress revision %d record: %w", r.Revision, err)
 	}

@@ -187,14 +187,14 @@ func benchRaw(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	ctx := b.Context()
-	var toCreate, toDelete time.Duration
+	var toCreate, toDelete, apiCreate, apiDelete time.Duration
 	var used reqcount.Counts
 	b.ResetTimer()
 	for iter := range b.N {
 		b.StopTimer()
 		ns := fmt.Sprintf("raw-%d", iter)
 		createNamespace(b, env.Client, ns)
-		before := counter.Snapshot()
+		before, apiBefore := counter.Snapshot(), controlPlaneCPU(b)
 		b.StartTimer()
 		start := time.Now()
 		err := parallel(n, func(i int) error {
@@ -210,9 +210,11 @@ func benchRaw(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		used = addCounts(used, counter.Snapshot().Sub(before))
+		apiCreate += controlPlaneCPU(b) - apiBefore
 
 		// Nothing holds a finalizer here, so an object is gone when its
 		// DELETE returns.
+		apiBefore = controlPlaneCPU(b)
 		start = time.Now()
 		err = parallel(n, func(i int) error {
 			for _, o := range appObjects(ns, i) {
@@ -226,18 +228,22 @@ func benchRaw(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		apiDelete += controlPlaneCPU(b) - apiBefore
 	}
 	b.StopTimer()
 	runs := float64(b.N)
 	r := result{
 		toReady: toCreate / time.Duration(b.N), toDelete: toDelete / time.Duration(b.N),
 		reqPerInstall: float64(used.Total) / (runs * float64(n)), writesPerInstall: float64(used.Writes) / (runs * float64(n)),
+		apiInstall: apiCreate / time.Duration(b.N*n), apiDelete: apiDelete / time.Duration(b.N*n),
 		idleWritesPerHour: -1, load: loadavg(),
 	}
 	b.ReportMetric(r.toReady.Seconds(), "s-to-create")
 	b.ReportMetric(r.toDelete.Seconds(), "s-to-delete")
 	b.ReportMetric(float64(4*n)/r.toReady.Seconds(), "objects/s")
 	b.ReportMetric(r.reqPerInstall, "req/install")
+	b.ReportMetric(ms(r.apiInstall), "api-ms/install")
+	b.ReportMetric(ms(r.apiDelete), "api-ms/delete")
 	b.ReportMetric(load1(), "load1")
 	record(n, "raw", r)
 }

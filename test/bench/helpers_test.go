@@ -132,6 +132,25 @@ func TestParseProcCPU(t *testing.T) {
 	}
 }
 
+func TestProcParent(t *testing.T) {
+	for _, tc := range []struct {
+		name, stat string
+		comm       string
+		ppid       int
+		ok         bool
+	}{
+		{"plain", "42 (kube-apiserver) S 7 42 42 0", "kube-apiserver", 7, true},
+		{"odd name", "42 (a (b) c) S 9 42 42 0", "a (b) c", 9, true},
+		{"truncated", "42 (etcd) S", "", 0, false},
+		{"no name", "42 etcd S 7", "", 0, false},
+	} {
+		comm, ppid, ok := procParent([]byte(tc.stat))
+		if comm != tc.comm || ppid != tc.ppid || ok != tc.ok {
+			t.Errorf("%s: got %q, %d, %v; want %q, %d, %v", tc.name, comm, ppid, ok, tc.comm, tc.ppid, tc.ok)
+		}
+	}
+}
+
 func TestResourceOf(t *testing.T) {
 	for _, tc := range []struct{ path, want string }{
 		// A namespaced object of a core kind.

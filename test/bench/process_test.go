@@ -258,3 +258,59 @@ func load1() float64 {
 	v, _ := strconv.ParseFloat(f[0], 64)
 	return v
 }
+
+// controlPlaneCPU returns the CPU time (user + system) that this process's
+// kube-apiserver and etcd children have used so far: what the requests of
+// the system under test cost the cluster, whichever client sent them.
+func controlPlaneCPU(b *testing.B) time.Duration {
+	b.Helper()
+	self := os.Getpid()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatalf("control plane CPU: %v", err)
+	}
+	var total time.Duration
+	found := 0
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		comm, ppid, ok := procParent(data)
+		if !ok || ppid != self || (comm != "kube-apiserver" && comm != "etcd") {
+			continue
+		}
+		cpu, err := parseProcCPU(data)
+		if err != nil {
+			b.Fatalf("control plane CPU: /proc/%d/stat: %v", pid, err)
+		}
+		total += cpu
+		found++
+	}
+	if found != 2 {
+		b.Fatalf("control plane CPU: found %d kube-apiserver and etcd children of this process, want 2", found)
+	}
+	return total
+}
+
+// procParent returns the command name and parent process ID from the
+// contents of /proc/<pid>/stat.
+func procParent(data []byte) (comm string, ppid int, ok bool) {
+	open, end := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
+	if open < 0 || end < open {
+		return "", 0, false
+	}
+	fields := strings.Fields(string(data[end+1:]))
+	if len(fields) < 2 {
+		return "", 0, false
+	}
+	ppid, err := strconv.Atoi(fields[1]) // field 4; fields[0] is the state
+	if err != nil {
+		return "", 0, false
+	}
+	return string(data[open+1 : end]), ppid, true
+}

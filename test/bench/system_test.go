@@ -45,6 +45,7 @@ func BenchmarkSystem(b *testing.B) {
 	for _, n := range []int{100, 500, 1000} {
 		b.Run(sizeName(n), func(b *testing.B) {
 			b.Run("raw", func(b *testing.B) { benchRaw(b, n) })
+			b.Run("proto", func(b *testing.B) { benchProtocol(b, n) })
 			b.Run("annex", func(b *testing.B) { benchAnnex(b, n) })
 			b.Run("helm", func(b *testing.B) { benchHelm(b, n) })
 		})
@@ -94,7 +95,7 @@ func benchAnnex(b *testing.B, n int) {
 
 	startRSS := mgr.RSS(b)
 	before, kindsBefore := proxy.Snapshot(), proxy.Kinds()
-	cpuBefore := mgr.CPU(b)
+	cpuBefore, apiBefore := mgr.CPU(b), controlPlaneCPU(b)
 	b.ResetTimer()
 	start := time.Now()
 	proxy.ProfileAPIServer(b, apiserverProfileEnv, 20*time.Second)
@@ -109,7 +110,7 @@ func benchAnnex(b *testing.B, n int) {
 	toReady := time.Since(start)
 	b.StopTimer()
 	install := proxy.Snapshot().Sub(before)
-	installCPU := mgr.CPU(b) - cpuBefore
+	installCPU, apiInstall := mgr.CPU(b)-cpuBefore, controlPlaneCPU(b)-apiBefore
 	b.Logf("N=%d install: %s to Ready; manager requests: %s", n, toReady.Round(time.Millisecond), formatKinds(kindsBefore, proxy.Kinds()))
 
 	// Nothing changes: every write now is a cost of standing still.
@@ -121,6 +122,7 @@ func benchAnnex(b *testing.B, n int) {
 	b.Logf("N=%d idle %s (spec.interval %s, %.0f resyncs): manager requests: %s", n, idleWindow, resyncInterval, resyncs, formatKinds(kindsBefore, proxy.Kinds()))
 
 	before, kindsBefore = proxy.Snapshot(), proxy.Kinds()
+	apiBefore = controlPlaneCPU(b)
 	b.StartTimer()
 	start = time.Now()
 	if err := parallel(n, func(i int) error { return client.IgnoreNotFound(c.Delete(ctx, installation(i))) }); err != nil {
@@ -133,7 +135,7 @@ func benchAnnex(b *testing.B, n int) {
 	}
 	toDelete := time.Since(start)
 	b.StopTimer()
-	uninstall := proxy.Snapshot().Sub(before)
+	uninstall, apiDelete := proxy.Snapshot().Sub(before), controlPlaneCPU(b)-apiBefore
 	b.Logf("N=%d uninstall: %s; manager requests: %s", n, toDelete.Round(time.Millisecond), formatKinds(kindsBefore, proxy.Kinds()))
 	requireNoApps(b, c)
 
@@ -141,6 +143,7 @@ func benchAnnex(b *testing.B, n int) {
 	r := result{
 		toReady: toReady, toDelete: toDelete, peakMiB: peak,
 		reqPerInstall: float64(install.Total) / float64(n), writesPerInstall: float64(install.Writes) / float64(n),
+		apiInstall: apiInstall / time.Duration(n), apiDelete: apiDelete / time.Duration(n),
 		idleWritesPerHour: idleWritesPerHour, load: loadavg(),
 	}
 	b.ReportMetric(toReady.Seconds(), "s-to-ready")
@@ -153,6 +156,8 @@ func benchAnnex(b *testing.B, n int) {
 	b.ReportMetric(idleWritesPerHour, "idle-writes/install/h")
 	b.ReportMetric(float64(idle.Total)/float64(n)/resyncs, "idle-req/install/resync")
 	b.ReportMetric(installCPU.Seconds(), "mgr-cpu-s-to-ready")
+	b.ReportMetric(ms(r.apiInstall), "api-ms/install")
+	b.ReportMetric(ms(r.apiDelete), "api-ms/delete")
 	b.ReportMetric(load1(), "load1")
 	record(n, "annex", r)
 }
@@ -310,7 +315,7 @@ func benchHelm(b *testing.B, n int) {
 		"HELM_DATA_HOME="+filepath.Join(work, "helm-data"),
 	)}
 
-	before := proxy.Snapshot()
+	before, apiBefore := proxy.Snapshot(), controlPlaneCPU(b)
 	b.ResetTimer()
 	start := time.Now()
 	if err := parallel(n, func(i int) error {
@@ -320,10 +325,10 @@ func benchHelm(b *testing.B, n int) {
 	}
 	toReady := time.Since(start)
 	b.StopTimer()
-	install := proxy.Snapshot().Sub(before)
+	install, apiInstall := proxy.Snapshot().Sub(before), controlPlaneCPU(b)-apiBefore
 	installCPU, peak := h.take()
 
-	before = proxy.Snapshot()
+	before, apiBefore = proxy.Snapshot(), controlPlaneCPU(b)
 	b.StartTimer()
 	start = time.Now()
 	if err := parallel(n, func(i int) error {
@@ -333,12 +338,13 @@ func benchHelm(b *testing.B, n int) {
 	}
 	toDelete := time.Since(start)
 	b.StopTimer()
-	uninstall := proxy.Snapshot().Sub(before)
+	uninstall, apiDelete := proxy.Snapshot().Sub(before), controlPlaneCPU(b)-apiBefore
 	requireNoApps(b, env.Client)
 
 	r := result{
 		toReady: toReady, toDelete: toDelete, peakMiB: peak,
 		reqPerInstall: float64(install.Total) / float64(n), writesPerInstall: float64(install.Writes) / float64(n),
+		apiInstall: apiInstall / time.Duration(n), apiDelete: apiDelete / time.Duration(n),
 		idleWritesPerHour: -1, load: loadavg(),
 	}
 	b.ReportMetric(toReady.Seconds(), "s-to-ready")
@@ -348,6 +354,8 @@ func benchHelm(b *testing.B, n int) {
 	b.ReportMetric(r.writesPerInstall, "writes/install")
 	b.ReportMetric(float64(uninstall.Total)/float64(n), "delete-req/install")
 	b.ReportMetric(installCPU.Seconds(), "cli-cpu-s-to-ready")
+	b.ReportMetric(ms(r.apiInstall), "api-ms/install")
+	b.ReportMetric(ms(r.apiDelete), "api-ms/delete")
 	b.ReportMetric(load1(), "load1")
 	record(n, "helm", r)
 }

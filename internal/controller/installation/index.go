@@ -10,8 +10,14 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// indexCluster indexes the cache's installations by spec.cluster.
-const indexCluster = "annex.dev/cluster"
+const (
+	// indexCluster indexes the cache's installations by spec.cluster.
+	indexCluster = "annex.dev/cluster"
+	// indexWaiting indexes by spec.cluster only the installations that
+	// wait on others (waitsOnOthers), so that a change wakes them without
+	// a look at every installation on the cluster.
+	indexWaiting = "annex.dev/waiting-on-cluster"
+)
 
 // installationIndex reads the installations of one cluster straight from
 // the informer's store: every reconcile resolves its whole cluster, and
@@ -32,22 +38,40 @@ func newInstallationIndex(ctx context.Context, mgr ctrl.Manager) (*installationI
 	if !ok {
 		return nil, fmt.Errorf("the cache's informer for ExtensionInstallations (%T) does not expose its store", inf)
 	}
-	if err := inf.AddIndexers(toolscache.Indexers{indexCluster: func(obj any) ([]string, error) {
-		inst, ok := obj.(*v1alpha1.ExtensionInstallation)
-		if !ok {
-			return nil, nil
-		}
-		return []string{inst.Spec.Cluster}, nil
-	}}); err != nil {
+	if err := inf.AddIndexers(toolscache.Indexers{
+		indexCluster: clusterKey(func(*v1alpha1.ExtensionInstallation) bool { return true }),
+		indexWaiting: clusterKey(waitsOnOthers),
+	}); err != nil {
 		return nil, err
 	}
 	return &installationIndex{store: withStore.GetIndexer()}, nil
 }
 
+// clusterKey indexes an installation by its spec.cluster when keep says so.
+func clusterKey(keep func(*v1alpha1.ExtensionInstallation) bool) toolscache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		inst, ok := obj.(*v1alpha1.ExtensionInstallation)
+		if !ok || !keep(inst) {
+			return nil, nil
+		}
+		return []string{inst.Spec.Cluster}, nil
+	}
+}
+
 // on returns the installations on cluster ("" is the hub). They are the
 // cache's own objects, shared with every reader: never modify them.
 func (x *installationIndex) on(cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
-	objs, err := x.store.ByIndex(indexCluster, cluster)
+	return x.byIndex(indexCluster, cluster)
+}
+
+// waitingOn returns the installations on cluster that wait on others
+// (waitsOnOthers), as on does.
+func (x *installationIndex) waitingOn(cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
+	return x.byIndex(indexWaiting, cluster)
+}
+
+func (x *installationIndex) byIndex(index, cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
+	objs, err := x.store.ByIndex(index, cluster)
 	if err != nil {
 		return nil, err
 	}

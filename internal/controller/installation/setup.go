@@ -73,13 +73,13 @@ func (r *Reconciler) installationsOfExtension(ctx context.Context, o client.Obje
 // waking them would run it again for nothing.
 func (r *Reconciler) unsettledOnSameCluster(_ context.Context, o client.Object) []reconcile.Request {
 	changed := o.(*v1alpha1.ExtensionInstallation)
-	others, err := r.index.on(changed.Spec.Cluster)
+	waiting, err := r.index.waitingOn(changed.Spec.Cluster)
 	if err != nil {
 		return nil
 	}
 	var out []reconcile.Request
-	for _, i := range others {
-		if (i.Namespace != changed.Namespace || i.Name != changed.Name) && waitsOnOthers(i) {
+	for _, i := range waiting {
+		if i.Namespace != changed.Namespace || i.Name != changed.Name {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: i.Namespace, Name: i.Name}})
 		}
 	}

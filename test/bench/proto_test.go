@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/apply"
+	"github.com/annex-platform/annex/internal/apply/reqcount"
+	"github.com/annex-platform/annex/internal/testenv"
+)
+
+// benchProtocol measures the floor under Annex: a plain client, with the
+// same 10 workers as the raw one and no manager, sends for each app the
+// requests Annex's install and uninstall send (the benchmark's annex run
+// lists them), with bodies of the same shape. What Annex takes beyond
+// this is the manager's own work; what this takes beyond raw is the API
+// server's price for the installation resource, its finalizer, the
+// revision record, server-side apply and the status.
+func benchProtocol(b *testing.B, n int) {
+	if b.N > 1 {
+		b.Fatal("run with -benchtime 1x: one run takes minutes and starts its own API server")
+	}
+	ctx := b.Context()
+	env := testenv.Start(b)
+	counter := &reqcount.Counter{}
+	c, err := client.New(counter.Wrap(unlimited(env.Config)), client.Options{Scheme: env.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	createNamespace(b, env.Client, benchNamespace)
+
+	before, apiBefore := counter.Snapshot(), controlPlaneCPU(b)
+	b.ResetTimer()
+	start := time.Now()
+	if err := parallel(n, func(i int) error { return protocolInstall(ctx, c, i) }); err != nil {
+		b.Fatal(err)
+	}
+	toReady := time.Since(start)
+	b.StopTimer()
+	install, apiInstall := counter.Snapshot().Sub(before), controlPlaneCPU(b)-apiBefore
+
+	before, apiBefore = counter.Snapshot(), controlPlaneCPU(b)
+	b.StartTimer()
+	start = time.Now()
+	if err := parallel(n, func(i int) error { return protocolUninstall(ctx, c, i) }); err != nil {
+		b.Fatal(err)
+	}
+	toDelete := time.Since(start)
+	b.StopTimer()
+	uninstall, apiDelete := counter.Snapshot().Sub(before), controlPlaneCPU(b)-apiBefore
+	requireNoApps(b, env.Client)
+
+	r := result{
+		toReady: toReady, toDelete: toDelete,
+		reqPerInstall: float64(install.Total) / float64(n), writesPerInstall: float64(install.Writes) / float64(n),
+		apiInstall: apiInstall / time.Duration(n), apiDelete: apiDelete / time.Duration(n),
+		idleWritesPerHour: -1, load: loadavg(),
+	}
+	b.ReportMetric(toReady.Seconds(), "s-to-ready")
+	b.ReportMetric(toDelete.Seconds(), "s-to-delete")
+	b.ReportMetric(r.reqPerInstall, "req/install")
+	b.ReportMetric(r.writesPerInstall, "writes/install")
+	b.ReportMetric(float64(uninstall.Total)/float64(n), "delete-req/install")
+	b.ReportMetric(ms(r.apiInstall), "api-ms/install")
+	b.ReportMetric(ms(r.apiDelete), "api-ms/delete")
+	b.ReportMetric(load1(), "load1")
+	record(n, "proto", r)
+}
+
+// protocolInstall sends Annex's requests for installing app i: the
+// user's create, the finalizer, the intent record, a read and a
+// server-side apply of each object, the status and the event.
+func protocolInstall(ctx context.Context, c client.Client, i int) error {
+	inst := installation(i)
+	if err := c.Create(ctx, inst); err != nil {
+		return err
+	}
+	base := inst.DeepCopy()
+	inst.Finalizers = []string{v1alpha1.FinalizerUninstall}
+	if err := c.Patch(ctx, inst, client.MergeFrom(base)); err != nil {
+		return err
+	}
+	objs, refs, err := protocolObjects(i)
+	if err != nil {
+		return err
+	}
+	data, err := apply.EncodeRecord(apply.Record{Revision: 1, Version: "1.0.0", ValuesDigest: digest('v'), ManifestDigest: digest('m'), Inventory: refs, Objects: objs})
+	if err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: inst.Namespace, Name: fmt.Sprintf("annex.%s.v1", inst.Name),
+			Labels:          map[string]string{"annex.dev/installation": inst.Name, "annex.dev/revision": "1"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ExtensionInstallation", Name: inst.Name, UID: inst.UID}},
+		},
+		Type: "annex.dev/revision",
+		Data: map[string][]byte{"record": data},
+	}); err != nil {
+		return err
+	}
+	for _, o := range objs {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(o.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), live); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	for _, o := range objs {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+			return err
+		}
+	}
+	base = inst.DeepCopy()
+	now := metav1.Now()
+	inst.Status = v1alpha1.ExtensionInstallationStatus{
+		ObservedGeneration: inst.Generation, ClusterVersion: "v1.37.1", ResolvedVersion: "1.0.0", InstalledVersion: "1.0.0",
+		Inventory: refs, InventoryCount: int32(len(refs)), LastHealthyRevision: 1,
+		History: []v1alpha1.Revision{{Number: 1, Version: "1.0.0", ArtifactDigest: digest('a'), ValuesDigest: digest('v'), ManifestDigest: digest('m'), AppliedAt: now}},
+	}
+	for _, cond := range []struct{ typ, msg string }{
+		{v1alpha1.ConditionResolved, "chose flux-benchmark 1.0.0 for Kubernetes v1.37.1"},
+		{v1alpha1.ConditionInstalled, "applied flux-benchmark 1.0.0 (revision 1, 4 objects)"},
+		{v1alpha1.ConditionReady, "flux-benchmark 1.0.0 is installed and healthy (4 objects)"},
+	} {
+		meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{Type: cond.typ, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.ReasonSucceeded, Message: cond.msg, ObservedGeneration: inst.Generation})
+	}
+	if err := c.Status().Patch(ctx, inst, client.MergeFrom(base)); err != nil {
+		return err
+	}
+	return c.Create(ctx, protocolEvent(inst, "Installed", "installed flux-benchmark 1.0.0 (revision 1)"))
+}
+
+// protocolUninstall sends Annex's requests for uninstalling app i: the
+// user's delete, a read and a delete of each object, the list and delete
+// of the record, the finalizer's removal and the event.
+func protocolUninstall(ctx context.Context, c client.Client, i int) error {
+	inst := installation(i)
+	if err := c.Delete(ctx, inst); err != nil {
+		return err
+	}
+	objs, _, err := protocolObjects(i)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(o.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
+			return err
+		}
+		if err := c.Delete(ctx, live, client.Preconditions{UID: ptrTo(live.GetUID())}); err != nil {
+			return err
+		}
+	}
+	var records corev1.SecretList
+	if err := c.List(ctx, &records, client.InNamespace(inst.Namespace), client.MatchingLabels{"annex.dev/installation": inst.Name}); err != nil {
+		return err
+	}
+	for k := range records.Items {
+		if err := c.Delete(ctx, &records.Items[k]); err != nil {
+			return err
+		}
+	}
+	if err := c.Create(ctx, protocolEvent(inst, "Uninstalled", "uninstalled flux-benchmark 1.0.0")); err != nil {
+		return err
+	}
+	return c.Patch(ctx, inst, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+}
+
+// protocolObjects are app i's objects as Annex applies them: unstructured,
+// with Annex's labels, and their inventory.
+func protocolObjects(i int) ([]*unstructured.Unstructured, []v1alpha1.ObjectReference, error) {
+	var objs []*unstructured.Unstructured
+	var refs []v1alpha1.ObjectReference
+	for _, o := range appObjects(benchNamespace, i) {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, nil, err
+		}
+		u := &unstructured.Unstructured{Object: m}
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(u.Object, "status")
+		labels := u.GetLabels()
+		labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
+		labels[v1alpha1.LabelInstallationName] = u.GetName()
+		labels[v1alpha1.LabelInstallationNamespace] = benchNamespace
+		u.SetLabels(labels)
+		gvk := u.GroupVersionKind()
+		objs = append(objs, u)
+		refs = append(refs, v1alpha1.ObjectReference{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()})
+	}
+	return objs, refs, nil
+}
+
+func protocolEvent(inst *v1alpha1.ExtensionInstallation, reason, msg string) *corev1.Event {
+	now := metav1.Now()
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Namespace, GenerateName: inst.Name + "."},
+		InvolvedObject: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ExtensionInstallation",
+			Namespace: inst.Namespace, Name: inst.Name, UID: inst.UID},
+		Reason: reason, Message: msg, Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "annex"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+}
+
+// digest is the text of a sha256 digest, made of c.
+func digest(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
+
+func ptrTo(uid types.UID) *types.UID { return &uid }
