@@ -142,14 +142,18 @@ func appSet(b *testing.B, ns string, i int) apply.Set {
 
 // parallel calls fn(0) … fn(n-1) on workers goroutines and returns the
 // first error.
-func parallel(n int, fn func(i int) error) error {
+func parallel(n int, fn func(i int) error) error { return parallelOn(workers, n, fn) }
+
+// parallelOn calls fn(0) … fn(n-1) on k goroutines and returns the first
+// error.
+func parallelOn(k, n int, fn func(i int) error) error {
 	next := make(chan int)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
 	)
-	for range workers {
+	for range k {
 		wg.Go(func() {
 			for i := range next {
 				if err := fn(i); err != nil {

@@ -66,7 +66,7 @@ func printTable(w io.Writer) {
 	}
 	if len(results) > 0 {
 		fmt.Fprintln(w, "| system benchmark: raw = plain client, 10 workers; annex = `annex manager` (Ready = every installation Ready=True);")
-		fmt.Fprintln(w, "| proto = plain client, 10 workers, sending Annex's requests for each app without a manager (the API server's floor under annex);")
+		fmt.Fprintln(w, "| proto = plain client sending Annex's requests for each app, 32 workers like the manager's, no manager (the API server's floor under annex);")
 		fmt.Fprintln(w, "| helm = `helm install` ×N, 10 in parallel, without --wait (no controller makes a Deployment report status here)")
 		fmt.Fprintln(w, "| api-ms = CPU milliseconds kube-apiserver and etcd spent per installation, installing (inst) and uninstalling (del)")
 		fmt.Fprintf(w, "| %6s %-6s %10s %7s %11s %7s %9s %10s %11s %12s %11s %14s  %s\n",
