@@ -6,6 +6,9 @@
 //
 //   - raw: a plain client creating, then deleting, the objects with 10
 //     workers and client rate limits off: the floor;
+//   - proto: a plain client sending, for each app, the requests Annex's
+//     install and uninstall send, 32 apps at a time, with no manager: the
+//     API server's floor under Annex;
 //   - annex: `annex manager`, built from ./cmd/annex and run as a
 //     subprocess, installing N ExtensionInstallations of a chart served by
 //     an in-process Helm repository: time from creation to all Ready, time

@@ -38,8 +38,9 @@ const (
 
 // BenchmarkSystem is the issue's full-system benchmark: for N apps it
 // measures, each against its own fresh API server, the plain client
-// (raw), `annex manager` as a subprocess (annex) and the Helm CLI (helm),
-// then prints a table comparing them. CRD1K measures the manager's memory
+// (raw), Annex's requests sent without a manager (proto), `annex manager`
+// as a subprocess (annex) and the Helm CLI (helm), then prints a table
+// comparing them. CRD1K measures the manager's memory
 // with 1,000 CRDs in the cluster. Select one size with -bench System/N100.
 func BenchmarkSystem(b *testing.B) {
 	for _, n := range []int{100, 500, 1000} {
