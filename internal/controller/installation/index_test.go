@@ -26,7 +26,9 @@ func TestWaitsOnOthers(t *testing.T) {
 		{"ready", cond(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded), false},
 		{"in progress", cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing), false},
 		{"being deleted", func(i *v1alpha1.ExtensionInstallation) { i.DeletionTimestamp = &now }, true},
-		{"added for dependencies", func(i *v1alpha1.ExtensionInstallation) { i.Labels = map[string]string{v1alpha1.LabelAddedFor: "ns.app"} }, true},
+		{"added for dependencies", func(i *v1alpha1.ExtensionInstallation) {
+			i.Labels = map[string]string{v1alpha1.LabelAddedFor: "ns.app"}
+		}, true},
 		{"resolution failed", cond(v1alpha1.ConditionResolved, metav1.ConditionFalse, v1alpha1.ReasonNoMatchingVersion), true},
 		{"waits for a dependency", cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDependencyNotReady), true},
 		{"conflicts over an object", cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonOwnershipConflict), true},
