@@ -192,7 +192,7 @@ func benchRaw(b *testing.B, n int) {
 	}
 	ctx := b.Context()
 	var toCreate, toDelete, apiCreate, apiDelete time.Duration
-	var used reqcount.Counts
+	var created, deleted reqcount.Counts
 	b.ResetTimer()
 	for iter := range b.N {
 		b.StopTimer()
@@ -213,12 +213,12 @@ func benchRaw(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		used = addCounts(used, counter.Snapshot().Sub(before))
+		created = addCounts(created, counter.Snapshot().Sub(before))
 		apiCreate += controlPlaneCPU(b) - apiBefore
 
 		// Nothing holds a finalizer here, so an object is gone when its
 		// DELETE returns.
-		apiBefore = controlPlaneCPU(b)
+		before, apiBefore = counter.Snapshot(), controlPlaneCPU(b)
 		start = time.Now()
 		err = parallel(n, func(i int) error {
 			for _, o := range appObjects(ns, i) {
@@ -232,24 +232,20 @@ func benchRaw(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		deleted = addCounts(deleted, counter.Snapshot().Sub(before))
 		apiDelete += controlPlaneCPU(b) - apiBefore
 	}
 	b.StopTimer()
-	runs := float64(b.N)
+	installs := float64(b.N * n)
 	r := result{
 		toReady: toCreate / time.Duration(b.N), toDelete: toDelete / time.Duration(b.N),
-		reqPerInstall: float64(used.Total) / (runs * float64(n)), writesPerInstall: float64(used.Writes) / (runs * float64(n)),
-		apiInstall: apiCreate / time.Duration(b.N*n), apiDelete: apiDelete / time.Duration(b.N*n),
+		reqPerInstall: float64(created.Total) / installs, writesPerInstall: float64(created.Writes) / installs,
+		reqPerDelete: float64(deleted.Total) / installs,
+		apiInstall:   apiCreate / time.Duration(b.N*n), apiDelete: apiDelete / time.Duration(b.N*n),
 		idleWritesPerHour: -1, load: loadavg(),
 	}
-	b.ReportMetric(r.toReady.Seconds(), "s-to-create")
-	b.ReportMetric(r.toDelete.Seconds(), "s-to-delete")
 	b.ReportMetric(float64(4*n)/r.toReady.Seconds(), "objects/s")
-	b.ReportMetric(r.reqPerInstall, "req/install")
-	b.ReportMetric(ms(r.apiInstall), "api-ms/install")
-	b.ReportMetric(ms(r.apiDelete), "api-ms/delete")
-	b.ReportMetric(load1(), "load1")
-	record(n, "raw", r)
+	report(b, n, "raw", r)
 }
 
 // benchApplier installs n apps, one installation each, through one

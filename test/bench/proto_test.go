@@ -68,18 +68,11 @@ func benchProtocol(b *testing.B, n int) {
 	r := result{
 		toReady: toReady, toDelete: toDelete,
 		reqPerInstall: float64(install.Total) / float64(n), writesPerInstall: float64(install.Writes) / float64(n),
-		apiInstall: apiInstall / time.Duration(n), apiDelete: apiDelete / time.Duration(n),
+		reqPerDelete: float64(uninstall.Total) / float64(n),
+		apiInstall:   apiInstall / time.Duration(n), apiDelete: apiDelete / time.Duration(n),
 		idleWritesPerHour: -1, load: loadavg(),
 	}
-	b.ReportMetric(toReady.Seconds(), "s-to-ready")
-	b.ReportMetric(toDelete.Seconds(), "s-to-delete")
-	b.ReportMetric(r.reqPerInstall, "req/install")
-	b.ReportMetric(r.writesPerInstall, "writes/install")
-	b.ReportMetric(float64(uninstall.Total)/float64(n), "delete-req/install")
-	b.ReportMetric(ms(r.apiInstall), "api-ms/install")
-	b.ReportMetric(ms(r.apiDelete), "api-ms/delete")
-	b.ReportMetric(load1(), "load1")
-	record(n, "proto", r)
+	report(b, n, "proto", r)
 }
 
 // warmUp does before the clock starts what the annex run has done by then:

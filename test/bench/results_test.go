@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -19,8 +20,8 @@ type result struct {
 	// one CLI process (helm); 0 when not measured (raw).
 	peakMiB float64
 	// reqPerInstall and writesPerInstall count the requests of the install
-	// phase.
-	reqPerInstall, writesPerInstall float64
+	// phase, reqPerDelete those of the uninstall phase.
+	reqPerInstall, writesPerInstall, reqPerDelete float64
 	// apiInstall and apiDelete are the CPU time kube-apiserver and etcd
 	// spent per installation while installing and while uninstalling.
 	apiInstall, apiDelete time.Duration
@@ -41,6 +42,27 @@ var (
 	results   = map[int]map[string]result{} // by N, then "raw", "proto", "annex", "helm"
 	crdResult atomic.Pointer[crdOutcome]
 )
+
+// report reports the metrics every system has for benchstat (s-to-ready
+// is the time to create for raw, which waits for nothing) and keeps r for
+// the table.
+func report(b *testing.B, n int, system string, r result) {
+	b.ReportMetric(r.toReady.Seconds(), "s-to-ready")
+	b.ReportMetric(r.toDelete.Seconds(), "s-to-delete")
+	b.ReportMetric(r.reqPerInstall, "req/install")
+	b.ReportMetric(r.writesPerInstall, "writes/install")
+	b.ReportMetric(r.reqPerDelete, "delete-req/install")
+	b.ReportMetric(ms(r.apiInstall), "api-ms/install")
+	b.ReportMetric(ms(r.apiDelete), "api-ms/delete")
+	if r.peakMiB > 0 {
+		b.ReportMetric(r.peakMiB, "peak-MiB")
+	}
+	if r.idleWritesPerHour >= 0 {
+		b.ReportMetric(r.idleWritesPerHour, "idle-writes/install/h")
+	}
+	b.ReportMetric(load1(), "load1")
+	record(n, system, r)
+}
 
 // record keeps r for the table; a later run of the same system and size
 // replaces an earlier one.

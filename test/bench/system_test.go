@@ -144,23 +144,14 @@ func benchAnnex(b *testing.B, n int) {
 	r := result{
 		toReady: toReady, toDelete: toDelete, peakMiB: peak,
 		reqPerInstall: float64(install.Total) / float64(n), writesPerInstall: float64(install.Writes) / float64(n),
-		apiInstall: apiInstall / time.Duration(n), apiDelete: apiDelete / time.Duration(n),
+		reqPerDelete: float64(uninstall.Total) / float64(n),
+		apiInstall:   apiInstall / time.Duration(n), apiDelete: apiDelete / time.Duration(n),
 		idleWritesPerHour: idleWritesPerHour, load: loadavg(),
 	}
-	b.ReportMetric(toReady.Seconds(), "s-to-ready")
-	b.ReportMetric(toDelete.Seconds(), "s-to-delete")
-	b.ReportMetric(peak, "peak-MiB")
 	b.ReportMetric(startRSS, "start-MiB")
-	b.ReportMetric(r.reqPerInstall, "req/install")
-	b.ReportMetric(r.writesPerInstall, "writes/install")
-	b.ReportMetric(float64(uninstall.Total)/float64(n), "delete-req/install")
-	b.ReportMetric(idleWritesPerHour, "idle-writes/install/h")
 	b.ReportMetric(float64(idle.Total)/float64(n)/resyncs, "idle-req/install/resync")
 	b.ReportMetric(installCPU.Seconds(), "mgr-cpu-s-to-ready")
-	b.ReportMetric(ms(r.apiInstall), "api-ms/install")
-	b.ReportMetric(ms(r.apiDelete), "api-ms/delete")
-	b.ReportMetric(load1(), "load1")
-	record(n, "annex", r)
+	report(b, n, "annex", r)
 }
 
 // installation is installation i of the benchmark chart.
@@ -345,20 +336,12 @@ func benchHelm(b *testing.B, n int) {
 	r := result{
 		toReady: toReady, toDelete: toDelete, peakMiB: peak,
 		reqPerInstall: float64(install.Total) / float64(n), writesPerInstall: float64(install.Writes) / float64(n),
-		apiInstall: apiInstall / time.Duration(n), apiDelete: apiDelete / time.Duration(n),
+		reqPerDelete: float64(uninstall.Total) / float64(n),
+		apiInstall:   apiInstall / time.Duration(n), apiDelete: apiDelete / time.Duration(n),
 		idleWritesPerHour: -1, load: loadavg(),
 	}
-	b.ReportMetric(toReady.Seconds(), "s-to-ready")
-	b.ReportMetric(toDelete.Seconds(), "s-to-delete")
-	b.ReportMetric(peak, "peak-MiB")
-	b.ReportMetric(r.reqPerInstall, "req/install")
-	b.ReportMetric(r.writesPerInstall, "writes/install")
-	b.ReportMetric(float64(uninstall.Total)/float64(n), "delete-req/install")
 	b.ReportMetric(installCPU.Seconds(), "cli-cpu-s-to-ready")
-	b.ReportMetric(ms(r.apiInstall), "api-ms/install")
-	b.ReportMetric(ms(r.apiDelete), "api-ms/delete")
-	b.ReportMetric(load1(), "load1")
-	record(n, "helm", r)
+	report(b, n, "helm", r)
 }
 
 // helmRunner runs the Helm CLI and adds up the CPU time and the largest
