@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -163,18 +162,8 @@ func (m *manager) CPU(b *testing.B) time.Duration {
 
 // stop sends SIGTERM and escalates to SIGKILL after 30 s.
 func (m *manager) stop(b *testing.B) {
-	if m.cmd.ProcessState != nil {
-		return
-	}
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	exited := make(chan struct{})
-	go func() { _ = m.cmd.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(30 * time.Second):
-		b.Errorf("annex manager (pid %d) did not stop within 30s of SIGTERM; killed it", m.cmd.Process.Pid)
-		_ = m.cmd.Process.Kill()
-		<-exited
+	if err := testenv.StopProcess(m.cmd, 30*time.Second); err != nil {
+		b.Error(err)
 	}
 	<-m.done
 }

@@ -319,14 +319,8 @@ func (m *managerProcess) stop() {
 	if m.cmd == nil {
 		return
 	}
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = m.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		m.t.Error("manager did not stop within 30s of SIGTERM")
-		_ = m.cmd.Process.Kill()
+	if err := testenv.StopProcess(m.cmd, 30*time.Second); err != nil {
+		m.t.Error(err)
 	}
 	m.cmd = nil
 }
