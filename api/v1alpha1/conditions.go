@@ -63,6 +63,7 @@ const (
 	ReasonInstallFailed       = "InstallFailed"
 	ReasonDependencyCycle     = "DependencyCycle"
 	ReasonConflict            = "Conflict"
+	ReasonRecordTooLarge      = "RecordTooLarge"
 )
 
 // Labels and annotations Annex puts on the objects it writes.
@@ -90,6 +91,12 @@ const (
 	LabelRevision = "annex.dev/revision"
 	// RevisionSecretType is the type of revision record Secrets.
 	RevisionSecretType = "annex.dev/revision"
+	// RecordPieceSecretType is the type of the Secrets holding the pieces
+	// of large records, named annex.piece.<sha256 hex> after their content
+	// and owned by every installation whose records use them.
+	RecordPieceSecretType = "annex.dev/record-piece"
+	// AnnotationDigest on a record piece is the sha256 digest of its data.
+	AnnotationDigest = "annex.dev/digest"
 
 	// AnnotationDependencies on a Chart.yaml lists the extensions a chart
 	// needs, as a YAML list of {name, version}.

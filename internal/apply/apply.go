@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/failpoint"
 )
 
 // DefaultCRDEstablishTimeout bounds the wait for applied CRDs to become
@@ -368,6 +369,7 @@ func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.U
 		err = a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
 			client.FieldOwner(v1alpha1.FieldManager), &client.ApplyOptions{Force: ptr.To(force)})
 		if err == nil {
+			failpoint.Hit(failpoint.AfterFirstObject, owner.String())
 			return body, nil
 		}
 		if c := fieldConflict(ref, err); c != nil {

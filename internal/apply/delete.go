@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/failpoint"
 )
 
 // Prune deletes the objects listed in old but not in current (a change of
@@ -55,7 +56,9 @@ func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha
 	)
 	for _, obj := range inDeleteOrder(live, crds) {
 		ref := refOf(obj)
-		switch outcome, err := a.deleteOne(ctx, obj); {
+		outcome, err := a.deleteOne(ctx, obj)
+		failpoint.Hit(failpoint.DuringPrune, owner.String())
+		switch {
 		case err != nil:
 			errs = append(errs, &ObjectError{Op: "delete", Object: ref, Err: err})
 		case outcome != deleteAbsent:
@@ -106,6 +109,7 @@ func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.
 		forEach(a.workers(), len(phaseObjs), func(i int) {
 			obj := phaseObjs[i]
 			outcome, err := a.deleteOne(ctx, obj)
+			failpoint.Hit(failpoint.UninstallAfterFirstDelete, owner.String())
 			if err != nil {
 				errs[i] = &ObjectError{Op: "delete", Object: refOf(obj), Err: err}
 			}

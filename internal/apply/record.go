@@ -3,6 +3,8 @@ package apply
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,13 +16,28 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// RecordFormat is the format version EncodeRecord writes and DecodeRecord
-// reads.
-const RecordFormat = 1
+// RecordFormat is the format version EncodeRecord writes. DecodeRecord
+// reads it and format 1 (every record inline, Annex before records had
+// pieces).
+const RecordFormat = 2
 
-// MaxRecordSize bounds the decompressed size of a record DecodeRecord
-// accepts, so that a corrupt or hostile Secret cannot exhaust memory.
-const MaxRecordSize = 64 << 20
+const (
+	// MaxRecordSize bounds a record's JSON, decompressed: the rendered set
+	// and the inventory. It is above what the archive limits let a chart
+	// expand to (100 MiB), and it keeps a corrupt or hostile record from
+	// exhausting memory.
+	MaxRecordSize = 128 << 20
+	// InlineSetLimit is the largest rendered set (its JSON, in bytes) a
+	// record's index holds itself. A larger set goes into pieces: one more
+	// Secret write per piece, paid back by storing each piece once.
+	InlineSetLimit = 256 << 10
+	// PieceSize is the largest piece. A Secret holds at most 1 MiB of data;
+	// the rest is room for its metadata.
+	PieceSize = 768 << 10
+	// MaxIndexSize bounds a record's index (compressed), which is one
+	// Secret: the inventory and, for a small set, the set itself.
+	MaxIndexSize = 960 << 10
+)
 
 // Record is one revision of an installation: enough to roll back to it, or
 // to uninstall it after a crash, without rendering the chart again.
@@ -42,10 +59,67 @@ type Record struct {
 // Set returns the rendered set the record holds.
 func (r Record) Set() Set { return Set{CRDs: r.CRDs, Objects: r.Objects} }
 
-// recordEnvelope carries the format version next to the record.
+// EncodedRecord is a record ready to be stored. Index is stored under the
+// revision's own name; each piece under its digest, so that every record
+// holding the same bytes (the same CRDs in ten revisions, the same chart
+// rendered alike on a thousand clusters) shares one copy.
+type EncodedRecord struct {
+	Index  []byte
+	Pieces []Piece
+}
+
+// Piece is a part of a record's rendered set, named by its content.
+type Piece struct {
+	// Digest is "sha256:<hex>" of Data.
+	Digest string
+	Data   []byte
+}
+
+// RecordIndex is what a record's index holds: the whole record when its
+// set is small, otherwise everything but the set, which is in the pieces
+// listed.
+type RecordIndex struct {
+	Record
+	// CRDPieces and ObjectPieces are the digests of the pieces whose
+	// concatenations are the gzip'd JSON arrays of the set's CRDs and
+	// objects; both empty when Record holds the set.
+	CRDPieces, ObjectPieces []string
+}
+
+// Pieces returns the digests of every piece the index refers to.
+func (ix RecordIndex) Pieces() []string {
+	return append(append([]string(nil), ix.CRDPieces...), ix.ObjectPieces...)
+}
+
+// TooLargeError says that a record cannot be stored: what exceeded which
+// limit. It is the same for the same rendered set, so retrying is useless.
+type TooLargeError struct {
+	What        string
+	Size, Limit int
+	Compressed  bool
+}
+
+func (e *TooLargeError) Error() string {
+	unit := "bytes"
+	if e.Compressed {
+		unit = "bytes compressed"
+	}
+	return fmt.Sprintf("%s is %s %s; Annex stores at most %s", e.What, mib(e.Size), unit, mib(e.Limit))
+}
+
+func mib(n int) string { return fmt.Sprintf("%.1f MiB (%d)", float64(n)/(1<<20), n) }
+
+// recordEnvelope carries the format version next to the record; Pieces is
+// set when the set is stored in pieces.
 type recordEnvelope struct {
-	Format int    `json:"format"`
-	Record Record `json:"record"`
+	Format int        `json:"format"`
+	Record Record     `json:"record"`
+	Pieces *setPieces `json:"pieces,omitempty"`
+}
+
+type setPieces struct {
+	CRDs    []string `json:"crds,omitempty"`
+	Objects []string `json:"objects,omitempty"`
 }
 
 // gzipWriters keeps compressors for EncodeRecord: each holds about a
@@ -58,53 +132,210 @@ var gzipWriters = sync.Pool{New: func() any {
 	return zw
 }}
 
-// EncodeRecord returns r as gzip-compressed JSON. The output is the same
-// for equal records.
-func EncodeRecord(r Record) ([]byte, error) {
-	data, err := json.Marshal(recordEnvelope{Format: RecordFormat, Record: r})
-	if err != nil {
-		return nil, fmt.Errorf("encode revision %d record: %w", r.Revision, err)
-	}
+// compress returns data gzip'd. The output depends on data alone (no name,
+// no time in the header), which is what lets equal sets share pieces.
+func compress(data []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(zw)
 	zw.Reset(&buf)
 	if _, err := zw.Write(data); err != nil {
-		return nil, fmt.Errorf("compress revision %d record: %w", r.Revision, err)
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("compress revision %d record: %w", r.Revision, err)
+		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-// DecodeRecord reads what EncodeRecord wrote. It fails when data is not
-// gzip, decompresses to more than MaxRecordSize, is not a record, or has
-// another format version than RecordFormat.
+// EncodeRecord returns r ready to store: gzip-compressed JSON, with the
+// rendered set in pieces of at most PieceSize when its JSON is larger than
+// InlineSetLimit. The output is the same for equal records. It fails with
+// a *TooLargeError when the record's JSON exceeds MaxRecordSize or its
+// index MaxIndexSize.
+func EncodeRecord(r Record) (EncodedRecord, error) {
+	crds, err := json.Marshal(r.CRDs)
+	if err != nil {
+		return EncodedRecord{}, fmt.Errorf("encode revision %d record: %w", r.Revision, err)
+	}
+	objects, err := json.Marshal(r.Objects)
+	if err != nil {
+		return EncodedRecord{}, fmt.Errorf("encode revision %d record: %w", r.Revision, err)
+	}
+	if size := len(crds) + len(objects); size > MaxRecordSize {
+		return EncodedRecord{}, &TooLargeError{What: "the rendered set", Size: size, Limit: MaxRecordSize}
+	}
+	env := recordEnvelope{Format: RecordFormat, Record: r}
+	var out EncodedRecord
+	if len(crds)+len(objects) > InlineSetLimit {
+		env.Record.CRDs, env.Record.Objects = nil, nil
+		env.Pieces = &setPieces{}
+		if env.Pieces.CRDs, err = out.addPieces(crds); err == nil {
+			env.Pieces.Objects, err = out.addPieces(objects)
+		}
+		if err != nil {
+			return EncodedRecord{}, fmt.Errorf("compress revision %d record: %w", r.Revision, err)
+		}
+	}
+	data, err := json.Marshal(env)
+	if err != nil {
+		return EncodedRecord{}, fmt.Errorf("encode revision %d record: %w", r.Revision, err)
+	}
+	if len(data) > MaxRecordSize {
+		return EncodedRecord{}, &TooLargeError{What: "the record", Size: len(data), Limit: MaxRecordSize}
+	}
+	if out.Index, err = compress(data); err != nil {
+		return EncodedRecord{}, fmt.Errorf("compress revision %d record: %w", r.Revision, err)
+	}
+	if len(out.Index) > MaxIndexSize {
+		return EncodedRecord{}, &TooLargeError{What: fmt.Sprintf("the record's index (an inventory of %d objects)", len(r.Inventory)),
+			Size: len(out.Index), Limit: MaxIndexSize, Compressed: true}
+	}
+	return out, nil
+}
+
+// addPieces compresses stream, cuts it into pieces of PieceSize, adds
+// those not added yet and returns their digests in order.
+func (e *EncodedRecord) addPieces(stream []byte) ([]string, error) {
+	data, err := compress(stream)
+	if err != nil {
+		return nil, err
+	}
+	var digests []string
+	for len(data) > 0 {
+		n := min(len(data), PieceSize)
+		p := Piece{Digest: digestOf(data[:n]), Data: data[:n:n]}
+		digests = append(digests, p.Digest)
+		if !containsPiece(e.Pieces, p.Digest) {
+			e.Pieces = append(e.Pieces, p)
+		}
+		data = data[n:]
+	}
+	return digests, nil
+}
+
+func containsPiece(pieces []Piece, digest string) bool {
+	for _, p := range pieces {
+		if p.Digest == digest {
+			return true
+		}
+	}
+	return false
+}
+
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// DecodeRecordIndex reads a record's index. It fails when data is not
+// gzip, decompresses to more than MaxRecordSize, is not a record, or has a
+// format version other than 1 or RecordFormat.
+func DecodeRecordIndex(data []byte) (RecordIndex, error) {
+	raw, err := decompress(data)
+	if err != nil {
+		return RecordIndex{}, fmt.Errorf("decode revision record: %w", err)
+	}
+	var env recordEnvelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return RecordIndex{}, fmt.Errorf("decode revision record: %w", err)
+	}
+	if env.Format != RecordFormat && env.Format != 1 {
+		return RecordIndex{}, fmt.Errorf("decode revision record: format %d, want %d; it was written by another version of Annex", env.Format, RecordFormat)
+	}
+	if err := checkManifests(env.Record.CRDs, env.Record.Objects); err != nil {
+		return RecordIndex{}, err
+	}
+	ix := RecordIndex{Record: env.Record}
+	if env.Pieces != nil {
+		if len(env.Record.CRDs)+len(env.Record.Objects) > 0 {
+			return RecordIndex{}, errors.New("decode revision record: the set is both inline and in pieces")
+		}
+		ix.CRDPieces, ix.ObjectPieces = env.Pieces.CRDs, env.Pieces.Objects
+	}
+	return ix, nil
+}
+
+// DecodeRecord reads a record whose set is inline, as an index of a small
+// set is; a record in pieces needs RecordIndex.Set.
 func DecodeRecord(data []byte) (Record, error) {
+	ix, err := DecodeRecordIndex(data)
+	if err != nil {
+		return Record{}, err
+	}
+	if len(ix.CRDPieces)+len(ix.ObjectPieces) > 0 {
+		return Record{}, errors.New("decode revision record: the set is in pieces; read them with RecordIndex.Set")
+	}
+	return ix.Record, nil
+}
+
+// Set returns the record's rendered set, reading the pieces it refers to
+// with load. A piece whose content does not match its digest, or streams
+// that do not decode, are errors.
+func (ix RecordIndex) Set(load func(digest string) ([]byte, error)) (Set, error) {
+	if len(ix.CRDPieces)+len(ix.ObjectPieces) == 0 {
+		return ix.Record.Set(), nil
+	}
+	crds, err := readStream(ix.CRDPieces, load)
+	if err != nil {
+		return Set{}, err
+	}
+	objects, err := readStream(ix.ObjectPieces, load)
+	if err != nil {
+		return Set{}, err
+	}
+	return Set{CRDs: crds, Objects: objects}, nil
+}
+
+func readStream(digests []string, load func(digest string) ([]byte, error)) ([]*unstructured.Unstructured, error) {
+	var data []byte
+	for _, d := range digests {
+		p, err := load(d)
+		if err != nil {
+			return nil, fmt.Errorf("reading record piece %s: %w", d, err)
+		}
+		if digestOf(p) != d {
+			return nil, fmt.Errorf("record piece %s: its content does not match its digest", d)
+		}
+		data = append(data, p...)
+	}
+	raw, err := decompress(data)
+	if err != nil {
+		return nil, fmt.Errorf("decode record pieces: %w", err)
+	}
+	var objs []*unstructured.Unstructured
+	if err := json.Unmarshal(raw, &objs); err != nil {
+		return nil, fmt.Errorf("decode record pieces: %w", err)
+	}
+	return objs, checkManifests(objs)
+}
+
+func decompress(data []byte) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
-		return Record{}, fmt.Errorf("decode revision record: not gzip data: %w", err)
+		return nil, fmt.Errorf("not gzip data: %w", err)
 	}
 	defer zr.Close()
 	raw, err := io.ReadAll(io.LimitReader(zr, MaxRecordSize+1))
 	if err != nil {
-		return Record{}, fmt.Errorf("decode revision record: %w", err)
+		return nil, err
 	}
 	if len(raw) > MaxRecordSize {
-		return Record{}, fmt.Errorf("decode revision record: larger than %d bytes decompressed", MaxRecordSize)
+		return nil, fmt.Errorf("larger than %d bytes decompressed", MaxRecordSize)
 	}
-	var env recordEnvelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return Record{}, fmt.Errorf("decode revision record: %w", err)
-	}
-	if env.Format != RecordFormat {
-		return Record{}, fmt.Errorf("decode revision record: format %d, want %d; it was written by another version of Annex", env.Format, RecordFormat)
-	}
-	for _, o := range append(env.Record.CRDs, env.Record.Objects...) {
-		if o == nil {
-			return Record{}, errors.New("decode revision record: a manifest is null")
+	return raw, nil
+}
+
+func checkManifests(lists ...[]*unstructured.Unstructured) error {
+	for _, l := range lists {
+		for _, o := range l {
+			if o == nil {
+				return errors.New("decode revision record: a manifest is null")
+			}
 		}
 	}
-	return env.Record, nil
+	return nil
 }
+
+// TooLarge marks the error as one that retrying cannot mend.
+func (e *TooLargeError) TooLarge() bool { return true }

@@ -46,7 +46,10 @@ func TestRecordRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := DecodeRecord(data)
+	if len(data.Pieces) != 0 {
+		t.Fatalf("a 30-object record was split into %d pieces", len(data.Pieces))
+	}
+	got, err := DecodeRecord(data.Index)
 	if err != nil {
 		t.Fatalf("DecodeRecord: %v", err)
 	}
@@ -54,7 +57,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Errorf("round trip changed the record:\n got %+v\nwant %+v", got.Inventory, want.Inventory)
 	}
 	again, err := EncodeRecord(got)
-	if err != nil || !bytes.Equal(again, data) {
+	if err != nil || !bytes.Equal(again.Index, data.Index) {
 		t.Errorf("encoding the same record twice gave different bytes (%v)", err)
 	}
 }
@@ -66,10 +69,10 @@ func TestRecordSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	const limit = 100 << 10
-	if len(data) > limit {
-		t.Errorf("a 200-object record takes %d bytes, want at most %d", len(data), limit)
+	if len(data.Index) > limit || len(data.Pieces) > 0 {
+		t.Errorf("a 200-object record takes %d bytes and %d pieces, want at most %d bytes and none", len(data.Index), len(data.Pieces), limit)
 	}
-	t.Logf("200-object record: %d bytes", len(data))
+	t.Logf("200-object record: %d bytes", len(data.Index))
 }
 
 func TestDecodeRecordErrors(t *testing.T) {
@@ -90,7 +93,9 @@ func TestDecodeRecordErrors(t *testing.T) {
 		// Compressed, but not JSON.
 		{"not json", gz("revision 3"), "invalid character"},
 		// A record of a future format is refused rather than misread.
-		{"other format", gz(`{"format":2,"record":{"revision":1}}`), "format 2, want 1"},
+		{"other format", gz(`{"format":3,"record":{"revision":1}}`), "format 3, want 2"},
+		// A set both inline and in pieces is not a record Annex wrote.
+		{"inline and pieces", gz(`{"format":2,"record":{"objects":[{"apiVersion":"v1","kind":"ConfigMap"}]},"pieces":{"objects":["sha256:00"]}}`), "both inline and in pieces"},
 		// A null manifest would crash whoever applies the record.
 		{"null object", gz(`{"format":1,"record":{"objects":[null]}}`), "a manifest is null"},
 		// An object without a kind cannot be applied.
@@ -112,20 +117,24 @@ func FuzzDecodeRecord(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(seed)
+	f.Add(seed.Index)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := DecodeRecord(data)
 		if err != nil {
 			return
 		}
-		// Whatever decodes encodes again and decodes to the same record.
+		// Whatever decodes encodes again and decodes to the same set.
 		again, err := EncodeRecord(r)
 		if err != nil {
 			t.Fatalf("EncodeRecord of a decoded record: %v", err)
 		}
-		if _, err := DecodeRecord(again); err != nil {
-			t.Fatalf("DecodeRecord of a re-encoded record: %v", err)
+		ix, err := DecodeRecordIndex(again.Index)
+		if err != nil {
+			t.Fatalf("DecodeRecordIndex of a re-encoded record: %v", err)
+		}
+		if _, err := ix.Set(loader(again.Pieces)); err != nil {
+			t.Fatalf("reading the set of a re-encoded record: %v", err)
 		}
 	})
 }

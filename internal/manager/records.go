@@ -9,18 +9,34 @@ import (
 // recordCodec stores revision records in apply's compact format.
 type recordCodec struct{}
 
-func (recordCodec) Encode(rev v1alpha1.Revision, inventory []v1alpha1.ObjectReference, set installation.Set) ([]byte, error) {
-	return apply.EncodeRecord(apply.Record{
+func (recordCodec) Encode(rev v1alpha1.Revision, inventory []v1alpha1.ObjectReference, set installation.Set) (installation.EncodedRecord, error) {
+	enc, err := apply.EncodeRecord(apply.Record{
 		Revision: rev.Number, Version: rev.Version,
 		ValuesDigest: rev.ValuesDigest, ManifestDigest: rev.ManifestDigest,
 		Inventory: inventory, CRDs: set.CRDs, Objects: set.Objects,
 	})
+	if err != nil {
+		return installation.EncodedRecord{}, err
+	}
+	out := installation.EncodedRecord{Index: enc.Index, Pieces: make([]installation.RecordPiece, len(enc.Pieces))}
+	for i, p := range enc.Pieces {
+		out.Pieces[i] = installation.RecordPiece(p)
+	}
+	return out, nil
 }
 
-func (recordCodec) Decode(data []byte) (installation.Set, []v1alpha1.ObjectReference, error) {
-	r, err := apply.DecodeRecord(data)
+func (recordCodec) DecodeIndex(data []byte) (installation.RecordIndex, error) {
+	ix, err := apply.DecodeRecordIndex(data)
 	if err != nil {
-		return installation.Set{}, nil, err
+		return installation.RecordIndex{}, err
 	}
-	return installation.Set(r.Set()), r.Inventory, nil
+	return installation.RecordIndex{
+		Version: ix.Version, ValuesDigest: ix.ValuesDigest, ManifestDigest: ix.ManifestDigest,
+		Inventory: ix.Inventory,
+		Pieces:    ix.Pieces(),
+		Set: func(load func(digest string) ([]byte, error)) (installation.Set, error) {
+			set, err := ix.Set(load)
+			return installation.Set(set), err
+		},
+	}, nil
 }

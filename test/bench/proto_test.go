@@ -128,7 +128,7 @@ func protocolInstall(ctx context.Context, c client.Client, i int) error {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ExtensionInstallation", Name: inst.Name, UID: inst.UID}},
 		},
 		Type: "annex.dev/revision",
-		Data: map[string][]byte{"record": data},
+		Data: map[string][]byte{"record": data.Index},
 	}); err != nil {
 		return err
 	}

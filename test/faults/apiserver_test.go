@@ -80,5 +80,5 @@ func TestAPIServerRestartMidRollout(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	must(t, lc.StartAPIServer(ctx, ""))
 
-	requireConverged(t, ctx, c, want, 3*time.Minute)
+	requireConverged(t, ctx, c, namespace, want, 3*time.Minute)
 }

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
@@ -37,7 +38,7 @@ import (
 const namespace = "faults"
 
 // app renders four objects; 2.0.0 drops the Secret and adds a ConfigMap,
-// so upgrades and downgrades prune and restore. Each slot installs its own
+// so upgrades and downgrades prune and restore; 3.0.0 never applies. Each slot installs its own
 // extension: one version of an extension serves a whole cluster.
 func app(name, version string) helmrepo.Chart {
 	files := map[string]string{
@@ -55,22 +56,34 @@ spec:
     spec: {containers: [{name: app, image: "registry.k8s.io/pause:3.10"}]}
 `,
 	}
-	if version == "2.0.0" {
+	switch version {
+	case "3.0.0":
+		// The API server refuses the upper-case name: every attempt fails,
+		// after the other objects are applied, and the upgrade rolls back.
+		files["templates/bad.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-BAD\n"
+		fallthrough
+	case "2.0.0":
 		files["templates/extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata: {a: b}\n"
-	} else {
+	default:
 		files["templates/secret.yaml"] = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-secret\nstringData: {token: t}\n"
 	}
 	return helmrepo.Chart{Name: name, Version: version, Files: files}
 }
 
 // ranges and the version each resolves to.
-var ranges = map[string]string{"1.0.x": "1.0.0", "1.1.x": "1.1.0", "2.x": "2.0.0"}
+var ranges = map[string]string{"1.0.x": "1.0.0", "1.1.x": "1.1.0", "2.x": "2.0.0", "3.x": "3.0.0"}
+
+// appVersions are the versions of app every catalog of these tests offers.
+var appVersions = []string{"1.0.0", "1.1.0", "2.0.0", "3.0.0"}
 
 func TestManagerCrashesConverge(t *testing.T) {
 	seed, ops := uint64(20261121), 100
 	if os.Getenv("ANNEX_FAULTS") == "random" {
 		seed = rand.Uint64()
 		ops = 300
+	}
+	if n, err := strconv.ParseUint(os.Getenv("ANNEX_FAULT_SEED"), 10, 64); err == nil {
+		seed = n
 	}
 	if n, err := strconv.Atoi(os.Getenv("ANNEX_FAULT_OPS")); err == nil {
 		ops = n
@@ -91,7 +104,7 @@ func TestManagerCrashesConverge(t *testing.T) {
 	slots := 20
 	var charts []helmrepo.Chart
 	for i := 0; i < slots; i++ {
-		for _, v := range []string{"1.0.0", "1.1.0", "2.0.0"} {
+		for _, v := range appVersions {
 			charts = append(charts, app(fmt.Sprintf("app-%02d", i), v))
 		}
 	}
@@ -105,7 +118,7 @@ func TestManagerCrashesConverge(t *testing.T) {
 
 	// want is the desired state: slot → range; absent means deleted.
 	want := map[string]string{}
-	kills := 0
+	kills, pointKills := 0, 0
 	for i := 0; i < ops; i++ {
 		name := fmt.Sprintf("app-%02d", rng.IntN(slots))
 		cur := &v1alpha1.ExtensionInstallation{}
@@ -136,27 +149,35 @@ func TestManagerCrashesConverge(t *testing.T) {
 			delete(want, name)
 		}
 		time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
-		if rng.IntN(10) == 0 {
+		switch {
+		case mgr.exited != nil && isClosed(mgr.exited):
+			// It killed itself at its armed point.
+			mgr.cmd = nil
+			pointKills++
+			mgr.start(armRandomly(rng)...)
+		case rng.IntN(10) == 0:
 			mgr.kill()
 			kills++
 			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
-			mgr.start()
+			mgr.start(armRandomly(rng)...)
 		}
 	}
-	t.Logf("%d operations, the manager was SIGKILLed %d times", ops, kills)
+	t.Logf("%d operations, the manager was SIGKILLed %d times at random and killed itself %d times at a failpoint", ops, kills, pointKills)
+	mgr.kill()
+	mgr.start()
 
 	// Everything converges without help.
-	requireConverged(t, ctx, c, want, 4*time.Minute)
+	requireConverged(t, ctx, c, namespace, want, 4*time.Minute)
 	mgr.stop()
 }
 
 // requireConverged waits until the cluster matches want, then fails the
 // test if any object is orphaned or duplicated.
-func requireConverged(t *testing.T, ctx context.Context, c client.Client, want map[string]string, timeout time.Duration) {
+func requireConverged(t *testing.T, ctx context.Context, c client.Client, ns string, want map[string]string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		problems := divergence(ctx, c, want)
+		problems := divergence(ctx, c, ns, want)
 		if len(problems) == 0 {
 			break
 		}
@@ -165,9 +186,42 @@ func requireConverged(t *testing.T, ctx context.Context, c client.Client, want m
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if problems := orphans(ctx, c); len(problems) > 0 {
+	if problems := orphans(ctx, c, ns); len(problems) > 0 {
 		t.Fatalf("orphaned or duplicated objects:\n%s", strings.Join(problems, "\n"))
 	}
+}
+
+// killPoints are the failpoints the random test arms.
+var killPoints = []string{
+	failpoint.AfterIntent, failpoint.AfterFirstObject, failpoint.AfterObjects, failpoint.DuringPrune,
+	failpoint.AfterEvent, failpoint.BeforeStatus, failpoint.UninstallAfterFirstDelete,
+}
+
+// armRandomly returns, half of the time, the environment that arms a random
+// kill point for one of its first three hits on any installation.
+func armRandomly(rng *rand.Rand) []string {
+	if rng.IntN(2) == 0 {
+		return nil
+	}
+	return []string{failpoint.Env(killPoints[rng.IntN(len(killPoints))], "", "", 1+rng.IntN(3))}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// repeatFromEnv is ANNEX_FAULT_REPEAT, how often TestKillPoints runs its
+// scenarios (default 1).
+func repeatFromEnv() int {
+	if n, err := strconv.Atoi(os.Getenv("ANNEX_FAULT_REPEAT")); err == nil && n > 0 {
+		return n
+	}
+	return 1
 }
 
 func pick(rng *rand.Rand) string {
@@ -176,9 +230,9 @@ func pick(rng *rand.Rand) string {
 }
 
 // divergence lists how the cluster differs from want; empty when converged.
-func divergence(ctx context.Context, c client.Client, want map[string]string) []string {
+func divergence(ctx context.Context, c client.Client, ns string, want map[string]string) []string {
 	var list v1alpha1.ExtensionInstallationList
-	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return []string{err.Error()}
 	}
 	var problems []string
@@ -213,9 +267,9 @@ func divergence(ctx context.Context, c client.Client, want map[string]string) []
 // orphans lists every object labelled by Annex that no live inventory
 // holds, every inventory entry that does not exist, and every object two
 // inventories claim.
-func orphans(ctx context.Context, c client.Client) []string {
+func orphans(ctx context.Context, c client.Client, ns string) []string {
 	var list v1alpha1.ExtensionInstallationList
-	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return []string{err.Error()}
 	}
 	owner := map[string]string{}
@@ -235,7 +289,7 @@ func orphans(ctx context.Context, c client.Client) []string {
 	} {
 		objs := &unstructured.UnstructuredList{}
 		objs.SetGroupVersionKind(gvk)
-		if err := c.List(ctx, objs, client.InNamespace(namespace), client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}); err != nil {
+		if err := c.List(ctx, objs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}); err != nil {
 			return append(problems, err.Error())
 		}
 		for _, o := range objs.Items {
@@ -263,6 +317,7 @@ type managerProcess struct {
 	binary     string
 	kubeconfig string
 	cmd        *exec.Cmd
+	exited     chan struct{} // closed when cmd has exited
 	log        *os.File
 }
 
@@ -295,13 +350,33 @@ func newManagerProcess(t *testing.T, work, kubeconfig string) *managerProcess {
 	return m
 }
 
-func (m *managerProcess) start() {
+// start starts the manager with env added to the test's environment (a
+// failpoint.Env setting arms a kill point).
+func (m *managerProcess) start(env ...string) {
 	m.cmd = exec.Command(m.binary, "manager", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--cache-dir", filepath.Join(filepath.Dir(m.kubeconfig), "cache"))
-	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig)
+	m.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+m.kubeconfig), env...)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	if err := m.cmd.Start(); err != nil {
 		m.t.Fatal(err)
+	}
+	exited, cmd := make(chan struct{}), m.cmd
+	m.exited = exited
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+}
+
+// awaitDeath waits until the manager has killed itself at its armed
+// failpoint, and reports false if it still runs after timeout.
+func (m *managerProcess) awaitDeath(timeout time.Duration) bool {
+	select {
+	case <-m.exited:
+		m.cmd = nil
+		return true
+	case <-time.After(timeout):
+		return false
 	}
 }
 
@@ -311,7 +386,7 @@ func (m *managerProcess) kill() {
 		return
 	}
 	_ = m.cmd.Process.Signal(syscall.SIGKILL)
-	_ = m.cmd.Wait()
+	<-m.exited
 	m.cmd = nil
 }
 
@@ -319,8 +394,12 @@ func (m *managerProcess) stop() {
 	if m.cmd == nil {
 		return
 	}
-	if err := testenv.StopProcess(m.cmd, 30*time.Second); err != nil {
-		m.t.Error(err)
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+	case <-time.After(30 * time.Second):
+		m.t.Error("the manager did not stop within 30s of SIGTERM; killed")
+		m.kill()
 	}
 	m.cmd = nil
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/render"
 )
 
@@ -143,12 +144,20 @@ func (r *Reconciler) patchMeta(ctx context.Context, s *scope, mutate func()) err
 // finish writes the status once per reconcile, computed from what the
 // steps observed, and turns blocks into the controller-runtime outcome.
 func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, err error) error {
-	if s.gone {
+	if s.gone || s.stale {
 		return err
 	}
 	summarize(s, err)
+	failpoint.Hit(failpoint.BeforeStatus, s.owner().String())
 	if statusPatchErr := r.persist(ctx, s); statusPatchErr != nil && !apierrors.IsNotFound(statusPatchErr) {
 		return errors.Join(err, statusPatchErr)
+	}
+	if s.recorded {
+		if cleanupErr := r.deleteSuperseded(ctx, s); cleanupErr != nil {
+			// The records stay until trimRecords deletes them with the
+			// history they fell out of; nothing depends on them any more.
+			log.FromContext(ctx).Info("could not delete the records of crashed attempts", "error", cleanupErr.Error())
+		}
 	}
 	if err == nil && s.block != nil && s.block.kind == blockTerminal {
 		r.event(s, "Warning", s.block.reason, s.block.message)

@@ -102,6 +102,9 @@ type Drift struct {
 // Owner names the installation that owns applied objects.
 type Owner struct{ Name, Namespace string }
 
+// String is "<namespace>/<name>".
+func (o Owner) String() string { return o.Namespace + "/" + o.Name }
+
 // Health summarises the health of an inventory.
 type Health struct {
 	// Total is the number of objects checked.

@@ -308,7 +308,7 @@ func strayAttempt(t *testing.T, inst *v1alpha1.ExtensionInstallation, n int64, c
 			v1alpha1.LabelRevision:         fmt.Sprint(n),
 		}},
 		Type: v1alpha1.RevisionSecretType,
-		Data: map[string][]byte{"record": data},
+		Data: map[string][]byte{"record": data.Index},
 	}
 	if err := env.Client.Create(ctx, record); err != nil {
 		t.Fatal(err)
@@ -324,7 +324,8 @@ func TestCrashedAttemptIsTakenOver(t *testing.T) {
 	inst := install(t, ns, "web", "crashed", "1.0.x")
 	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
 
-	// Revision 2 crashed; the upgrade applies revision 2 again.
+	// Revision 2 crashed; the upgrade takes it over under a new number:
+	// a number is never reused for different content.
 	strayAttempt(t, got, 2, "web-stray")
 	patch := client.MergeFrom(got.DeepCopy())
 	got.Spec.Version = "1.1.x"
@@ -332,9 +333,17 @@ func TestCrashedAttemptIsTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
-	if n := got.Status.History[0].Number; got.Status.InstalledVersion != "1.1.0" || n != 2 {
-		t.Fatalf("installed %s as revision %d, want 1.1.0 as revision 2", got.Status.InstalledVersion, n)
+	if n := got.Status.History[0].Number; got.Status.InstalledVersion != "1.1.0" || n != 3 {
+		t.Fatalf("installed %s as revision %d, want 1.1.0 as revision 3", got.Status.InstalledVersion, n)
 	}
+	// The crashed attempt's record goes once the status supersedes it.
+	eventually(t, 30*time.Second, func() error {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "annex.web.v2"}, &corev1.Secret{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("the record of the crashed revision 2 is still there (err=%v)", err)
+	})
 	if _, err := get(t, configMapGVK, ns, "web-stray"); !apierrors.IsNotFound(err) {
 		t.Fatalf("the crashed attempt's ConfigMap must be pruned (err=%v)", err)
 	}
@@ -344,8 +353,8 @@ func TestCrashedAttemptIsTakenOver(t *testing.T) {
 		}
 	}
 
-	// Revision 3 crashed; the installation is deleted before any reconcile.
-	strayAttempt(t, got, 3, "web-stray-3")
+	// Revision 4 crashed; the installation is deleted before any reconcile.
+	strayAttempt(t, got, 4, "web-stray-3")
 	if err := env.Client.Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/failpoint"
 )
 
 // countsAsFailedAttempt reports whether an apply error is a failure of the
@@ -91,9 +92,10 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 	rev := *good
 	rev.Number = inst.Status.History[0].Number + 1
 	rev.AppliedAt = metav1.NewTime(r.now())
-	if err := r.writeIntent(ctx, s, rev, set); err != nil {
-		return ctrl.Result{}, err
+	if err := r.writeIntent(ctx, s, &rev, set); err != nil {
+		return ctrl.Result{}, ignoreRefused(err)
 	}
+	failpoint.Hit(failpoint.RollbackAfterIntent, s.owner().String())
 	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true})
 	if err != nil {
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("%s; rolling back to revision %d: %v", why, good.Number, err))
@@ -102,7 +104,7 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, applied.Inventory); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.trimRecords(ctx, inst, rev.Number); err != nil {
+	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.record(s, applied.Inventory, rev, v1alpha1.ReasonRolledBack)

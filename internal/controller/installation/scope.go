@@ -29,6 +29,15 @@ type scope struct {
 	inventory      []v1alpha1.ObjectReference // after apply: what the installed revision owns
 	observedHealth *Health                    // the inventory's health as this reconcile's apply or drift check saw it
 
+	// Records: those listed by a takeover, the leftovers it superseded
+	// (deleted once the status recording this apply is written), and the
+	// pieces of the record this reconcile wrote.
+	records      []storedRecord
+	superseded   []storedRecord
+	recordPieces []string
+	recorded     bool // this reconcile recorded a revision in the status
+	stale        bool // the reconcile read an outdated installation: no status write
+
 	wasReady  bool   // Ready for the current generation when the reconcile began
 	block     *block // why the installation cannot go on, if it cannot
 	healthy   bool   // every applied object is healthy

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/render"
 	"github.com/annex-platform/annex/internal/resolve"
 )
@@ -222,9 +223,10 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 
 	// Record the intent first, so that a crash at any instant leaves
 	// nothing unowned and the next reconcile resumes (see writeIntent).
-	if err := r.writeIntent(ctx, s, rev, set); err != nil {
-		return ctrl.Result{}, err
+	if err := r.writeIntent(ctx, s, &rev, set); err != nil {
+		return ctrl.Result{}, ignoreRefused(err)
 	}
+	failpoint.Hit(failpoint.AfterIntent, s.owner().String())
 	inst.Status.Pending = &rev
 	if hasHooks(set) {
 		// Hooks may run for minutes: show what is being applied meanwhile.
@@ -250,14 +252,16 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 		return ctrl.Result{}, nil
 	}
+	failpoint.Hit(failpoint.AfterObjects, s.owner().String())
 	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, applied.Inventory); err != nil {
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("pruning objects that left %s %s: %v", inst.Spec.Extension, s.choice.Version.Version, err))
 		return ctrl.Result{}, s.block
 	}
-	if err := r.trimRecords(ctx, inst, rev.Number); err != nil {
+	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.record(s, applied.Inventory, rev, "")
+	failpoint.Hit(failpoint.AfterEvent, s.owner().String())
 	s.observe(applied.Health)
 	return ctrl.Result{}, nil
 }
@@ -273,8 +277,8 @@ func hasHooks(set Set) bool {
 	return false
 }
 
-// nextRevision describes the revision this reconcile applies. A revision
-// left pending by a crash is applied again under the same number.
+// nextRevision describes the revision this reconcile applies, numbered
+// one above the recorded revision (writeIntent may number it higher).
 func (r *Reconciler) nextRevision(s *scope) v1alpha1.Revision {
 	var number int64 = 1
 	if len(s.inst.Status.History) > 0 {
@@ -440,6 +444,7 @@ func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1
 	upgraded := inst.Status.InstalledVersion != "" && inst.Status.InstalledVersion != rev.Version
 	inst.Status.History = history
 	inst.Status.Pending = nil
+	s.recorded = true
 	inst.Status.InstalledVersion = rev.Version
 	inst.Status.Inventory, inst.Status.InventoryCount = applied, int32(len(applied))
 	s.inventory = applied

@@ -52,7 +52,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	hooks, haveRecord := r.takeRecords(s, records)
+	hooks, haveRecord := r.takeRecords(ctx, s, records)
 	if haveRecord && !uninstallStarted(inst) {
 		if err := applier.RunDeleteHooks(ctx, s.owner(), s.targetNamespace(), hooks, false, timeoutOf(inst)); err != nil {
 			s.block = retry(v1alpha1.ReasonHookFailed, fmt.Sprintf("pre-delete hook of %s: %v", inst.Spec.Extension, err))
@@ -78,10 +78,8 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 			return ctrl.Result{}, s.block
 		}
 	}
-	for _, rec := range records {
-		if err := r.Client.Delete(ctx, rec.secret); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting the record of revision %d: %w", rec.number, err)
-		}
+	if err := r.deleteRecords(ctx, inst, records, nil, nil); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.event(s, corev1.EventTypeNormal, "Uninstalled", fmt.Sprintf("removed %d objects of %s %s",
 		len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion))
@@ -97,22 +95,20 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 // crashed or failed before the status recorded it) joins the status
 // inventory, and the installed revision's rendered set is returned for its
 // delete hooks.
-func (r *Reconciler) takeRecords(s *scope, records []storedRecord) (Set, bool) {
-	var installed int64
-	if len(s.inst.Status.History) > 0 {
-		installed = s.inst.Status.History[0].Number
-	}
+func (r *Reconciler) takeRecords(ctx context.Context, s *scope, records []storedRecord) (Set, bool) {
+	installed := recordedRevision(s.inst)
 	for _, rec := range records {
-		set, inventory, err := r.Records.Decode(rec.secret.Data["record"])
-		if err != nil {
-			continue // its objects carry the installation's labels; nothing better is known
-		}
 		switch {
 		case rec.number > installed:
-			s.inst.Status.Inventory, _ = unionRefs(s.inst.Status.Inventory, inventory)
+			ix, err := rec.decode(r.Records)
+			if err != nil {
+				continue // its objects carry the installation's labels; nothing better is known
+			}
+			s.inst.Status.Inventory, _ = unionRefs(s.inst.Status.Inventory, ix.Inventory)
 			s.inst.Status.InventoryCount = int32(len(s.inst.Status.Inventory))
 		case rec.number == installed:
-			return set, true
+			set, err := r.setOf(ctx, s.inst, rec)
+			return set, err == nil
 		}
 	}
 	return Set{}, false

@@ -1,0 +1,114 @@
+// Package failpoint kills the process at a named point of its work, so
+// that the fault tests can crash the manager exactly where a crash is
+// hardest to survive (after a record is written, after the first object
+// is applied, before the status is written, ...), instead of hoping a
+// random SIGKILL lands there.
+//
+// A point is armed by the environment variable ANNEX_FAILPOINT:
+//
+//	ANNEX_FAILPOINT=<point>[@<namespace>/<name>][#<n>]
+//
+// kills the process with SIGKILL the n-th time (default: the first) the
+// point is reached, counting only hits for the installation
+// <namespace>/<name> when one is given. Nothing runs after the kill: no
+// deferred function, no status write, no cleanup, as after a power loss
+// or an OOM kill. Before it kills, it prints "failpoint <point> fired" on
+// standard error.
+//
+// Unarmed (the variable unset, as in production), Hit costs one comparison.
+package failpoint
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// The points the manager passes, in the order of one apply. Tests arm them
+// by these names.
+const (
+	// AfterIntent: the revision record is written, nothing applied yet.
+	AfterIntent = "apply/after-intent"
+	// AfterRecordIndex: a large record's index is written, its pieces not.
+	AfterRecordIndex = "record/after-index"
+	// AfterFirstObject: the first object of an apply has been written.
+	AfterFirstObject = "apply/after-first-object"
+	// AfterObjects: every object is applied, nothing pruned yet.
+	AfterObjects = "apply/after-objects"
+	// DuringPrune: the first object that left the set has been deleted.
+	DuringPrune = "apply/during-prune"
+	// AfterEvent: the revision is recorded in memory and its event posted;
+	// the status is not written.
+	AfterEvent = "apply/after-event"
+	// BeforeStatus: the reconcile is done and about to write the status.
+	BeforeStatus = "status/before-write"
+	// RollbackAfterIntent: a rollback's record is written, nothing applied.
+	RollbackAfterIntent = "rollback/after-intent"
+	// UninstallAfterFirstDelete: an uninstall has deleted its first object.
+	UninstallAfterFirstDelete = "uninstall/after-first-delete"
+)
+
+// spec is the armed point; the zero spec arms nothing.
+type spec struct {
+	point string
+	key   string // "<namespace>/<name>", or "" for any
+	nth   int
+}
+
+var (
+	armed = parse(os.Getenv("ANNEX_FAILPOINT"))
+	mu    sync.Mutex
+	hits  int
+)
+
+// parse reads ANNEX_FAILPOINT; a malformed value arms nothing, so a typo
+// cannot take a production manager down.
+func parse(v string) spec {
+	if v == "" {
+		return spec{}
+	}
+	s := spec{nth: 1}
+	if i := strings.LastIndexByte(v, '#'); i >= 0 {
+		n, err := strconv.Atoi(v[i+1:])
+		if err != nil || n < 1 {
+			return spec{}
+		}
+		s.nth, v = n, v[:i]
+	}
+	if i := strings.IndexByte(v, '@'); i >= 0 {
+		s.key, v = v[i+1:], v[:i]
+	}
+	s.point = v
+	return s
+}
+
+// Hit marks that the process reached point while working on the
+// installation key ("<namespace>/<name>"); it kills the process when that
+// is the armed point's n-th hit.
+func Hit(point, key string) {
+	if armed.point != point || (armed.key != "" && armed.key != key) {
+		return
+	}
+	mu.Lock()
+	hits++
+	fire := hits == armed.nth
+	mu.Unlock()
+	if fire {
+		fmt.Fprintf(os.Stderr, "failpoint %s fired (%s)\n", point, key)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way; nothing else may run
+	}
+}
+
+// Env returns the ANNEX_FAILPOINT setting that arms point for the n-th hit
+// on the installation namespace/name (any installation when name is "").
+func Env(point, namespace, name string, n int) string {
+	v := "ANNEX_FAILPOINT=" + point
+	if name != "" {
+		v += "@" + namespace + "/" + name
+	}
+	return v + "#" + strconv.Itoa(n)
+}
