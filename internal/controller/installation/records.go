@@ -418,7 +418,9 @@ const maxPieceOwners = 500
 
 func pieceName(digest string) string { return "annex.piece." + strings.TrimPrefix(digest, "sha256:") }
 
-func privatePieceName(digest string, uid types.UID) string { return pieceName(digest) + "." + string(uid) }
+func privatePieceName(digest string, uid types.UID) string {
+	return pieceName(digest) + "." + string(uid)
+}
 
 // maxPieceAttempts bounds the read-modify-write of a piece's owners when
 // other installations change them at the same time.
