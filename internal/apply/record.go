@@ -104,10 +104,9 @@ func (e *TooLargeError) Error() string {
 	if e.Compressed {
 		unit = "bytes compressed"
 	}
-	return fmt.Sprintf("%s is %s %s; Annex stores at most %s", e.What, mib(e.Size), unit, mib(e.Limit))
+	return fmt.Sprintf("%s is %.1f MiB (%d %s); Annex stores at most %.1f MiB", e.What,
+		float64(e.Size)/(1<<20), e.Size, unit, float64(e.Limit)/(1<<20))
 }
-
-func mib(n int) string { return fmt.Sprintf("%.1f MiB (%d)", float64(n)/(1<<20), n) }
 
 // recordEnvelope carries the format version next to the record; Pieces is
 // set when the set is stored in pieces.

@@ -1,10 +1,14 @@
-// Package faults kills the Annex manager at random points while
-// installations are created, upgraded, downgraded and deleted, restarts it,
-// and checks that everything converges with nothing orphaned, duplicated or
-// waiting for a human.
+// Package faults kills the Annex manager while installations are created,
+// upgraded, downgraded and deleted — at random moments, at random
+// failpoints, and (TestKillPoints) at each chosen point of the apply
+// sequence — restarts it, and checks that everything converges with
+// nothing orphaned, duplicated or waiting for a human.
 //
-// `make test` runs a fixed seed; `make test-faults` runs random seeds with
-// more operations (ANNEX_FAULTS=random, ANNEX_FAULT_OPS=n).
+// `make test` runs a fixed seed and every kill point once; `make
+// test-faults` runs both many times with random seeds and more operations,
+// several copies at once so that they compete for the CPU
+// (hack/test-faults.sh; ANNEX_FAULTS=random, ANNEX_FAULT_OPS=n,
+// ANNEX_FAULT_SEED=n to replay a seed, ANNEX_FAULT_REPEAT=n).
 package faults
 
 import (

@@ -380,10 +380,24 @@ func (r *Reconciler) setOf(ctx context.Context, inst *v1alpha1.ExtensionInstalla
 type storedRecord struct {
 	number int64
 	secret *corev1.Secret
+	index  *decodedIndex // decoded once per reconcile; nil decodes every time
+}
+
+type decodedIndex struct {
+	done bool
+	ix   RecordIndex
+	err  error
 }
 
 func (rec storedRecord) decode(codec RecordCodec) (RecordIndex, error) {
-	return codec.DecodeIndex(rec.secret.Data["record"])
+	if rec.index == nil {
+		return codec.DecodeIndex(rec.secret.Data["record"])
+	}
+	if !rec.index.done {
+		rec.index.ix, rec.index.err = codec.DecodeIndex(rec.secret.Data["record"])
+		rec.index.done = true
+	}
+	return rec.index.ix, rec.index.err
 }
 
 // listRecords returns the installation's record Secrets, newest first.
@@ -400,7 +414,7 @@ func (r *Reconciler) listRecords(ctx context.Context, inst *v1alpha1.ExtensionIn
 		if sec.Type != v1alpha1.RevisionSecretType || err != nil || sec.Name != recordName(inst, n) {
 			continue
 		}
-		out = append(out, storedRecord{number: n, secret: sec})
+		out = append(out, storedRecord{number: n, secret: sec, index: &decodedIndex{}})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].number > out[j].number })
 	return out, nil
