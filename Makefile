@@ -11,9 +11,9 @@ KUBE_BIN := bin/k8s/$(KUBE_VERSION)
 KUBE_PREVIOUS_VERSION := $(shell grep -Eo 'k8s.io/kubernetes v[0-9.]+' hack/tools/kube-1.36/go.mod | head -1 | cut -d' ' -f2 | tr -d v)
 CONTROLLER_GEN := go tool controller-gen
 GO_TEST_FLAGS ?=
-BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|ParseHelmIndex|N100)
+BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|ParseHelmIndex|N100|RecordStorage)
 BENCH_COUNT ?= 6
-BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/ ./test/bench/
+BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/ ./internal/apply/ ./test/bench/
 FUZZTIME ?= 60s
 FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/:FuzzParseHelmIndex ./internal/catalog/:FuzzFastDecoder ./internal/catalog/:FuzzCheckArchive ./internal/render/:FuzzRender ./internal/render/:FuzzRenderChart ./internal/apply/:FuzzDecodeRecord
 

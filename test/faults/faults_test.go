@@ -42,7 +42,8 @@ import (
 const namespace = "faults"
 
 // app renders four objects; 2.0.0 drops the Secret and adds a ConfigMap,
-// so upgrades and downgrades prune and restore; 3.0.0 never applies. Each slot installs its own
+// so upgrades and downgrades prune and restore; 3.0.0 never applies; 4.0.0
+// brings a CRD too large for a record to hold inline. Each slot installs its own
 // extension: one version of an extension serves a whole cluster.
 func app(name, version string) helmrepo.Chart {
 	files := map[string]string{
@@ -61,6 +62,10 @@ spec:
 `,
 	}
 	switch version {
+	case "4.0.0":
+		// A CRD too large for the record itself: the record keeps the set
+		// in a piece.
+		files["crds/big.yaml"] = bigCRD(name)
 	case "3.0.0":
 		// The API server refuses the upper-case name: every attempt fails,
 		// after the other objects are applied, and the upgrade rolls back.
@@ -75,10 +80,34 @@ spec:
 }
 
 // ranges and the version each resolves to.
-var ranges = map[string]string{"1.0.x": "1.0.0", "1.1.x": "1.1.0", "2.x": "2.0.0", "3.x": "3.0.0"}
+var ranges = map[string]string{"1.0.x": "1.0.0", "1.1.x": "1.1.0", "2.x": "2.0.0", "3.x": "3.0.0", "4.x": "4.0.0"}
 
 // appVersions are the versions of app every catalog of these tests offers.
-var appVersions = []string{"1.0.0", "1.1.0", "2.0.0", "3.0.0"}
+var appVersions = []string{"1.0.0", "1.1.0", "2.0.0", "3.0.0", "4.0.0"}
+
+// bigCRD is a CRD of about 300 KB for the extension name.
+func bigCRD(name string) string {
+	var words strings.Builder
+	rng := rand.New(rand.NewPCG(uint64(len(name)), 4))
+	for words.Len() < 300<<10 {
+		fmt.Fprintf(&words, "%x ", rng.Uint32())
+	}
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: things.%[1]s.annex.dev
+spec:
+  group: %[1]s.annex.dev
+  names: {kind: Thing, plural: things, singular: thing, listKind: ThingList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, description: %[2]q}
+`, name, words.String())
+}
 
 func TestManagerCrashesConverge(t *testing.T) {
 	seed, ops := uint64(20261121), 100
@@ -280,6 +309,9 @@ func orphans(ctx context.Context, c client.Client, ns string) []string {
 	var problems []string
 	for _, inst := range list.Items {
 		for _, ref := range inst.Status.Inventory {
+			if ref.Namespace != ns {
+				continue // the check lists the namespace's objects only
+			}
 			key := ref.Kind + "/" + ref.Name
 			if other, dup := owner[key]; dup {
 				problems = append(problems, fmt.Sprintf("%s is in the inventories of %s and %s", key, other, inst.Name))

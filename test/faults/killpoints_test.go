@@ -68,6 +68,12 @@ var killScenarios = []killScenario{
 	// deleted while the manager is down: the uninstall removes what the
 	// crashed upgrade applied too.
 	{name: "uninstall-after-crashed-upgrade", stages: []stage{{"2.x", failpoint.AfterObjects}, {"delete", ""}}, want: ""},
+	// A record in pieces: the first attempt dies between its index and its
+	// pieces, the second (other content) after its record.
+	{name: "pieces-intent", stages: []stage{{"4.x", failpoint.AfterRecordIndex}, {"1.1.x", failpoint.AfterIntent}}, want: "1.1.x"},
+	// A record in pieces fully written, the objects applied; the status
+	// never written.
+	{name: "pieces-event", stages: []stage{{"4.x", failpoint.AfterEvent}}, want: "4.x"},
 	// 3.0.0 fails every attempt and is rolled back; the rollback dies after
 	// its record, and the next manager finishes the rollback.
 	{name: "rollback", stages: []stage{{"3.x", failpoint.RollbackAfterIntent}}, want: "3.x", reason: v1alpha1.ReasonRolledBack, version: "1.0.0"},
@@ -154,9 +160,16 @@ func runKillScenario(t *testing.T, ctx context.Context, c client.Client, mgr *ma
 		t.Fatalf("orphaned or duplicated objects:\n%s", strings.Join(problems, "\n"))
 	}
 	if sc.want != "" {
-		// Leave the namespace clean for the next scenario.
 		changeInstallation(t, ctx, c, ns, name, "delete")
 		awaitGone(t, ctx, c, ns, name)
+	}
+	// Records and their pieces go with the installation.
+	var secrets corev1.SecretList
+	must(t, c.List(ctx, &secrets, client.InNamespace(ns)))
+	for _, s := range secrets.Items {
+		if s.Type == v1alpha1.RevisionSecretType || s.Type == v1alpha1.RecordPieceSecretType {
+			t.Errorf("Secret %s (%s) is left after the uninstall", s.Name, s.Type)
+		}
 	}
 }
 
