@@ -23,6 +23,20 @@ import (
 	"github.com/annex-platform/annex/internal/controller/installation"
 )
 
+// ClientConfig returns the configuration every Annex client of a cluster
+// is built from: a copy of cfg without client-go's client-side rate limit
+// (5 requests per second) unless cfg sets one, as controller-runtime's
+// GetConfig does: the API server's priority and fairness protects it.
+// `annex manager`, `annex dev`, the tests and the ManagedCluster clients
+// all go through it, so they behave alike.
+func ClientConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS = -1
+	}
+	return cfg
+}
+
 // Registry implements installation.Clusters.
 type Registry struct {
 	// Local is the cluster Annex runs in (spec.cluster "").
@@ -93,13 +107,7 @@ func (r *Registry) configFor(ctx context.Context, name string) (*rest.Config, st
 	if err != nil {
 		return nil, "", fmt.Errorf("ManagedCluster %q: key %q of Secret %s/%s is not a valid kubeconfig: %w", name, key, ref.Namespace, ref.Name, err)
 	}
-	if cfg.QPS == 0 {
-		// As controller-runtime does for the hub: no client-side limit (5
-		// requests per second otherwise); the API server's priority and
-		// fairness protects it.
-		cfg.QPS = -1
-	}
-	return cfg, string(sec.UID) + "/" + sec.ResourceVersion, nil
+	return ClientConfig(cfg), string(sec.UID) + "/" + sec.ResourceVersion, nil
 }
 
 // target is one cluster.

@@ -65,8 +65,11 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// New builds the manager with every Annex controller registered.
+// New builds the manager with every Annex controller registered. Its
+// clients have no client-side rate limit unless cfg sets one
+// (cluster.ClientConfig).
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	cfg = cluster.ClientConfig(cfg)
 	healthAddr := o.HealthAddr
 	if healthAddr == "" {
 		healthAddr = "0"
