@@ -3,17 +3,21 @@ package installation_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
 
@@ -188,4 +192,65 @@ func TestDeletingANeededInstallationIsHeld(t *testing.T) {
 	}
 	waitGone(t, ns, "hold-app")
 	waitGone(t, ns, "hold-lib")
+}
+
+// The same extension on the hub and on a ManagedCluster, from one
+// namespace: each gets its own installation of the dependency, named for
+// its cluster, and uninstalling one leaves the other's alone.
+func TestDependenciesPerCluster(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, depChart("fleet-app", "1.0.0", "fleet-lib@^1"), depChart("fleet-lib", "1.0.0"))
+	edge := testenv.Start(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := edge.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge-kubeconfig"}, Data: map[string][]byte{"kubeconfig": data}},
+		&v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: ns + "-edge"}, Spec: v1alpha1.ManagedClusterSpec{
+			KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Namespace: ns, Name: "edge-kubeconfig", Key: "kubeconfig"}}},
+	} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := edge.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	hub := install(t, ns, "app-hub", "fleet-app", "")
+	remote := install(t, ns, "app-edge", "fleet-app", "", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Cluster = ns + "-edge" })
+	waitCondition(t, hub, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	waitCondition(t, remote, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+
+	libEdge := "fleet-lib." + ns + "-edge"
+	for name, cluster := range map[string]string{"fleet-lib": "", libEdge: ns + "-edge"} {
+		inst, err := getInstallation(t, ns, name)
+		if err != nil {
+			t.Fatalf("dependency %s was not added: %v", name, err)
+		}
+		if inst.Spec.Cluster != cluster || inst.Spec.Extension != "fleet-lib" {
+			t.Fatalf("%s: extension %s on cluster %q, want fleet-lib on %q", name, inst.Spec.Extension, inst.Spec.Cluster, cluster)
+		}
+		waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	}
+	// Each dependency's objects are on its own cluster.
+	if err := edge.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: libEdge}, &corev1.ConfigMap{}); err != nil {
+		t.Fatalf("the edge dependency's ConfigMap on the edge cluster: %v", err)
+	}
+	if _, err := get(t, configMapGVK, ns, "fleet-lib"); err != nil {
+		t.Fatalf("the hub dependency's ConfigMap on the hub: %v", err)
+	}
+
+	if err := env.Client.Delete(ctx, remote); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, "app-edge")
+	waitGone(t, ns, libEdge)
+	if got, err := getInstallation(t, ns, "fleet-lib"); err != nil || !got.DeletionTimestamp.IsZero() {
+		t.Fatalf("the hub's dependency must stay while app-hub needs it (err=%v)", err)
+	}
 }

@@ -2,12 +2,15 @@ package installation
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -134,10 +137,11 @@ func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Res
 		if present[dep.Name] {
 			continue
 		}
+		name := dependencyName(dep.Name, s.inst.Spec.Cluster)
 		added := &v1alpha1.ExtensionInstallation{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: s.inst.Namespace,
-				Name:      dep.Name,
+				Name:      name,
 				Labels:    map[string]string{v1alpha1.LabelAddedFor: "dependencies"},
 				Annotations: map[string]string{
 					v1alpha1.AnnotationRequiredBy: fmt.Sprintf("%s (%s %s needs %s %s)", nameOf(s.inst), s.inst.Spec.Extension, s.choice.Version.Version, dep.Name, rangeOrAny(dep.Version)),
@@ -158,19 +162,56 @@ func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Res
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			s.block = terminal(v1alpha1.ReasonDependencyNotReady, fmt.Sprintf(
-				"%s %s needs %s %s, and the name %s/%s for its installation is taken by an installation of another extension; "+
-					"create an ExtensionInstallation for %s yourself", s.inst.Spec.Extension, s.choice.Version.Version,
-				dep.Name, rangeOrAny(dep.Version), s.inst.Namespace, dep.Name, dep.Name))
+				"%s %s needs %s %s on %s, and the name %s/%s for its installation is taken by %s; "+
+					"create an ExtensionInstallation of %s with spec.cluster %q yourself", s.inst.Spec.Extension, s.choice.Version.Version,
+				dep.Name, rangeOrAny(dep.Version), clusterName(s.inst.Spec.Cluster), s.inst.Namespace, name,
+				r.describeTaken(ctx, s.inst.Namespace, name), dep.Name, s.inst.Spec.Cluster))
 			return ctrl.Result{}, nil
 		case err != nil:
 			return ctrl.Result{}, err
 		}
-		created = append(created, dep.Name)
+		created = append(created, name)
 	}
 	if len(created) > 0 {
 		r.event(s, "Normal", "DependenciesAdded", fmt.Sprintf("added installations for %s", strings.Join(created, ", ")))
 	}
 	return ctrl.Result{}, nil
+}
+
+// dependencyName is the name of the installation Annex adds for the
+// extension dep on cluster: the extension's name on the hub (spec.cluster
+// ""), "<extension>.<cluster>" on a ManagedCluster, so that the
+// dependencies of one namespace's installations on many clusters neither
+// collide nor are shared across clusters. Names that would not fit a label
+// value (63 characters) are shortened and end in a hash of the full name.
+func dependencyName(dep, cluster string) string {
+	name := dep
+	if cluster != "" {
+		name = dep + "." + cluster
+	}
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return strings.TrimRight(name[:54], ".-") + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// clusterName names a cluster in messages.
+func clusterName(cluster string) string {
+	if cluster == "" {
+		return "the hub cluster"
+	}
+	return "cluster " + cluster
+}
+
+// describeTaken says what holds the name of an installation Annex wanted
+// to add: an installation of which extension, on which cluster.
+func (r *Reconciler) describeTaken(ctx context.Context, namespace, name string) string {
+	other := &v1alpha1.ExtensionInstallation{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, other); err != nil {
+		return "another installation"
+	}
+	return fmt.Sprintf("an installation of %s on %s", other.Spec.Extension, clusterName(other.Spec.Cluster))
 }
 
 func rangeOrAny(r string) string {
