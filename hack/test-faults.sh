@@ -16,8 +16,10 @@ copies=${FAULT_COPIES:-3}
 out="$root/bin/faults"
 mkdir -p "$out"
 rm -f "$out"/run-*.log
-echo "annex: building the fault tests..." >&2
+echo "annex: building the fault tests and the manager they run..." >&2
 go test -c -o "$out/faults.test" "$root/test/faults"
+(cd "$root" && go build -o "$out/annex" ./cmd/annex)
+export ANNEX_BINARY="$out/annex"
 
 run() {
   local i=$1 seed
