@@ -63,7 +63,7 @@ build: ## Build bin/annex.
 	go build -o bin/annex ./cmd/annex
 
 .PHONY: envtest-assets
-envtest-assets: ## Build kube-apiserver and etcd into bin/k8s/<version>, and an older kube-apiserver for upgrade tests (once; ~15-20 min the first time).
+envtest-assets: ## Build the control plane (kube-apiserver, etcd, controller-manager, scheduler) and kwok into bin/k8s/<version>, and an older kube-apiserver for upgrade tests (once; ~20-25 min the first time).
 	hack/build-control-plane.sh $(KUBE_VERSION)
 	hack/build-control-plane.sh $(KUBE_PREVIOUS_VERSION)
 

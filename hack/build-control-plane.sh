@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver and etcd from their Go modules (pinned in hack/tools)
-# into bin/k8s/<version>/. Reused when present; the first build takes about
-# 5-8 minutes on 2 cores, later runs return at once.
+# into bin/k8s/<version>/, and for the pinned version also
+# kube-controller-manager, kube-scheduler and kwok (hack/tools/kwok) with its
+# stage definitions, so that the local cluster runs workloads. Reused when
+# present; the first build takes about 12-18 minutes on 2 cores, later runs
+# return at once.
 #
 #   hack/build-control-plane.sh [kube-version]   (default: the pinned one)
 #
@@ -21,7 +24,19 @@ if [[ -f "$minor_module/go.mod" ]]; then
 fi
 src_version=$(grep -Eo 'k8s.io/kubernetes v[0-9.]+' "$module/go.mod" | head -1 | cut -d' ' -f2)
 out="$root/bin/k8s/$version"
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
+# The pinned version also runs workloads (annex dev): kube-controller-manager,
+# kube-scheduler, and kwok with its stages for fake nodes.
+workloads=false
+if [[ "$version" == "${pinned#v}" ]]; then
+  workloads=true
+fi
+have_all() {
+  [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]] || return 1
+  if $workloads; then
+    [[ -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" && -x "$out/kwok" && -s "$out/kwok-stages.yaml" ]] || return 1
+  fi
+}
+if have_all; then
   exit 0
 fi
 mkdir -p "$out"
@@ -34,8 +49,26 @@ if [[ ! -x "$out/etcd" ]]; then
   mv "$out/etcd.tmp" "$out/etcd"
 fi
 cd "$module"
-echo "annex: building kube-apiserver v$version from k8s.io/kubernetes $src_version into $out (about 5-8 minutes the first time, once)..." >&2
 start=$SECONDS
-go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-mv "$out/kube-apiserver.tmp" "$out/kube-apiserver"
+if [[ ! -x "$out/kube-apiserver" ]]; then
+  echo "annex: building kube-apiserver v$version from k8s.io/kubernetes $src_version into $out (about 5-8 minutes the first time, once)..." >&2
+  go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+  mv "$out/kube-apiserver.tmp" "$out/kube-apiserver"
+fi
+if $workloads; then
+  for cmd in kube-controller-manager kube-scheduler; do
+    if [[ ! -x "$out/$cmd" ]]; then
+      echo "annex: building $cmd v$version into $out (about 2-4 minutes the first time, once)..." >&2
+      go build -trimpath -ldflags "$ldflags" -o "$out/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd"
+      mv "$out/$cmd.tmp" "$out/$cmd"
+    fi
+  done
+  if [[ ! -x "$out/kwok" || ! -s "$out/kwok-stages.yaml" ]]; then
+    echo "annex: building kwok (fake nodes whose pods run) into $out (about 3-4 minutes the first time, once)..." >&2
+    (cd "$root/hack/tools/kwok" && go build -trimpath -ldflags "-s -w" -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok &&
+      go run ./stages >"$out/kwok-stages.yaml.tmp")
+    mv "$out/kwok.tmp" "$out/kwok"
+    mv "$out/kwok-stages.yaml.tmp" "$out/kwok-stages.yaml"
+  fi
+fi
 echo "annex: control plane v$version ready in $out ($((SECONDS - start)) s)" >&2

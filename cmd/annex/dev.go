@@ -26,6 +26,7 @@ type devOptions struct {
 	binDir      string
 	apiPort     int
 	metricsAddr string
+	nodes       int
 }
 
 func newDevCommand() *cobra.Command {
@@ -33,15 +34,18 @@ func newDevCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a local control plane, the Annex manager and the built-in catalog, until Ctrl-C",
-		Long: `dev starts etcd and kube-apiserver from --bin-dir with their state in --dir,
-installs the Annex CRDs, creates the Catalog "builtin", runs the manager in this
-process and writes an admin kubeconfig to <dir>/kubeconfig. Ctrl-C or SIGTERM
-stops everything; the next run finds the same state.`,
+		Long: `dev starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+kwok (with --nodes fake nodes, so that Deployments become Available and Jobs
+complete without a kubelet) from --bin-dir with their state in --dir, installs
+the Annex CRDs, creates the Catalog "builtin", runs the manager in this process
+and writes an admin kubeconfig to <dir>/kubeconfig. Ctrl-C or SIGTERM stops
+everything; the next run finds the same state.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), o, cmd.OutOrStdout()) },
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".annex/dev", "state of the local control plane (etcd data, certificates, logs, kubeconfig)")
-	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", "folder with kube-apiserver and etcd (make run passes bin/k8s/<version>)")
+	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", "folder with the control-plane binaries and kwok (make run passes bin/k8s/<version>)")
+	cmd.Flags().IntVar(&o.nodes, "nodes", 3, "how many fake nodes kwok runs pods on")
 	cmd.Flags().IntVar(&o.apiPort, "api-port", 0, "kube-apiserver port on 127.0.0.1; 0 picks a free one once and keeps it")
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-bind-address", "0", `address of the manager's metrics endpoint; "0" turns it off`)
 	return cmd
@@ -51,16 +55,18 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	if o.binDir == "" {
 		return errors.New("--bin-dir is required: the folder holding kube-apiserver and etcd (`make run` passes it)")
 	}
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
+	for _, bin := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml"} {
 		if _, statErr := os.Stat(filepath.Join(o.binDir, bin)); statErr != nil {
-			return fmt.Errorf("--bin-dir %s has no %s: run `make envtest-assets` to build it (about 6 minutes, once)", o.binDir, bin)
+			return fmt.Errorf("--bin-dir %s has no %s: run `make envtest-assets` to build it (about 15 minutes the first time, once)", o.binDir, bin)
 		}
 	}
 	dir, err := filepath.Abs(o.dir)
 	if err != nil {
 		return err
 	}
-	cluster, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: o.binDir, APIPort: o.apiPort, Log: out})
+	cluster, err := localcluster.Start(ctx, localcluster.Options{
+		Dir: dir, BinDir: o.binDir, APIPort: o.apiPort, Log: out, Workloads: true, Nodes: o.nodes,
+	})
 	if err != nil {
 		return err
 	}
@@ -111,7 +117,8 @@ func ensureBuiltinCatalog(ctx context.Context, cfg *rest.Config) error {
 
 func printNextSteps(out io.Writer, kubeconfig string) {
 	fmt.Fprintf(out, `
-Annex is running: a local kube-apiserver, the Annex manager and the built-in catalog.
+Annex is running: a local control plane with fake nodes where pods run, the Annex
+manager and the built-in catalog.
 In another shell, from this folder:
 
   export KUBECONFIG=%s

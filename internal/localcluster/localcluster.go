@@ -3,8 +3,10 @@
 // same objects, credentials and port. `annex dev` runs on it, and tests use it
 // where they must stop and restart the API server (envtest cannot).
 //
-// The cluster has no controller-manager, scheduler or kubelet: objects are
-// stored and validated, but nothing acts on them.
+// With Options.Workloads it also runs kube-controller-manager,
+// kube-scheduler and kwok with a few fake nodes, so that Deployments become
+// Available, Jobs complete and namespaces are finalized, without a kubelet.
+// Without it nothing acts on the objects stored.
 package localcluster
 
 import (
@@ -67,6 +69,12 @@ type Options struct {
 	// ServiceClusterIPRange is the range Service ClusterIPs are allocated
 	// from; default 10.96.0.0/16 (a /24 holds only 254 Services).
 	ServiceClusterIPRange string
+	// Workloads also starts kube-controller-manager, kube-scheduler and
+	// kwok from BinDir (with kwok's stages in BinDir/kwok-stages.yaml, as
+	// hack/build-control-plane.sh builds them) and Nodes fake nodes.
+	Workloads bool
+	// Nodes is how many fake nodes Workloads creates (default 3).
+	Nodes int
 }
 
 // Cluster is a running etcd and kube-apiserver. Its methods are safe to call
@@ -79,6 +87,7 @@ type Cluster struct {
 	mu        sync.Mutex
 	etcd      *child
 	apiserver *child
+	workloads []*child // kube-controller-manager, kube-scheduler, kwok
 }
 
 // Start starts etcd and then kube-apiserver from o.BinDir and returns once
@@ -104,6 +113,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.ServiceClusterIPRange == "" {
 		o.ServiceClusterIPRange = defaultServiceClusterIPRange
 	}
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
 	for _, sub := range []string{"logs", "etcd"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, err
@@ -122,6 +134,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if err := c.StartAPIServer(ctx, o.BinDir); err != nil {
 		return nil, errors.Join(err, c.Stop())
+	}
+	if o.Workloads {
+		if err := c.startWorkloads(ctx); err != nil {
+			return nil, errors.Join(err, c.Stop())
+		}
 	}
 	return c, nil
 }
@@ -154,13 +171,14 @@ func (c *Cluster) WriteKubeconfig(path string) error {
 	return os.Chmod(path, 0o600)
 }
 
-// Stop stops kube-apiserver and then etcd, each with SIGTERM and, after 10 s,
-// SIGKILL to its whole process group. It returns once both are gone. Calling
+// Stop stops kwok, kube-scheduler, kube-controller-manager (when they
+// run), kube-apiserver and then etcd, each with SIGTERM and, after 10 s,
+// SIGKILL to its whole process group. It returns once all are gone. Calling
 // it again, or on a partly stopped cluster, is harmless.
 func (c *Cluster) Stop() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	err := c.stopAPIServerLocked()
+	err := errors.Join(c.stopWorkloadsLocked(), c.stopAPIServerLocked())
 	if c.etcd != nil {
 		err = errors.Join(err, c.etcd.stop(stopGrace))
 		c.etcd = nil

@@ -119,7 +119,7 @@ func (c *Cluster) pids() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var pids []int
-	for _, p := range []*child{c.apiserver, c.etcd} {
+	for _, p := range append([]*child{c.apiserver, c.etcd}, c.workloads...) {
 		if p != nil {
 			pids = append(pids, p.cmd.Process.Pid)
 		}

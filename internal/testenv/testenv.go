@@ -29,7 +29,7 @@ const (
 	// serviceClusterIPRange replaces envtest's /24, which holds only 254
 	// Services with a ClusterIP.
 	serviceClusterIPRange = "10.96.0.0/16"
-	missingBinariesHint   = "run `make envtest-assets` (builds kube-apiserver and etcd into bin/, ~6 min once)"
+	missingBinariesHint   = "run `make envtest-assets` (builds the control plane and kwok into bin/, about 15 min once)"
 )
 
 // Env is a running API server with the Annex CRDs installed.
@@ -140,6 +140,21 @@ func RequireBinDir(t testing.TB) string {
 	dir, err := readyBinDir()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return dir
+}
+
+// RequireWorkloadsBinDir is RequireBinDir for a cluster that runs
+// workloads: it also needs kube-controller-manager, kube-scheduler, kwok
+// and kwok's stages, which hack/build-control-plane.sh builds for the
+// pinned version.
+func RequireWorkloadsBinDir(t testing.TB) string {
+	t.Helper()
+	dir := RequireBinDir(t)
+	for _, name := range []string{"kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("%s is missing: %s", filepath.Join(dir, name), missingBinariesHint)
+		}
 	}
 	return dir
 }

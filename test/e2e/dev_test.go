@@ -18,8 +18,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,14 +34,15 @@ import (
 )
 
 // TestDev builds annex, runs `annex dev`, installs the sample from
-// config/samples with the kubeconfig it writes, and stops it with SIGTERM:
-// nothing it started may outlive it.
+// config/samples with the kubeconfig it writes (its greeter runs 2 replicas
+// on the fake nodes), installs and uninstalls into a namespace Annex
+// creates, and stops it with SIGTERM: nothing it started may outlive it.
 func TestDev(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	binDir := testenv.RequireBinDir(t)
+	binDir := testenv.RequireWorkloadsBinDir(t)
 	work := t.TempDir()
 	annex := filepath.Join(work, "annex")
 	build := exec.Command("go", "build", "-o", annex, "./cmd/annex")
@@ -105,11 +109,51 @@ func TestDev(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "hello"}, &corev1.ConfigMap{}); err != nil {
 		t.Fatalf("the sample's ConfigMap: %v", err)
 	}
+	// The demo runs real replicas on the fake nodes.
+	deploy := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "hello"}, deploy); err != nil {
+		t.Fatal(err)
+	}
+	if deploy.Status.AvailableReplicas != 2 {
+		t.Fatalf("the greeter has %d available replicas, want 2", deploy.Status.AvailableReplicas)
+	}
+
+	// An installation into a namespace Annex creates uninstalls to the
+	// end: the namespace is finalized instead of staying Terminating.
+	greeter := &v1alpha1.ExtensionInstallation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "greeter"},
+		Spec:       v1alpha1.ExtensionInstallationSpec{Extension: "hello", Version: "0.1.x", TargetNamespace: "greeter-demo"},
+	}
+	if err := c.Create(ctx, greeter); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 90*time.Second, exited, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(greeter), greeter); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(greeter.Status.Conditions, v1alpha1.ConditionReady) {
+			return fmt.Errorf("greeter not Ready: %+v", greeter.Status.Conditions)
+		}
+		return nil
+	})
+	if err := c.Delete(ctx, greeter); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 90*time.Second, exited, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(greeter), greeter); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("installation greeter still there (err=%v)", err)
+		}
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "greeter-demo"}, ns); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace greeter-demo still there (%s, err=%v)", ns.Status.Phase, err)
+		}
+		return nil
+	})
 
 	// SIGTERM stops annex dev and everything it started.
 	children := childPIDs(dev.Process.Pid)
-	if len(children) < 2 {
-		t.Fatalf("expected etcd and kube-apiserver as children of annex dev, found %v", children)
+	if len(children) < 5 {
+		t.Fatalf("expected etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as children of annex dev, found %v", children)
 	}
 	if err := dev.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -223,14 +223,14 @@ func TestHelloRenders(t *testing.T) {
 		wantLanguage string // "" when the version has no language
 		wantReplicas float64
 	}{
-		// Defaults: no replicas, so the Deployment is healthy without nodes.
-		{version: "0.1.0", wantMessage: "Hello from Annex"},
+		// Defaults: two replicas, which annex dev's fake nodes run.
+		{version: "0.1.0", wantMessage: "Hello from Annex", wantReplicas: 2},
 		// Values reach the ConfigMap, the Greeting and the Deployment.
-		{version: "0.1.0", values: map[string]any{"message": "Hoi", "replicas": 2}, wantMessage: "Hoi", wantReplicas: 2},
+		{version: "0.1.0", values: map[string]any{"message": "Hoi", "replicas": 0}, wantMessage: "Hoi", wantReplicas: 0},
 		// 0.2.0 adds the language, visible after an upgrade.
-		{version: "0.2.0", wantMessage: "Hello from Annex", wantLanguage: "en"},
+		{version: "0.2.0", wantMessage: "Hello from Annex", wantLanguage: "en", wantReplicas: 2},
 		// The language is a value like the others.
-		{version: "0.2.0", values: map[string]any{"language": "nl"}, wantMessage: "Hello from Annex", wantLanguage: "nl"},
+		{version: "0.2.0", values: map[string]any{"language": "nl"}, wantMessage: "Hello from Annex", wantLanguage: "nl", wantReplicas: 2},
 	}
 	for _, tt := range tests {
 		objects, err := render(t, "hello", tt.version, tt.values)
