@@ -107,6 +107,10 @@ const (
 	// FinalizerUninstall holds an ExtensionInstallation until its inventory
 	// is removed from the cluster.
 	FinalizerUninstall = "annex.dev/uninstall"
+	// FinalizerClusterInstallations holds a ManagedCluster until its
+	// installations are uninstalled (or released, with deletionPolicy
+	// Orphan).
+	FinalizerClusterInstallations = "annex.dev/cluster-installations"
 
 	// FieldManager is the server-side apply field manager of every write
 	// Annex makes into a cluster.

@@ -10,7 +10,28 @@ type ManagedClusterSpec struct {
 	// cluster.
 	// +required
 	KubeconfigSecretRef KubeconfigSecretReference `json:"kubeconfigSecretRef"`
+	// DeletionPolicy says what deleting the ManagedCluster does to its
+	// installations: Uninstall (default) removes them from the cluster
+	// first; Orphan releases them without touching the cluster — set it on
+	// a cluster that is gone for good, so that its deletion does not wait
+	// for a cluster that will never answer.
+	// +kubebuilder:validation:Enum=Uninstall;Orphan
+	// +kubebuilder:default=Uninstall
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// DeletionPolicy is what happens to a cluster's installations when it is
+// deleted.
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyUninstall uninstalls every installation first.
+	DeletionPolicyUninstall DeletionPolicy = "Uninstall"
+	// DeletionPolicyOrphan removes the installations from the hub and
+	// leaves what they installed on the cluster.
+	DeletionPolicyOrphan DeletionPolicy = "Orphan"
+)
 
 // KubeconfigSecretReference selects a kubeconfig in a Secret.
 type KubeconfigSecretReference struct {
@@ -39,6 +60,15 @@ type ManagedClusterStatus struct {
 	// KubernetesVersion is the version the cluster's API server reports.
 	// +optional
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// NodeCount is how many nodes the cluster has.
+	// +optional
+	NodeCount int32 `json:"nodeCount,omitempty"`
+	// Installations is how many ExtensionInstallations target the cluster,
+	// and ReadyInstallations how many of them are Ready.
+	// +optional
+	Installations int32 `json:"installations,omitempty"`
+	// +optional
+	ReadyInstallations int32 `json:"readyInstallations,omitempty"`
 }
 
 // ManagedCluster is a user cluster the hub installs extensions into.
@@ -47,6 +77,10 @@ type ManagedClusterStatus struct {
 // +kubebuilder:resource:scope=Cluster,categories=annex,shortName=mc
 // +kubebuilder:printcolumn:name="Kubernetes",type=string,JSONPath=`.status.kubernetesVersion`
 // +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.conditions[?(@.type=="Reachable")].status`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodeCount`
+// +kubebuilder:printcolumn:name="Installations",type=integer,JSONPath=`.status.installations`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyInstallations`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Reachable")].message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ManagedCluster struct {
 	metav1.TypeMeta   `json:",inline"`

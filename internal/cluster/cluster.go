@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -127,11 +128,48 @@ func newTarget(cfg *rest.Config, fingerprint string, ttl time.Duration) (*target
 	if err != nil {
 		return nil, err
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	// A cluster that does not answer must not hold a reconcile for long.
+	dcfg := rest.CopyConfig(cfg)
+	if dcfg.Timeout == 0 {
+		dcfg.Timeout = discoveryTimeout
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(dcfg)
 	if err != nil {
 		return nil, err
 	}
 	return &target{fingerprint: fingerprint, applier: a, discovery: dc, ttl: ttl}, nil
+}
+
+// discoveryTimeout bounds one version read of a cluster.
+const discoveryTimeout = 15 * time.Second
+
+// Probe reads the named cluster's Kubernetes version now (installations
+// see it too) and counts its nodes. Errors say why the cluster cannot be
+// reached.
+func (r *Registry) Probe(ctx context.Context, name string) (version string, nodes int, err error) {
+	t, err := r.Target(ctx, name)
+	if err != nil {
+		return "", 0, err
+	}
+	if version, err = t.(*target).observe(); err != nil {
+		return "", 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+	defer cancel()
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := t.(*target).applier.Client.List(ctx, list); err != nil {
+		return version, 0, fmt.Errorf("listing nodes: %w", err)
+	}
+	return version, len(list.Items), nil
+}
+
+// Forget drops the clients of the named cluster; the next Target builds
+// them again.
+func (r *Registry) Forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.targets, name)
 }
 
 // ObserveVersion reads the Kubernetes version of the named cluster from

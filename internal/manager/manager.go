@@ -23,6 +23,7 @@ import (
 	"github.com/annex-platform/annex/internal/cluster"
 	catalogcontroller "github.com/annex-platform/annex/internal/controller/catalog"
 	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/controller/managedcluster"
 	"github.com/annex-platform/annex/internal/render"
 )
 
@@ -50,7 +51,8 @@ type Options struct {
 	// installation.DefaultWorkers).
 	Workers int
 	// ClusterVersionInterval is how often each cluster's Kubernetes version
-	// is observed; a change re-resolves its installations (default 30s).
+	// is observed (a change re-resolves its installations) and each
+	// ManagedCluster is probed (default 30s).
 	ClusterVersionInterval time.Duration
 }
 
@@ -126,6 +128,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		HealthPollInterval: o.HealthPollInterval,
 		Workers:            o.Workers,
 	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&managedcluster.Reconciler{Client: mgr.GetClient(), Clusters: clusters, ProbeInterval: o.ClusterVersionInterval}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if healthAddr != "0" {

@@ -20,8 +20,8 @@ import (
 )
 
 // Main is a TestMain: it starts kube-apiserver and etcd, runs the Annex
-// manager against them (health polled every 200 ms, its caches in a temporary
-// folder), points *env at the environment, runs the tests, and stops
+// manager against them (health polled every 200 ms, clusters probed every
+// second, its caches in a temporary folder), points *env at the environment, runs the tests, and stops
 // everything. Logs go to stderr when ANNEX_TEST_LOG is set.
 func Main(m *testing.M, env **testenv.Env) {
 	os.Exit(run(m, env))
@@ -46,7 +46,11 @@ func run(m *testing.M, env **testenv.Env) int {
 	}
 	defer stop()
 	*env = e
-	mgr, err := manager.New(e.Config, manager.Options{MetricsAddr: "0", HealthPollInterval: 200 * time.Millisecond, CacheDir: cache})
+	mgr, err := manager.New(e.Config, manager.Options{
+		MetricsAddr: "0", HealthPollInterval: 200 * time.Millisecond, CacheDir: cache,
+		// Clusters are probed often, so that tests see them come and go.
+		ClusterVersionInterval: time.Second,
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,0 +1,240 @@
+// Package managedcluster reconciles ManagedClusters: it connects to each
+// through its kubeconfig Secret, reports what it observes (Kubernetes
+// version, nodes, the installations that target it and how many are
+// Ready), and on deletion uninstalls — or, with deletionPolicy Orphan,
+// releases — those installations before the cluster goes.
+package managedcluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// Clusters is what the controller needs of the per-cluster clients; the
+// consumer owns the interface, cmd wires internal/cluster's Registry.
+type Clusters interface {
+	// Probe reads the cluster's Kubernetes version and node count; an
+	// error says why it cannot be reached.
+	Probe(ctx context.Context, name string) (version string, nodes int, err error)
+	// Forget drops the cluster's clients.
+	Forget(name string)
+}
+
+// Reconciler reconciles ManagedClusters.
+type Reconciler struct {
+	Client   client.Client
+	Clusters Clusters
+	// ProbeInterval is how often a cluster is probed again (default 30s);
+	// an unreachable one is retried at the same pace.
+	ProbeInterval time.Duration
+}
+
+// indexCluster indexes installations by spec.cluster.
+const indexCluster = "managedcluster.annex.dev/spec.cluster"
+
+// +kubebuilder:rbac:groups=annex.dev,resources=managedclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=annex.dev,resources=managedclusters/status;managedclusters/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
+// Reconcile probes the cluster and writes its status, or, when it is being
+// deleted, removes its installations first.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	mc := &v1alpha1.ManagedCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	installations, err := r.installationsOf(ctx, mc.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !mc.DeletionTimestamp.IsZero() {
+		return r.delete(ctx, mc, installations)
+	}
+	if !controllerutil.ContainsFinalizer(mc, v1alpha1.FinalizerClusterInstallations) {
+		patch := client.MergeFrom(mc.DeepCopy())
+		controllerutil.AddFinalizer(mc, v1alpha1.FinalizerClusterInstallations)
+		if err := r.Client.Patch(ctx, mc, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	before := mc.Status.DeepCopy()
+	version, nodes, probeErr := r.Clusters.Probe(ctx, mc.Name)
+	setStatus(mc, observation{version: version, nodes: nodes, err: probeErr, installations: installations})
+	if !equality.Semantic.DeepEqual(*before, mc.Status) {
+		if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(&v1alpha1.ManagedCluster{Status: *before})); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.interval()}, nil
+}
+
+// observation is what one reconcile saw of a cluster.
+type observation struct {
+	version       string
+	nodes         int
+	err           error
+	installations []v1alpha1.ExtensionInstallation
+}
+
+// setStatus computes the status from an observation: Reachable with the
+// error a person can act on, the version and node count last seen (kept
+// while unreachable), the installations and how many are Ready, and Ready
+// as the summary.
+func setStatus(mc *v1alpha1.ManagedCluster, o observation) {
+	mc.Status.ObservedGeneration = mc.Generation
+	mc.Status.Installations = int32(len(o.installations))
+	mc.Status.ReadyInstallations = 0
+	for i := range o.installations {
+		if meta.IsStatusConditionTrue(o.installations[i].Status.Conditions, v1alpha1.ConditionReady) {
+			mc.Status.ReadyInstallations++
+		}
+	}
+	if o.err != nil {
+		msg := fmt.Sprintf("cannot reach the cluster through Secret %s/%s key %q: %v; check that the API server is up and the kubeconfig's address and credentials are current",
+			mc.Spec.KubeconfigSecretRef.Namespace, mc.Spec.KubeconfigSecretRef.Name, keyOf(mc), o.err)
+		setCondition(mc, v1alpha1.ConditionReachable, metav1.ConditionFalse, v1alpha1.ReasonClusterUnavailable, msg)
+		setCondition(mc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonClusterUnavailable, msg)
+		return
+	}
+	mc.Status.KubernetesVersion, mc.Status.NodeCount = o.version, int32(o.nodes)
+	setCondition(mc, v1alpha1.ConditionReachable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
+		fmt.Sprintf("Kubernetes %s, %d nodes", o.version, o.nodes))
+	setCondition(mc, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
+		fmt.Sprintf("reachable; %d of %d installations Ready", mc.Status.ReadyInstallations, mc.Status.Installations))
+}
+
+func setCondition(mc *v1alpha1.ManagedCluster, t string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{
+		Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: mc.Generation,
+	})
+}
+
+func keyOf(mc *v1alpha1.ManagedCluster) string {
+	if mc.Spec.KubeconfigSecretRef.Key == "" {
+		return "kubeconfig"
+	}
+	return mc.Spec.KubeconfigSecretRef.Key
+}
+
+// delete removes the cluster's installations, then releases the cluster.
+// With deletionPolicy Uninstall (the default) each installation is
+// deleted, which uninstalls it from the cluster; the cluster waits until
+// all are gone (an unreachable cluster waits: set deletionPolicy Orphan to
+// give it up). With Orphan, each installation loses its uninstall
+// finalizer first, so it leaves the hub without touching the cluster.
+func (r *Reconciler) delete(ctx context.Context, mc *v1alpha1.ManagedCluster, installations []v1alpha1.ExtensionInstallation) (ctrl.Result, error) {
+	orphan := mc.Spec.DeletionPolicy == v1alpha1.DeletionPolicyOrphan
+	for i := range installations {
+		inst := &installations[i]
+		if orphan && controllerutil.ContainsFinalizer(inst, v1alpha1.FinalizerUninstall) {
+			patch := client.MergeFrom(inst.DeepCopy())
+			controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall)
+			if err := r.Client.Patch(ctx, inst, patch); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		if inst.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, inst); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	if len(installations) > 0 {
+		before := mc.Status.DeepCopy()
+		how := "uninstalling"
+		if orphan {
+			how = "releasing (deletionPolicy Orphan)"
+		}
+		msg := fmt.Sprintf("deleting: %s %d installations first; a cluster that is gone for good can be released with spec.deletionPolicy: Orphan", how, len(installations))
+		setCondition(mc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonUninstalling, msg)
+		mc.Status.Installations = int32(len(installations))
+		if !equality.Semantic.DeepEqual(*before, mc.Status) {
+			if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(&v1alpha1.ManagedCluster{Status: *before})); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	r.Clusters.Forget(mc.Name)
+	if controllerutil.ContainsFinalizer(mc, v1alpha1.FinalizerClusterInstallations) {
+		patch := client.MergeFrom(mc.DeepCopy())
+		controllerutil.RemoveFinalizer(mc, v1alpha1.FinalizerClusterInstallations)
+		if err := r.Client.Patch(ctx, mc, patch); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) installationsOf(ctx context.Context, cluster string) ([]v1alpha1.ExtensionInstallation, error) {
+	var list v1alpha1.ExtensionInstallationList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{indexCluster: cluster}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+func (r *Reconciler) interval() time.Duration {
+	if r.ProbeInterval > 0 {
+		return r.ProbeInterval
+	}
+	return 30 * time.Second
+}
+
+// SetupWithManager watches ManagedClusters, their kubeconfig Secrets (a
+// changed Secret reconnects) and the installations that target them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, indexCluster,
+		func(o client.Object) []string { return []string{o.(*v1alpha1.ExtensionInstallation).Spec.Cluster} }); err != nil {
+		return err
+	}
+	toCluster := func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.(*v1alpha1.ExtensionInstallation).Spec.Cluster
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("managedcluster").
+		For(&v1alpha1.ManagedCluster{}).
+		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(toCluster)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret),
+			builder.OnlyMetadata).
+		Complete(r)
+}
+
+// clustersUsingSecret maps a Secret to the ManagedClusters whose
+// kubeconfig it holds, and forgets their clients so that they reconnect.
+func (r *Reconciler) clustersUsingSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.ManagedClusterList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, mc := range list.Items {
+		ref := mc.Spec.KubeconfigSecretRef
+		if ref.Namespace == o.GetNamespace() && ref.Name == o.GetName() {
+			r.Clusters.Forget(mc.Name)
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: mc.Name}})
+		}
+	}
+	return out
+}

@@ -1,0 +1,240 @@
+package managedcluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
+	"github.com/annex-platform/annex/internal/testenv/withmanager"
+)
+
+// env is the hub: a real API server with the whole manager running.
+var env *testenv.Env
+
+func TestMain(m *testing.M) { withmanager.Main(m, &env) }
+
+// edge is a second real API server, registered as a ManagedCluster named
+// name through a kubeconfig Secret in namespace ns.
+type edge struct {
+	*testenv.Env
+	kubeconfig []byte
+}
+
+func startEdge(t *testing.T) *edge {
+	e := testenv.Start(t)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := e.WriteKubeconfig(path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &edge{Env: e, kubeconfig: data}
+}
+
+// setup creates a namespace on the hub (and the same on the edge, where the
+// installations put their objects), a catalog with one chart, and the
+// kubeconfig Secret.
+func setup(t *testing.T, e *edge) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := strings.ToLower(t.Name())
+	repo := helmrepo.NewServer(t, helmrepo.Chart{Name: ns + "-app", Version: "1.0.0", Files: map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata: {a: b}\n",
+	}})
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"}, Data: map[string][]byte{"kubeconfig": e.kubeconfig}},
+		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}},
+	} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+func createCluster(t *testing.T, name, ns string, policy v1alpha1.DeletionPolicy) *v1alpha1.ManagedCluster {
+	t.Helper()
+	mc := &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ManagedClusterSpec{
+		KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Namespace: ns, Name: "edge", Key: "kubeconfig"},
+		DeletionPolicy:      policy,
+	}}
+	if err := env.Client.Create(context.Background(), mc); err != nil {
+		t.Fatal(err)
+	}
+	return mc
+}
+
+func installOn(t *testing.T, ns, name, cluster string) *v1alpha1.ExtensionInstallation {
+	t.Helper()
+	inst := &v1alpha1.ExtensionInstallation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.ExtensionInstallationSpec{Extension: ns + "-app", Cluster: cluster},
+	}
+	if err := env.Client.Create(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(inst), inst); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(inst.Status.Conditions, v1alpha1.ConditionReady) {
+			return fmt.Errorf("%s not Ready: %+v", name, inst.Status.Conditions)
+		}
+		return nil
+	})
+	return inst
+}
+
+// awaitCluster waits until the ManagedCluster's status passes check.
+func awaitCluster(t *testing.T, name string, check func(*v1alpha1.ManagedCluster) error) *v1alpha1.ManagedCluster {
+	t.Helper()
+	mc := &v1alpha1.ManagedCluster{}
+	eventually(t, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, mc); err != nil {
+			return err
+		}
+		return check(mc)
+	})
+	return mc
+}
+
+func reachable(want metav1.ConditionStatus) func(*v1alpha1.ManagedCluster) error {
+	return func(mc *v1alpha1.ManagedCluster) error {
+		c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReachable)
+		if c == nil || c.Status != want {
+			return fmt.Errorf("Reachable is %+v, want %s", c, want)
+		}
+		return nil
+	}
+}
+
+// A cluster's status tells its version, nodes and installations; a broken
+// kubeconfig makes it unreachable with a message naming the Secret, its
+// installation keeps what it installed, and both recover when the Secret
+// is mended.
+func TestStatusAndRecovery(t *testing.T) {
+	ctx := context.Background()
+	e := startEdge(t)
+	ns := setup(t, e)
+	name := ns + "-edge"
+	createCluster(t, name, ns, "")
+	version, err := testenv.KubeVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := awaitCluster(t, name, reachable(metav1.ConditionTrue))
+	if mc.Status.KubernetesVersion != "v"+version || !strings.Contains(meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReachable).Message, "0 nodes") {
+		t.Fatalf("status %+v: want Kubernetes v%s and 0 nodes", mc.Status, version)
+	}
+	if !slices.Contains(mc.Finalizers, v1alpha1.FinalizerClusterInstallations) {
+		t.Fatalf("finalizers %v: the cluster must be held until its installations are gone", mc.Finalizers)
+	}
+	inst := installOn(t, ns, "app", name)
+	awaitCluster(t, name, func(mc *v1alpha1.ManagedCluster) error {
+		if mc.Status.Installations != 1 || mc.Status.ReadyInstallations != 1 {
+			return fmt.Errorf("installations %d, ready %d; want 1 and 1", mc.Status.Installations, mc.Status.ReadyInstallations)
+		}
+		return nil
+	})
+
+	// The Secret now points at a port where nothing listens.
+	broken := strings.Replace(string(e.kubeconfig), "server: https://127.0.0.1:", "server: https://127.0.0.1:1#", 1)
+	sec := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "edge"}, sec); err != nil {
+		t.Fatal(err)
+	}
+	sec.Data["kubeconfig"] = []byte(broken)
+	if err := env.Client.Update(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	mc = awaitCluster(t, name, reachable(metav1.ConditionFalse))
+	msg := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReachable).Message
+	if !strings.Contains(msg, "Secret "+ns+"/edge") || !strings.Contains(msg, "kubeconfig") {
+		t.Fatalf("the Reachable message must name the Secret and what to check: %s", msg)
+	}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &corev1.ConfigMap{}); err != nil {
+		t.Fatalf("the installed ConfigMap must stay while the cluster is unreachable: %v", err)
+	}
+
+	// Mended: reachable again, the installation still there and Ready.
+	sec.Data["kubeconfig"] = e.kubeconfig
+	if err := env.Client.Update(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	awaitCluster(t, name, reachable(metav1.ConditionTrue))
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(inst), inst); err != nil || !inst.DeletionTimestamp.IsZero() {
+		t.Fatalf("the installation must survive the outage (err=%v)", err)
+	}
+}
+
+// Deleting a ManagedCluster uninstalls its installations first; with
+// deletionPolicy Orphan it releases them and leaves the cluster alone.
+func TestDeletion(t *testing.T) {
+	ctx := context.Background()
+	e := startEdge(t)
+	ns := setup(t, e)
+	for _, tc := range []struct {
+		policy    v1alpha1.DeletionPolicy
+		keepsObjs bool
+	}{
+		{v1alpha1.DeletionPolicyUninstall, false},
+		{v1alpha1.DeletionPolicyOrphan, true},
+	} {
+		name := ns + "-" + strings.ToLower(string(tc.policy))
+		mc := createCluster(t, name, ns, tc.policy)
+		awaitCluster(t, name, reachable(metav1.ConditionTrue))
+		app := strings.ToLower(string(tc.policy))
+		installOn(t, ns, app, name)
+		if err := env.Client.Delete(ctx, mc); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, func() error {
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.ManagedCluster{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("ManagedCluster %s still there (err=%v)", name, err)
+			}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, &v1alpha1.ExtensionInstallation{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("installation %s still there (err=%v)", app, err)
+			}
+			return nil
+		})
+		err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, &corev1.ConfigMap{})
+		if tc.keepsObjs != (err == nil) {
+			t.Fatalf("deletionPolicy %s: the installed ConfigMap exists: %v (err=%v)", tc.policy, err == nil, err)
+		}
+	}
+}
+
+func eventually(t *testing.T, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 90s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
