@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -207,6 +208,17 @@ func (t *target) observe() (string, error) {
 }
 
 func (t *target) Applier() installation.Applier { return applierAdapter{t.applier} }
+
+// NamespaceExists reads the namespace's metadata.
+func (t *target) NamespaceExists(ctx context.Context, name string) (bool, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := t.applier.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
 
 // applierAdapter lets apply.Applier serve the controller's interface.
 type applierAdapter struct{ a *apply.Applier }

@@ -218,6 +218,9 @@ func TestDependenciesPerCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The namespace exists on the edge cluster: it is nobody's inventory.
+	// (Annex creates a missing one, but the test API server has no
+	// namespace controller to finish deleting it.)
 	if err := edge.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -250,6 +253,7 @@ func TestDependenciesPerCluster(t *testing.T) {
 	}
 	waitGone(t, ns, "app-edge")
 	waitGone(t, ns, libEdge)
+
 	if got, err := getInstallation(t, ns, "fleet-lib"); err != nil || !got.DeletionTimestamp.IsZero() {
 		t.Fatalf("the hub's dependency must stay while app-hub needs it (err=%v)", err)
 	}

@@ -44,6 +44,8 @@ type Clusters interface {
 type Target interface {
 	// KubeVersion is the version the cluster's API server reports.
 	KubeVersion(ctx context.Context) (string, error)
+	// NamespaceExists reports whether the cluster has the namespace.
+	NamespaceExists(ctx context.Context, name string) (bool, error)
 	Applier() Applier
 }
 

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -401,12 +400,14 @@ func (r *Reconciler) upToDate(s *scope) bool {
 // objectsToApply returns the rendered objects, plus the target namespace
 // when this installation created it (it is in the inventory), so that it
 // stays recorded and is removed with the rest. With mayCreate, a target
-// namespace that does not exist yet on the hub is added too; only an apply
-// needs that answer, so only an apply pays for the read.
+// namespace that does not exist yet on the target cluster is added too;
+// only an apply needs that answer, so only an apply pays for the read. On
+// the hub, the installation's own namespace exists; on a managed cluster
+// it may not.
 func (r *Reconciler) objectsToApply(ctx context.Context, s *scope, mayCreate bool) []*unstructured.Unstructured {
 	objects := s.rendered.Objects
 	ns := s.targetNamespace()
-	if ns == s.inst.Namespace {
+	if ns == s.inst.Namespace && s.inst.Spec.Cluster == "" {
 		return objects
 	}
 	withNamespace := append([]*unstructured.Unstructured{namespaceObject(ns)}, objects...)
@@ -415,11 +416,10 @@ func (r *Reconciler) objectsToApply(ctx context.Context, s *scope, mayCreate boo
 			return withNamespace
 		}
 	}
-	if !mayCreate || s.inst.Spec.Cluster != "" {
+	if !mayCreate {
 		return objects
 	}
-	var existing corev1.Namespace
-	if err := r.Reader.Get(ctx, types.NamespacedName{Name: ns}, &existing); apierrors.IsNotFound(err) {
+	if exists, err := s.target.NamespaceExists(ctx, ns); err == nil && !exists {
 		return withNamespace
 	}
 	return objects

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/localcluster"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 	"github.com/annex-platform/annex/internal/testenv/withmanager"
@@ -47,10 +48,20 @@ func startEdge(t *testing.T) *edge {
 	return &edge{Env: e, kubeconfig: data}
 }
 
-// setup creates a namespace on the hub (and the same on the edge, where the
-// installations put their objects), a catalog with one chart, and the
-// kubeconfig Secret.
+// setup is setupHub, and the same namespace on the edge, where the
+// installations put their objects.
 func setup(t *testing.T, e *edge) string {
+	t.Helper()
+	ns := setupHub(t, e)
+	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// setupHub creates a namespace on the hub, a catalog with one chart, and
+// the edge's kubeconfig Secret.
+func setupHub(t *testing.T, e *edge) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := strings.ToLower(t.Name())
@@ -65,9 +76,6 @@ func setup(t *testing.T, e *edge) string {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
 	}
 	return ns
 }
@@ -237,4 +245,53 @@ func eventually(t *testing.T, f func() error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// An installation into a ManagedCluster whose target namespace does not
+// exist there creates it, and its uninstall removes it: the edge cluster
+// here runs kube-controller-manager, which finalizes the namespace.
+func TestTargetNamespaceCreatedOnCluster(t *testing.T) {
+	ctx := context.Background()
+	lc, err := localcluster.Start(ctx, localcluster.Options{
+		Dir: t.TempDir(), BinDir: testenv.RequireWorkloadsBinDir(t), Workloads: true, Nodes: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lc.Stop() })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := lc.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := client.New(lc.RESTConfig(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &edge{kubeconfig: data}
+	ns := setupHub(t, e)
+	name := ns + "-edge"
+	createCluster(t, name, ns, "")
+	awaitCluster(t, name, reachable(metav1.ConditionTrue))
+	inst := installOn(t, ns, "app", name)
+
+	got := &corev1.Namespace{}
+	if err := remote.Get(ctx, client.ObjectKey{Name: ns}, got); err != nil || got.Labels[v1alpha1.LabelInstallationName] != "app" {
+		t.Fatalf("namespace %s on the managed cluster: labels %v (err=%v); want it created by the installation", ns, got.Labels, err)
+	}
+	if err := env.Client.Delete(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(inst), inst); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("installation still there (err=%v)", err)
+		}
+		if err := remote.Get(ctx, client.ObjectKey{Name: ns}, got); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace %s still on the managed cluster (err=%v)", ns, err)
+		}
+		return nil
+	})
 }
