@@ -23,9 +23,10 @@ all: build
 ##@ Main jobs
 
 .PHONY: run
-run: build ## Start a local control plane, the manager and the built-in catalog (Ctrl-C stops).
+run: build ## Start a local control plane with fake nodes, the manager and the built-in catalog; CLUSTERS=2 adds managed clusters (Ctrl-C stops).
 	hack/build-control-plane.sh $(KUBE_VERSION)
-	bin/annex dev --bin-dir $(KUBE_BIN)
+	$(if $(CLUSTERS),hack/build-control-plane.sh $(KUBE_PREVIOUS_VERSION))
+	bin/annex dev --bin-dir $(KUBE_BIN) $(if $(CLUSTERS),--clusters $(CLUSTERS))
 
 .PHONY: test
 test: envtest-assets verify-generate vet ## Run every test against a real kube-apiserver and etcd.

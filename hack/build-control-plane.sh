@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver and etcd from their Go modules (pinned in hack/tools)
-# into bin/k8s/<version>/, and for the pinned version also
-# kube-controller-manager, kube-scheduler and kwok (hack/tools/kwok) with its
-# stage definitions, so that the local cluster runs workloads. Reused when
+# into bin/k8s/<version>/, with kube-controller-manager, kube-scheduler and
+# kwok (hack/tools/kwok) and its stage definitions, so that the local
+# cluster runs workloads. Reused when
 # present; the first build takes about 12-18 minutes on 2 cores, later runs
 # return at once.
 #
@@ -24,10 +24,11 @@ if [[ -f "$minor_module/go.mod" ]]; then
 fi
 src_version=$(grep -Eo 'k8s.io/kubernetes v[0-9.]+' "$module/go.mod" | head -1 | cut -d' ' -f2)
 out="$root/bin/k8s/$version"
-# The pinned version also runs workloads (annex dev): kube-controller-manager,
-# kube-scheduler, and kwok with its stages for fake nodes.
+# A version whose module builds kube-controller-manager and kube-scheduler
+# runs workloads (annex dev and its --clusters): those two, and kwok with
+# its stages for fake nodes.
 workloads=false
-if [[ "$version" == "${pinned#v}" ]]; then
+if grep -q 'cmd/kube-controller-manager' "$module/tools.go"; then
   workloads=true
 fi
 have_all() {

@@ -27,6 +27,7 @@ type devOptions struct {
 	apiPort     int
 	metricsAddr string
 	nodes       int
+	clusters    string
 }
 
 func newDevCommand() *cobra.Command {
@@ -45,7 +46,9 @@ everything; the next run finds the same state.`,
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".annex/dev", "state of the local control plane (etcd data, certificates, logs, kubeconfig)")
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", "folder with the control-plane binaries and kwok (make run passes bin/k8s/<version>)")
-	cmd.Flags().IntVar(&o.nodes, "nodes", 3, "how many fake nodes kwok runs pods on")
+	cmd.Flags().IntVar(&o.nodes, "nodes", 3, "how many fake nodes kwok runs pods on, in each cluster")
+	cmd.Flags().StringVar(&o.clusters, "clusters", "", "also start managed clusters and register them as ManagedClusters: a number N "+
+		"(cluster-1…N, alternating between the hub's Kubernetes version and the newest other one built in bin/k8s), or name=version,… (e.g. edge-1=1.37.1,edge-2=1.36.4)")
 	cmd.Flags().IntVar(&o.apiPort, "api-port", 0, "kube-apiserver port on 127.0.0.1; 0 picks a free one once and keeps it")
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-bind-address", "0", `address of the manager's metrics endpoint; "0" turns it off`)
 	return cmd
@@ -87,11 +90,26 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	if err := ensureBuiltinCatalog(ctx, cfg); err != nil {
 		return err
 	}
+	binRoot := filepath.Dir(filepath.Clean(o.binDir))
+	clusters, err := parseDevClusters(o.clusters, filepath.Base(filepath.Clean(o.binDir)), binRoot)
+	if err != nil {
+		return err
+	}
+	managed, startErr := startDevClusters(ctx, cfg, clusters, dir, binRoot, o.nodes, out)
+	defer func() {
+		if len(managed) > 0 {
+			fmt.Fprintln(out, "annex dev: stopping the managed clusters...")
+			err = errors.Join(err, stopDevClusters(managed))
+		}
+	}()
+	if startErr != nil {
+		return startErr
+	}
 	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: o.metricsAddr, CacheDir: filepath.Join(dir, "cache")})
 	if err != nil {
 		return err
 	}
-	printNextSteps(out, kubeconfig)
+	printNextSteps(out, kubeconfig, clusters)
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -115,7 +133,13 @@ func ensureBuiltinCatalog(ctx context.Context, cfg *rest.Config) error {
 	return nil
 }
 
-func printNextSteps(out io.Writer, kubeconfig string) {
+func printNextSteps(out io.Writer, kubeconfig string, clusters []devCluster) {
+	if len(clusters) > 0 {
+		fmt.Fprintln(out, "\nManaged clusters (kubectl get managedclusters):")
+		for _, c := range clusters {
+			fmt.Fprintf(out, "  %-12s Kubernetes %s\n", c.name, c.version)
+		}
+	}
 	fmt.Fprintf(out, `
 Annex is running: a local control plane with fake nodes where pods run, the Annex
 manager and the built-in catalog.

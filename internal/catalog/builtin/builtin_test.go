@@ -43,7 +43,7 @@ func TestIndex(t *testing.T) {
 			{version: "1.0.0", kubeVersion: ">=1.28.0-0"},
 		}},
 		"hello": {"Hello", []version{
-			{version: "0.2.0", deps: []v1alpha1.Dependency{{Name: "greetings-crd", Version: ">=1.1.0"}}, schema: true},
+			{version: "0.2.0", kubeVersion: ">=1.37.0-0", deps: []v1alpha1.Dependency{{Name: "greetings-crd", Version: ">=1.1.0"}}, schema: true},
 			{version: "0.1.0", deps: []v1alpha1.Dependency{{Name: "greetings-crd", Version: ">=1.0.0"}}, schema: true},
 		}},
 	}
