@@ -107,6 +107,21 @@ const (
 	// FinalizerUninstall holds an ExtensionInstallation until its inventory
 	// is removed from the cluster.
 	FinalizerUninstall = "annex.dev/uninstall"
+	// LabelProfile names the ExtensionProfile an installation was created
+	// for, and LabelProfileCluster its cluster ("hub" for the hub).
+	LabelProfile        = "annex.dev/profile"
+	LabelProfileCluster = "annex.dev/profile-cluster"
+	// AnnotationProfileDefaults on a ManagedCluster (or, for the hub, on
+	// the profile) lists, per profile, the Default extensions it has
+	// received once, so that a deleted one is not created again.
+	AnnotationProfileDefaultsPrefix = "profiles.annex.dev/"
+	// FinalizerProfile holds an ExtensionProfile until its installations
+	// are removed as its removalPolicy says.
+	FinalizerProfile = "annex.dev/profile-installations"
+	// ConditionConflict is True on a profile that another profile
+	// overrides for some cluster.
+	ConditionConflict = "Conflict"
+
 	// FinalizerClusterInstallations holds a ManagedCluster until its
 	// installations are uninstalled (or released, with deletionPolicy
 	// Orphan).

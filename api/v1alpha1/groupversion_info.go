@@ -1,5 +1,5 @@
 // Package v1alpha1 holds the annex.dev/v1alpha1 API: Catalog, Extension,
-// ExtensionInstallation and ManagedCluster. It contains types and constants
+// ExtensionInstallation, ManagedCluster and ExtensionProfile. It contains types and constants
 // only and imports nothing but apimachinery and core API types; behaviour
 // lives in internal/.
 //
@@ -30,6 +30,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Extension{}, &ExtensionList{},
 		&ExtensionInstallation{}, &ExtensionInstallationList{},
 		&ManagedCluster{}, &ManagedClusterList{},
+		&ExtensionProfile{}, &ExtensionProfileList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

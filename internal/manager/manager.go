@@ -24,6 +24,7 @@ import (
 	catalogcontroller "github.com/annex-platform/annex/internal/controller/catalog"
 	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/controller/managedcluster"
+	"github.com/annex-platform/annex/internal/controller/profile"
 	"github.com/annex-platform/annex/internal/render"
 )
 
@@ -131,6 +132,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := (&managedcluster.Reconciler{Client: mgr.GetClient(), Clusters: clusters, ProbeInterval: o.ClusterVersionInterval}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&profile.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if healthAddr != "0" {

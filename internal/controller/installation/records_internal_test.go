@@ -51,26 +51,3 @@ func TestRecordRefused(t *testing.T) {
 		})
 	}
 }
-
-func TestDependencyName(t *testing.T) {
-	long := strings.Repeat("c", 60)
-	for _, tc := range []struct{ dep, cluster, want string }{
-		// On the hub, the extension's name, as the README's walkthrough shows.
-		{"greetings-crd", "", "greetings-crd"},
-		// On a managed cluster, one per cluster.
-		{"greetings-crd", "edge-1", "greetings-crd.edge-1"},
-		// Too long for a label value: shortened, with a hash of the full name.
-		{"greetings-crd", long, "greetings-crd." + long[:40] + "-" + "hash"},
-	} {
-		got := dependencyName(tc.dep, tc.cluster)
-		if strings.HasSuffix(tc.want, "-hash") {
-			if len(got) > 63 || !strings.HasPrefix(got, strings.TrimSuffix(tc.want, "-hash")) || got == dependencyName(tc.dep, long+"x") {
-				t.Errorf("dependencyName(%q, long) = %q: want at most 63 characters, distinct per cluster", tc.dep, got)
-			}
-			continue
-		}
-		if got != tc.want {
-			t.Errorf("dependencyName(%q, %q) = %q, want %q", tc.dep, tc.cluster, got, tc.want)
-		}
-	}
-}

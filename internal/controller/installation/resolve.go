@@ -2,8 +2,6 @@ package installation
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
@@ -137,7 +136,7 @@ func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Res
 		if present[dep.Name] {
 			continue
 		}
-		name := dependencyName(dep.Name, s.inst.Spec.Cluster)
+		name := fleet.InstallationName(dep.Name, s.inst.Spec.Cluster)
 		added := &v1alpha1.ExtensionInstallation{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: s.inst.Namespace,
@@ -176,24 +175,6 @@ func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Res
 		r.event(s, "Normal", "DependenciesAdded", fmt.Sprintf("added installations for %s", strings.Join(created, ", ")))
 	}
 	return ctrl.Result{}, nil
-}
-
-// dependencyName is the name of the installation Annex adds for the
-// extension dep on cluster: the extension's name on the hub (spec.cluster
-// ""), "<extension>.<cluster>" on a ManagedCluster, so that the
-// dependencies of one namespace's installations on many clusters neither
-// collide nor are shared across clusters. Names that would not fit a label
-// value (63 characters) are shortened and end in a hash of the full name.
-func dependencyName(dep, cluster string) string {
-	name := dep
-	if cluster != "" {
-		name = dep + "." + cluster
-	}
-	if len(name) <= 63 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return strings.TrimRight(name[:54], ".-") + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 // clusterName names a cluster in messages.

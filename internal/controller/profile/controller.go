@@ -1,0 +1,315 @@
+// Package profile reconciles ExtensionProfiles: for every cluster a
+// profile selects it creates and holds one ExtensionInstallation per
+// extension — once (Default) or kept as the profile says (Enforced) — and
+// removes them, as spec.removalPolicy says, when a cluster stops matching,
+// an extension leaves the profile, or the profile is deleted.
+package profile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// Reconciler reconciles ExtensionProfiles.
+type Reconciler struct {
+	Client client.Client
+}
+
+// +kubebuilder:rbac:groups=annex.dev,resources=extensionprofiles,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=annex.dev,resources=extensionprofiles/status;extensionprofiles/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=annex.dev,resources=managedclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
+
+// Reconcile brings a profile's installations to what it says, then
+// reports them.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	p := &v1alpha1.ExtensionProfile{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ns := namespaceOf(p)
+	var installations v1alpha1.ExtensionInstallationList
+	if err := r.Client.List(ctx, &installations, client.InNamespace(ns)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return r.remove(ctx, p, owned(p, installations.Items))
+	}
+	if !controllerutil.ContainsFinalizer(p, v1alpha1.FinalizerProfile) {
+		patch := client.MergeFrom(p.DeepCopy())
+		controllerutil.AddFinalizer(p, v1alpha1.FinalizerProfile)
+		if err := r.Client.Patch(ctx, p, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	var profiles v1alpha1.ExtensionProfileList
+	if err := r.Client.List(ctx, &profiles); err != nil {
+		return ctrl.Result{}, err
+	}
+	clusters, mcs, err := r.clusters(ctx, p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pl := decide(p, profiles.Items, clusters, installations.Items)
+	if err := r.ensureNamespace(ctx, ns); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, a := range pl.actions {
+		if err := r.act(ctx, p, mcs, a); err != nil {
+			return ctrl.Result{}, fmt.Errorf("%s: %w", a.name, err)
+		}
+	}
+	if err := r.writeStatus(ctx, p, pl, owned(p, installations.Items)); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Enforced installations being deleted are created again once gone;
+	// their deletion wakes the profile.
+	return ctrl.Result{}, nil
+}
+
+func namespaceOf(p *v1alpha1.ExtensionProfile) string {
+	if p.Spec.Namespace == "" {
+		return "annex-system"
+	}
+	return p.Spec.Namespace
+}
+
+// owned returns the installations labelled for p.
+func owned(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionInstallation) []v1alpha1.ExtensionInstallation {
+	var out []v1alpha1.ExtensionInstallation
+	for _, inst := range all {
+		if inst.Labels[v1alpha1.LabelProfile] == p.Name {
+			out = append(out, inst)
+		}
+	}
+	return out
+}
+
+// clusters returns the hub and every ManagedCluster not being deleted,
+// with the Default extensions each has received.
+func (r *Reconciler) clusters(ctx context.Context, p *v1alpha1.ExtensionProfile) ([]cluster, map[string]*v1alpha1.ManagedCluster, error) {
+	var list v1alpha1.ManagedClusterList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, nil, err
+	}
+	out := []cluster{{name: "", defaults: map[string][]string{p.Name: defaultsIn(p.Annotations, p.Name)}}}
+	byName := map[string]*v1alpha1.ManagedCluster{}
+	for i := range list.Items {
+		mc := &list.Items[i]
+		if !mc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		byName[mc.Name] = mc
+		out = append(out, cluster{name: mc.Name, labels: mc.Labels, defaults: map[string][]string{p.Name: defaultsIn(mc.Annotations, p.Name)}})
+	}
+	return out, byName, nil
+}
+
+// defaultsIn reads the record of the Default extensions profile has
+// created, kept in the annotation profiles.annex.dev/<profile>.
+func defaultsIn(annotations map[string]string, profile string) []string {
+	v := annotations[v1alpha1.AnnotationProfileDefaultsPrefix+profile]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// act carries out one action of the plan.
+func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs map[string]*v1alpha1.ManagedCluster, a action) error {
+	switch a.kind {
+	case actCreate:
+		inst := &v1alpha1.ExtensionInstallation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespaceOf(p), Name: a.name, Labels: profileLabels(p, a.want.cluster)},
+			Spec:       desiredSpec(p, a.want),
+		}
+		return client.IgnoreAlreadyExists(r.Client.Create(ctx, inst))
+	case actUpdate:
+		inst := a.existing.DeepCopy()
+		if inst.Labels == nil {
+			inst.Labels = map[string]string{}
+		}
+		for k, v := range profileLabels(p, a.want.cluster) {
+			inst.Labels[k] = v
+		}
+		spec := desiredSpec(p, a.want)
+		inst.Spec.Extension, inst.Spec.Version, inst.Spec.Cluster = spec.Extension, spec.Version, spec.Cluster
+		inst.Spec.TargetNamespace, inst.Spec.Values, inst.Spec.ValuesFrom = spec.TargetNamespace, spec.Values, spec.ValuesFrom
+		return r.Client.Update(ctx, inst)
+	case actRemove:
+		return r.removeOne(ctx, p, a.existing)
+	case actRecordDefault:
+		return r.recordDefault(ctx, p, mcs[a.want.cluster], a.want.ext.Name)
+	}
+	return nil
+}
+
+func profileLabels(p *v1alpha1.ExtensionProfile, cluster string) map[string]string {
+	return map[string]string{v1alpha1.LabelProfile: p.Name, v1alpha1.LabelProfileCluster: clusterLabel(cluster)}
+}
+
+// recordDefault adds ext to the Default extensions p has given a cluster
+// (mc nil: the hub, recorded on the profile itself).
+func (r *Reconciler) recordDefault(ctx context.Context, p *v1alpha1.ExtensionProfile, mc *v1alpha1.ManagedCluster, ext string) error {
+	var obj client.Object = p
+	if mc != nil {
+		obj = mc
+	}
+	base := obj.DeepCopyObject().(client.Object)
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	key := v1alpha1.AnnotationProfileDefaultsPrefix + p.Name
+	have := defaultsIn(annotations, p.Name)
+	if slices.Contains(have, ext) {
+		return nil
+	}
+	have = append(have, ext)
+	sort.Strings(have)
+	annotations[key] = strings.Join(have, ",")
+	obj.SetAnnotations(annotations)
+	return r.Client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// removeOne deletes an installation that left the profile: with
+// removalPolicy Orphan it first loses its uninstall finalizer, so that
+// what it installed stays on the cluster.
+func (r *Reconciler) removeOne(ctx context.Context, p *v1alpha1.ExtensionProfile, inst *v1alpha1.ExtensionInstallation) error {
+	if p.Spec.RemovalPolicy == v1alpha1.DeletionPolicyOrphan && controllerutil.ContainsFinalizer(inst, v1alpha1.FinalizerUninstall) {
+		patch := client.MergeFrom(inst.DeepCopy())
+		controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall)
+		if err := r.Client.Patch(ctx, inst, patch); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	if !inst.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Client.Delete(ctx, inst))
+}
+
+// remove takes a deleted profile's installations away, then releases it.
+func (r *Reconciler) remove(ctx context.Context, p *v1alpha1.ExtensionProfile, installations []v1alpha1.ExtensionInstallation) (ctrl.Result, error) {
+	for i := range installations {
+		if err := r.removeOne(ctx, p, &installations[i]); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if len(installations) > 0 {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	if controllerutil.ContainsFinalizer(p, v1alpha1.FinalizerProfile) {
+		patch := client.MergeFrom(p.DeepCopy())
+		controllerutil.RemoveFinalizer(p, v1alpha1.FinalizerProfile)
+		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, p, patch))
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) ensureNamespace(ctx context.Context, name string) error {
+	err := r.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	return client.IgnoreAlreadyExists(err)
+}
+
+// maxNotReady bounds the installations the status names.
+const maxNotReady = 10
+
+// writeStatus aggregates the profile's installations.
+func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfile, pl plan, installations []v1alpha1.ExtensionInstallation) error {
+	before := p.Status.DeepCopy()
+	st := &p.Status
+	st.ObservedGeneration = p.Generation
+	st.MatchingClusters = int32(pl.matching)
+	st.Installations = int32(len(installations))
+	st.ReadyInstallations = 0
+	st.NotReady = nil
+	sort.Slice(installations, func(i, j int) bool { return installations[i].Name < installations[j].Name })
+	for _, inst := range installations {
+		ready := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
+		if ready != nil && ready.Status == metav1.ConditionTrue {
+			st.ReadyInstallations++
+			continue
+		}
+		if len(st.NotReady) < maxNotReady {
+			s := v1alpha1.ProfileInstallationState{Cluster: clusterLabel(inst.Spec.Cluster), Extension: inst.Spec.Extension}
+			if ready != nil {
+				s.Reason, s.Message = ready.Reason, ready.Message
+			}
+			st.NotReady = append(st.NotReady, s)
+		}
+	}
+	cond := func(t string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: p.Generation})
+	}
+	if len(pl.conflicts) > 0 {
+		shown := pl.conflicts
+		if len(shown) > 5 {
+			shown = append(slices.Clone(shown[:5]), fmt.Sprintf("and %d more", len(pl.conflicts)-5))
+		}
+		cond(v1alpha1.ConditionConflict, metav1.ConditionTrue, v1alpha1.ReasonConflict, fmt.Sprintf(
+			"%d extensions on selected clusters are given by another profile (higher spec.priority, or the same priority and an earlier name): %s",
+			len(pl.conflicts), strings.Join(shown, "; ")))
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionConflict)
+	}
+	switch {
+	case st.ReadyInstallations == st.Installations:
+		cond(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
+			fmt.Sprintf("%d installations on %d clusters are Ready", st.Installations, st.MatchingClusters))
+	default:
+		cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing,
+			fmt.Sprintf("%d of %d installations on %d clusters are Ready", st.ReadyInstallations, st.Installations, st.MatchingClusters))
+	}
+	if equality.Semantic.DeepEqual(*before, *st) {
+		return nil
+	}
+	return r.Client.Status().Patch(ctx, p, client.MergeFrom(&v1alpha1.ExtensionProfile{Status: *before}))
+}
+
+// SetupWithManager watches profiles, the ManagedClusters they select (any
+// change may change the selection) and the installations they hold.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	allProfiles := func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list v1alpha1.ExtensionProfileList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for _, p := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+		return out
+	}
+	profileOf := func(_ context.Context, o client.Object) []reconcile.Request {
+		if name := o.GetLabels()[v1alpha1.LabelProfile]; name != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+		}
+		return nil
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("extensionprofile").
+		For(&v1alpha1.ExtensionProfile{}).
+		Watches(&v1alpha1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(allProfiles)).
+		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(profileOf)).
+		Complete(r)
+}

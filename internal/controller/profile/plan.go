@@ -1,0 +1,193 @@
+package profile
+
+import (
+	"slices"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/fleet"
+)
+
+// hubCluster is how the hub appears among a profile's clusters: the empty
+// spec.cluster of an installation, "hub" in labels.
+const hubLabelValue = "hub"
+
+// cluster is one cluster a profile may select.
+type cluster struct {
+	name   string // "" for the hub
+	labels map[string]string
+	// defaults are the extensions each profile has created here in Default
+	// mode (by profile name).
+	defaults map[string][]string
+}
+
+// want is one installation the profile should hold.
+type want struct {
+	cluster string
+	ext     v1alpha1.ProfileExtension
+}
+
+// action is one change the planner asks for.
+type action struct {
+	kind     actionKind
+	name     string // installation name
+	want     want   // create, update, adopt
+	existing *v1alpha1.ExtensionInstallation
+}
+
+type actionKind int
+
+const (
+	// create the installation of want.
+	actCreate actionKind = iota
+	// update an Enforced installation whose spec or labels drifted.
+	actUpdate
+	// remove an installation that left the profile (removalPolicy).
+	actRemove
+	// remember that a Default extension was created on a cluster.
+	actRecordDefault
+)
+
+// plan is what one reconcile of a profile decides: pure, from values.
+type plan struct {
+	actions   []action
+	matching  int
+	conflicts []string // "<extension> on <cluster>: profile <winner>"
+}
+
+// decide compares what profile p should hold with what exists.
+// installations are those in p's namespace; all is every profile, for the
+// conflict rule; clusters are the ManagedClusters (not being deleted).
+func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clusters []cluster,
+	installations []v1alpha1.ExtensionInstallation) plan {
+	var out plan
+	byName := map[string]*v1alpha1.ExtensionInstallation{}
+	for i := range installations {
+		byName[installations[i].Name] = &installations[i]
+	}
+	wanted := map[string]bool{}
+	for _, c := range clusters {
+		if !selects(p, c) {
+			continue
+		}
+		out.matching++
+		for _, ext := range p.Spec.Extensions {
+			name := fleet.InstallationName(ext.Name, c.name)
+			if w := winner(all, c, ext.Name); w != p.Name {
+				out.conflicts = append(out.conflicts, ext.Name+" on "+clusterLabel(c.name)+": profile "+w)
+				wanted[name] = true // the winner takes it over; it is not removed
+				continue
+			}
+			wanted[name] = true
+			existing := byName[name]
+			w := want{cluster: c.name, ext: ext}
+			switch {
+			case existing != nil && existing.DeletionTimestamp.IsZero() && existing.Labels[v1alpha1.LabelProfile] != "" &&
+				existing.Labels[v1alpha1.LabelProfile] != p.Name:
+				// Another profile held it and lost it to this one.
+				out.actions = append(out.actions, action{kind: actUpdate, name: name, want: w, existing: existing})
+			case existing == nil && ext.Mode == v1alpha1.ProfileModeEnforced:
+				out.actions = append(out.actions, action{kind: actCreate, name: name, want: w})
+			case existing == nil && !slices.Contains(c.defaults[p.Name], ext.Name):
+				out.actions = append(out.actions,
+					action{kind: actCreate, name: name, want: w},
+					action{kind: actRecordDefault, name: name, want: w})
+			case existing == nil:
+				// A Default its owners deleted: left deleted.
+			case ext.Mode == v1alpha1.ProfileModeEnforced && existing.DeletionTimestamp.IsZero() && !matchesWant(existing, p, w):
+				out.actions = append(out.actions, action{kind: actUpdate, name: name, want: w, existing: existing})
+			case ext.Mode != v1alpha1.ProfileModeEnforced && existing.Labels[v1alpha1.LabelProfile] == p.Name &&
+				!slices.Contains(c.defaults[p.Name], ext.Name):
+				// Created before the record was written (a crash between
+				// the two): record it now.
+				out.actions = append(out.actions, action{kind: actRecordDefault, name: name, want: w})
+			}
+		}
+	}
+	for i := range installations {
+		inst := &installations[i]
+		if inst.Labels[v1alpha1.LabelProfile] == p.Name && !wanted[inst.Name] && inst.DeletionTimestamp.IsZero() {
+			out.actions = append(out.actions, action{kind: actRemove, name: inst.Name, existing: inst})
+		}
+	}
+	sort.Strings(out.conflicts)
+	return out
+}
+
+// selects reports whether p gives cluster c its extensions.
+func selects(p *v1alpha1.ExtensionProfile, c cluster) bool {
+	if c.name == "" {
+		return p.Spec.IncludeHub
+	}
+	if p.Spec.ClusterSelector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(p.Spec.ClusterSelector)
+	return err == nil && sel.Matches(labels.Set(c.labels))
+}
+
+// winner is the profile that gives cluster c the extension ext: of those
+// that select c and offer ext, the highest priority, then the first name.
+func winner(all []v1alpha1.ExtensionProfile, c cluster, ext string) string {
+	best := -1
+	for i := range all {
+		p := &all[i]
+		if !p.DeletionTimestamp.IsZero() || !selects(p, c) || !slices.ContainsFunc(p.Spec.Extensions, func(e v1alpha1.ProfileExtension) bool { return e.Name == ext }) {
+			continue
+		}
+		if best < 0 || p.Spec.Priority > all[best].Spec.Priority ||
+			(p.Spec.Priority == all[best].Spec.Priority && p.Name < all[best].Name) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return all[best].Name
+}
+
+// desiredSpec is the spec a profile gives the installation of w.
+func desiredSpec(p *v1alpha1.ExtensionProfile, w want) v1alpha1.ExtensionInstallationSpec {
+	spec := v1alpha1.ExtensionInstallationSpec{
+		Extension:       w.ext.Name,
+		Version:         w.ext.Version,
+		Cluster:         w.cluster,
+		TargetNamespace: w.ext.TargetNamespace,
+		Values:          w.ext.Values.DeepCopy(),
+		ValuesFrom:      slices.Clone(w.ext.ValuesFrom),
+	}
+	if spec.Version == "" {
+		spec.Version = "*"
+	}
+	return spec
+}
+
+// matchesWant reports whether an installation already is what the profile
+// says: its labels and the fields the profile sets.
+func matchesWant(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProfile, w want) bool {
+	d := desiredSpec(p, w)
+	s := inst.Spec
+	return inst.Labels[v1alpha1.LabelProfile] == p.Name &&
+		s.Extension == d.Extension && s.Version == d.Version && s.Cluster == d.Cluster &&
+		s.TargetNamespace == d.TargetNamespace &&
+		equality.Semantic.DeepEqual(s.Values, d.Values) &&
+		equality.Semantic.DeepEqual(emptyToNil(s.ValuesFrom), emptyToNil(d.ValuesFrom))
+}
+
+func emptyToNil(refs []v1alpha1.ValuesReference) []v1alpha1.ValuesReference {
+	if len(refs) == 0 {
+		return nil
+	}
+	return refs
+}
+
+func clusterLabel(name string) string {
+	if name == "" {
+		return hubLabelValue
+	}
+	return name
+}

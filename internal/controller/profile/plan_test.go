@@ -1,0 +1,102 @@
+package profile
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+func profileOf(name string, priority int32, mode v1alpha1.ProfileMode, exts ...string) v1alpha1.ExtensionProfile {
+	p := v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ExtensionProfileSpec{
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+		Priority:        priority,
+	}}
+	for _, e := range exts {
+		p.Spec.Extensions = append(p.Spec.Extensions, v1alpha1.ProfileExtension{Name: e, Version: "1.x", Mode: mode})
+	}
+	return p
+}
+
+func inst(name, profile, cluster, ext string) v1alpha1.ExtensionInstallation {
+	i := v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
+		Spec: v1alpha1.ExtensionInstallationSpec{Extension: ext, Version: "1.x", Cluster: cluster}}
+	if profile != "" {
+		i.Labels[v1alpha1.LabelProfile] = profile
+		i.Labels[v1alpha1.LabelProfileCluster] = cluster
+	}
+	return i
+}
+
+// kinds summarises a plan's actions as "kind:name".
+func kinds(pl plan) []string {
+	var out []string
+	for _, a := range pl.actions {
+		out = append(out, []string{"create", "update", "remove", "record"}[a.kind]+":"+a.name)
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	prod := cluster{name: "edge", labels: map[string]string{"env": "prod"}}
+	dev := cluster{name: "lab", labels: map[string]string{"env": "dev"}}
+	recorded := cluster{name: "edge", labels: map[string]string{"env": "prod"}, defaults: map[string][]string{"base": {"hello"}}}
+	base := profileOf("base", 0, v1alpha1.ProfileModeDefault, "hello")
+	enforced := profileOf("base", 0, v1alpha1.ProfileModeEnforced, "hello")
+	edited := inst("hello.edge", "base", "edge", "hello")
+	edited.Spec.Version = "2.x"
+	for _, tc := range []struct {
+		name      string
+		p         v1alpha1.ExtensionProfile
+		others    []v1alpha1.ExtensionProfile
+		clusters  []cluster
+		existing  []v1alpha1.ExtensionInstallation
+		want      []string
+		conflicts int
+	}{
+		// A matching cluster gets a Default installation, recorded once.
+		{name: "default created", p: base, clusters: []cluster{prod, dev}, want: []string{"create:hello.edge", "record:hello.edge"}},
+		// A Default its owners deleted stays deleted.
+		{name: "default deleted by owner", p: base, clusters: []cluster{recorded}, want: nil},
+		// A Default its owners edited stays edited.
+		{name: "default edited", p: base, clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{edited}, want: nil},
+		// Enforced: a deleted installation is created again, an edit reverted.
+		{name: "enforced deleted", p: enforced, clusters: []cluster{recorded}, want: []string{"create:hello.edge"}},
+		{name: "enforced edited", p: enforced, clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{edited}, want: []string{"update:hello.edge"}},
+		// A cluster that stops matching loses the profile's installation;
+		// another installation in the namespace is none of its business.
+		{name: "cluster stops matching", p: base, clusters: []cluster{dev},
+			existing: []v1alpha1.ExtensionInstallation{inst("hello.lab", "base", "lab", "hello"), inst("mine", "", "lab", "hello")},
+			want:     []string{"remove:hello.lab"}},
+		// Two profiles offer hello to edge: the higher priority wins and
+		// takes the installation over; the other reports a conflict and
+		// removes nothing.
+		{name: "conflict lost", p: base, others: []v1alpha1.ExtensionProfile{profileOf("strict", 10, v1alpha1.ProfileModeEnforced, "hello")},
+			clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{inst("hello.edge", "base", "edge", "hello")},
+			want: nil, conflicts: 1},
+		{name: "conflict won", p: profileOf("strict", 10, v1alpha1.ProfileModeDefault, "hello"), others: []v1alpha1.ExtensionProfile{base},
+			clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{inst("hello.edge", "base", "edge", "hello")},
+			want: []string{"update:hello.edge"}},
+		// Equal priority: the first name wins, whichever is reconciled.
+		{name: "tie", p: profileOf("zeta", 0, v1alpha1.ProfileModeDefault, "hello"), others: []v1alpha1.ExtensionProfile{profileOf("alpha", 0, v1alpha1.ProfileModeDefault, "hello")},
+			clusters: []cluster{prod}, want: nil, conflicts: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all := append([]v1alpha1.ExtensionProfile{tc.p}, tc.others...)
+			pl := decide(&tc.p, all, tc.clusters, tc.existing)
+			got := kinds(pl)
+			if len(got) != len(tc.want) {
+				t.Fatalf("actions %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("actions %v, want %v", got, tc.want)
+				}
+			}
+			if len(pl.conflicts) != tc.conflicts {
+				t.Errorf("conflicts %v, want %d", pl.conflicts, tc.conflicts)
+			}
+		})
+	}
+}

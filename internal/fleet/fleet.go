@@ -1,0 +1,31 @@
+// Package fleet holds the conventions every controller of a hub shares
+// about the installations of many clusters: how the installation of an
+// extension on a cluster is named.
+package fleet
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// InstallationName is the name of the installation of extension ext on
+// cluster (a ManagedCluster name; "" for the hub) that Annex creates, for
+// a dependency or a profile: ext on the hub, "<ext>.<cluster>" elsewhere,
+// so that the same extension on many clusters from one namespace neither
+// collides nor is shared across clusters, and a profile's extension and
+// another installation's dependency on the same cluster are one
+// installation. A name longer than 63 characters (the limit of the label
+// values it is written into) is shortened and ends in a hash of the full
+// name.
+func InstallationName(ext, cluster string) string {
+	name := ext
+	if cluster != "" {
+		name = ext + "." + cluster
+	}
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return strings.TrimRight(name[:54], ".-") + "-" + hex.EncodeToString(sum[:])[:8]
+}
