@@ -67,8 +67,9 @@ type ProfileExtension struct {
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 	// Mode Default creates the installation once; afterwards the cluster's
 	// owners may change or delete it, and Annex leaves it so. Enforced
-	// reverts changes to what the profile says and recreates a deleted
-	// installation.
+	// reverts changes to what the profile says (moving the installed
+	// version back into the range, downgrading if it must) and recreates a
+	// deleted installation.
 	// +kubebuilder:validation:Enum=Default;Enforced
 	// +kubebuilder:default=Default
 	// +optional

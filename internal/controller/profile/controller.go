@@ -154,6 +154,7 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs 
 		spec := desiredSpec(p, a.want)
 		inst.Spec.Extension, inst.Spec.Version, inst.Spec.Cluster = spec.Extension, spec.Version, spec.Cluster
 		inst.Spec.TargetNamespace, inst.Spec.Values, inst.Spec.ValuesFrom = spec.TargetNamespace, spec.Values, spec.ValuesFrom
+		inst.Spec.Upgrade.AllowDowngrade = spec.Upgrade.AllowDowngrade
 		return r.Client.Update(ctx, inst)
 	case actRemove:
 		return r.removeOne(ctx, p, a.existing)

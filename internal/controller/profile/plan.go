@@ -163,6 +163,9 @@ func desiredSpec(p *v1alpha1.ExtensionProfile, w want) v1alpha1.ExtensionInstall
 	if spec.Version == "" {
 		spec.Version = "*"
 	}
+	// An Enforced profile owns the version: it brings an installation
+	// someone moved out of its range back, downgrading if it must.
+	spec.Upgrade.AllowDowngrade = w.ext.Mode == v1alpha1.ProfileModeEnforced
 	return spec
 }
 
@@ -173,7 +176,7 @@ func matchesWant(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProf
 	s := inst.Spec
 	return inst.Labels[v1alpha1.LabelProfile] == p.Name &&
 		s.Extension == d.Extension && s.Version == d.Version && s.Cluster == d.Cluster &&
-		s.TargetNamespace == d.TargetNamespace &&
+		s.TargetNamespace == d.TargetNamespace && s.Upgrade.AllowDowngrade == d.Upgrade.AllowDowngrade &&
 		equality.Semantic.DeepEqual(s.Values, d.Values) &&
 		equality.Semantic.DeepEqual(emptyToNil(s.ValuesFrom), emptyToNil(d.ValuesFrom))
 }

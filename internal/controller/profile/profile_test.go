@@ -1,0 +1,230 @@
+package profile_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
+	"github.com/annex-platform/annex/internal/testenv/withmanager"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { withmanager.Main(m, &env) }
+
+// TestProfile gives the hub and a managed cluster two extensions, one
+// Default and one Enforced, edits and deletes them by hand, then stops
+// the cluster from matching and deletes the profile.
+func TestProfile(t *testing.T) {
+	ctx := context.Background()
+	const ns = "fleet"
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata: {v: {{ .Chart.Version | quote }}}\n"
+	var charts []helmrepo.Chart
+	for _, name := range []string{"p-app", "p-tool"} {
+		for _, v := range []string{"1.0.0", "2.0.0"} {
+			charts = append(charts, helmrepo.Chart{Name: name, Version: v, Files: map[string]string{"templates/cm.yaml": cm}})
+		}
+	}
+	repo := helmrepo.NewServer(t, charts...)
+
+	edge := testenv.Start(t)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	must(t, edge.WriteKubeconfig(path))
+	kubeconfig, err := os.ReadFile(path)
+	must(t, err)
+	// The namespace exists on the edge: nobody's inventory (the test API
+	// server has no namespace controller to delete one Annex created).
+	must(t, edge.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"}, Data: map[string][]byte{"kubeconfig": kubeconfig}},
+		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}},
+		&v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Labels: map[string]string{"env": "prod"}}, Spec: v1alpha1.ManagedClusterSpec{
+			KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Namespace: ns, Name: "edge", Key: "kubeconfig"}}},
+		&v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: "base"}, Spec: v1alpha1.ExtensionProfileSpec{
+			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+			IncludeHub:      true,
+			Namespace:       ns,
+			Extensions: []v1alpha1.ProfileExtension{
+				{Name: "p-app", Version: "1.x", Mode: v1alpha1.ProfileModeDefault},
+				{Name: "p-tool", Version: "1.x", Mode: v1alpha1.ProfileModeEnforced},
+			},
+		}},
+	} {
+		must(t, env.Client.Create(ctx, obj))
+	}
+
+	// Every selected cluster gets both; the status sums them up.
+	for _, name := range []string{"p-app", "p-tool", "p-app.edge", "p-tool.edge"} {
+		awaitReady(t, ns, name, "1.0.0")
+	}
+	awaitProfile(t, func(p *v1alpha1.ExtensionProfile) error {
+		if p.Status.MatchingClusters != 2 || p.Status.Installations != 4 || p.Status.ReadyInstallations != 4 ||
+			!meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionReady) {
+			return fmt.Errorf("status %+v", p.Status)
+		}
+		return nil
+	})
+	if err := edge.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-tool.edge"}, &corev1.ConfigMap{}); err != nil {
+		t.Fatalf("p-tool's ConfigMap on the edge cluster: %v", err)
+	}
+
+	// Default: the owners' edit stays, their deletion too.
+	setVersion(t, ns, "p-app", "2.x")
+	awaitReady(t, ns, "p-app", "2.0.0")
+	must(t, env.Client.Delete(ctx, &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p-app.edge"}}))
+	awaitGone(t, ns, "p-app.edge")
+	// Enforced: the edit is reverted, the deletion undone.
+	setVersion(t, ns, "p-tool", "2.x")
+	must(t, env.Client.Delete(ctx, &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p-tool.edge"}}))
+	awaitReady(t, ns, "p-tool.edge", "1.0.0")
+	got := awaitReady(t, ns, "p-tool", "1.0.0")
+	if got.Spec.Version != "1.x" {
+		t.Fatalf("the Enforced installation's version is %q, want the profile's 1.x", got.Spec.Version)
+	}
+	time.Sleep(2 * time.Second) // a Default deleted must stay deleted, not come back late
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-app.edge"}, &v1alpha1.ExtensionInstallation{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the Default installation its owners deleted came back (err=%v)", err)
+	}
+	if inst := awaitReady(t, ns, "p-app", "2.0.0"); inst.Spec.Version != "2.x" {
+		t.Fatalf("the owners' edit of a Default installation was reverted to %q", inst.Spec.Version)
+	}
+
+	// The cluster stops matching: its installations are uninstalled.
+	mc := &v1alpha1.ManagedCluster{}
+	must(t, env.Client.Get(ctx, client.ObjectKey{Name: "edge"}, mc))
+	mc.Labels["env"] = "dev"
+	must(t, env.Client.Update(ctx, mc))
+	awaitGone(t, ns, "p-tool.edge")
+	if err := edge.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-tool.edge"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("p-tool's ConfigMap must be uninstalled from the cluster that stopped matching (err=%v)", err)
+	}
+
+	// Deleting the profile removes what it holds on the hub too.
+	must(t, env.Client.Delete(ctx, &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: "base"}}))
+	awaitGone(t, ns, "p-tool")
+	awaitGone(t, ns, "p-app")
+	eventually(t, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "base"}, &v1alpha1.ExtensionProfile{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("profile still there (err=%v)", err)
+		}
+		return nil
+	})
+}
+
+// Two profiles offer one extension to the same cluster: the higher
+// priority gives it, the other says so.
+func TestProfileConflict(t *testing.T) {
+	ctx := context.Background()
+	const ns = "conflict"
+	repo := helmrepo.NewServer(t, helmrepo.Chart{Name: "c-app", Version: "1.0.0", Files: map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata: {a: b}\n"}})
+	must(t, env.Client.Create(ctx, &v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}}))
+	for _, p := range []struct {
+		name     string
+		priority int32
+	}{{"low", 0}, {"high", 5}} {
+		must(t, env.Client.Create(ctx, &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: p.name}, Spec: v1alpha1.ExtensionProfileSpec{
+			IncludeHub: true, Namespace: ns, Priority: p.priority,
+			Extensions: []v1alpha1.ProfileExtension{{Name: "c-app", Values: nil}},
+		}}))
+	}
+	inst := awaitReady(t, ns, "c-app", "1.0.0")
+	if inst.Labels[v1alpha1.LabelProfile] != "high" {
+		t.Fatalf("c-app is held by %q, want the higher priority profile", inst.Labels[v1alpha1.LabelProfile])
+	}
+	p := &v1alpha1.ExtensionProfile{}
+	eventually(t, func() error {
+		must(t, env.Client.Get(ctx, client.ObjectKey{Name: "low"}, p))
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionConflict)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "c-app on hub: profile high") {
+			return fmt.Errorf("profile low: Conflict %+v", c)
+		}
+		return nil
+	})
+	for _, name := range []string{"low", "high"} {
+		must(t, env.Client.Delete(ctx, &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	}
+	awaitGone(t, ns, "c-app")
+}
+
+func setVersion(t *testing.T, ns, name, version string) {
+	t.Helper()
+	inst := &v1alpha1.ExtensionInstallation{}
+	must(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, inst))
+	patch := client.MergeFrom(inst.DeepCopy())
+	inst.Spec.Version = version
+	must(t, env.Client.Patch(context.Background(), inst, patch))
+}
+
+func awaitReady(t *testing.T, ns, name, version string) *v1alpha1.ExtensionInstallation {
+	t.Helper()
+	inst := &v1alpha1.ExtensionInstallation{}
+	eventually(t, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, inst); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != inst.Generation || inst.Status.InstalledVersion != version {
+			return fmt.Errorf("%s: want %s Ready, have %q %+v", name, version, inst.Status.InstalledVersion, ready)
+		}
+		return nil
+	})
+	return inst
+}
+
+func awaitGone(t *testing.T, ns, name string) {
+	t.Helper()
+	eventually(t, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &v1alpha1.ExtensionInstallation{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s still there (err=%v)", name, err)
+		}
+		return nil
+	})
+}
+
+func awaitProfile(t *testing.T, check func(*v1alpha1.ExtensionProfile) error) {
+	t.Helper()
+	eventually(t, func() error {
+		p := &v1alpha1.ExtensionProfile{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "base"}, p); err != nil {
+			return err
+		}
+		return check(p)
+	})
+}
+
+func eventually(t *testing.T, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 90s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
