@@ -17,7 +17,7 @@ type ExtensionProfileSpec struct {
 	IncludeHub bool `json:"includeHub,omitempty"`
 	// Namespace on the hub that holds the installations the profile
 	// creates, one per extension and cluster, named
-	// <extension>.<cluster> (<extension> on the hub).
+	// <extension>-<cluster> (<extension> on the hub).
 	// +kubebuilder:default="annex-system"
 	// +kubebuilder:validation:MinLength=1
 	// +optional

@@ -11,21 +11,22 @@ import (
 
 // InstallationName is the name of the installation of extension ext on
 // cluster (a ManagedCluster name; "" for the hub) that Annex creates, for
-// a dependency or a profile: ext on the hub, "<ext>.<cluster>" elsewhere,
-// so that the same extension on many clusters from one namespace neither
-// collides nor is shared across clusters, and a profile's extension and
-// another installation's dependency on the same cluster are one
-// installation. A name longer than 63 characters (the limit of the label
-// values it is written into) is shortened and ends in a hash of the full
-// name.
+// a dependency or a profile: ext on the hub, "<ext>-<cluster>" elsewhere
+// (dots in the cluster's name become dashes), so that the same extension
+// on many clusters from one namespace neither collides nor is shared
+// across clusters, and a profile's extension and another installation's
+// dependency on the same cluster are one installation. The name is also
+// the release name charts name their objects after, so it stays a DNS
+// label: a name longer than 63 characters is shortened and ends in a hash
+// of the full name.
 func InstallationName(ext, cluster string) string {
 	name := ext
 	if cluster != "" {
-		name = ext + "." + cluster
+		name = ext + "-" + strings.ReplaceAll(cluster, ".", "-")
 	}
 	if len(name) <= 63 {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))
-	return strings.TrimRight(name[:54], ".-") + "-" + hex.EncodeToString(sum[:])[:8]
+	return strings.TrimRight(name[:54], "-") + "-" + hex.EncodeToString(sum[:])[:8]
 }

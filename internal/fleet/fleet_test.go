@@ -11,7 +11,9 @@ func TestInstallationName(t *testing.T) {
 		// On the hub, the extension's name, as the README's walkthrough shows.
 		{"greetings-crd", "", "greetings-crd"},
 		// On a managed cluster, one per cluster.
-		{"greetings-crd", "edge-1", "greetings-crd.edge-1"},
+		{"greetings-crd", "edge-1", "greetings-crd-edge-1"},
+		// A dot in the cluster's name would not do as a release name.
+		{"hello", "eu.edge-1", "hello-eu-edge-1"},
 	} {
 		if got := InstallationName(tc.ext, tc.cluster); got != tc.want {
 			t.Errorf("InstallationName(%q, %q) = %q, want %q", tc.ext, tc.cluster, got, tc.want)
@@ -19,7 +21,7 @@ func TestInstallationName(t *testing.T) {
 	}
 	// Too long for a label value: shortened, distinct per cluster.
 	a, b := InstallationName("greetings-crd", long), InstallationName("greetings-crd", long+"x")
-	if len(a) > 63 || len(b) > 63 || a == b || !strings.HasPrefix(a, "greetings-crd.ccc") {
+	if len(a) > 63 || len(b) > 63 || a == b || !strings.HasPrefix(a, "greetings-crd-ccc") {
 		t.Errorf("long names %q and %q: want at most 63 characters each, distinct", a, b)
 	}
 }

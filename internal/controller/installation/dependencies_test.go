@@ -229,7 +229,7 @@ func TestDependenciesPerCluster(t *testing.T) {
 	waitCondition(t, hub, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
 	waitCondition(t, remote, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
 
-	libEdge := "fleet-lib." + ns + "-edge"
+	libEdge := "fleet-lib-" + ns + "-edge"
 	for name, cluster := range map[string]string{"fleet-lib": "", libEdge: ns + "-edge"} {
 		inst, err := getInstallation(t, ns, name)
 		if err != nil {

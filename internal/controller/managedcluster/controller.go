@@ -74,11 +74,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	before := mc.Status.DeepCopy()
+	before := mc.DeepCopy()
 	version, nodes, probeErr := r.Clusters.Probe(ctx, mc.Name)
 	setStatus(mc, observation{version: version, nodes: nodes, err: probeErr, installations: installations})
-	if !equality.Semantic.DeepEqual(*before, mc.Status) {
-		if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(&v1alpha1.ManagedCluster{Status: *before})); err != nil {
+	if !equality.Semantic.DeepEqual(before.Status, mc.Status) {
+		if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -157,7 +157,7 @@ func (r *Reconciler) delete(ctx context.Context, mc *v1alpha1.ManagedCluster, in
 		}
 	}
 	if len(installations) > 0 {
-		before := mc.Status.DeepCopy()
+		before := mc.DeepCopy()
 		how := "uninstalling"
 		if orphan {
 			how = "releasing (deletionPolicy Orphan)"
@@ -165,8 +165,8 @@ func (r *Reconciler) delete(ctx context.Context, mc *v1alpha1.ManagedCluster, in
 		msg := fmt.Sprintf("deleting: %s %d installations first; a cluster that is gone for good can be released with spec.deletionPolicy: Orphan", how, len(installations))
 		setCondition(mc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonUninstalling, msg)
 		mc.Status.Installations = int32(len(installations))
-		if !equality.Semantic.DeepEqual(*before, mc.Status) {
-			if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(&v1alpha1.ManagedCluster{Status: *before})); client.IgnoreNotFound(err) != nil {
+		if !equality.Semantic.DeepEqual(before.Status, mc.Status) {
+			if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, err
 			}
 		}

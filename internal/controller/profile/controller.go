@@ -237,7 +237,7 @@ const maxNotReady = 10
 
 // writeStatus aggregates the profile's installations.
 func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfile, pl plan, installations []v1alpha1.ExtensionInstallation) error {
-	before := p.Status.DeepCopy()
+	before := p.DeepCopy()
 	st := &p.Status
 	st.ObservedGeneration = p.Generation
 	st.MatchingClusters = int32(pl.matching)
@@ -281,10 +281,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 		cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing,
 			fmt.Sprintf("%d of %d installations on %d clusters are Ready", st.ReadyInstallations, st.Installations, st.MatchingClusters))
 	}
-	if equality.Semantic.DeepEqual(*before, *st) {
+	if equality.Semantic.DeepEqual(before.Status, *st) {
 		return nil
 	}
-	return r.Client.Status().Patch(ctx, p, client.MergeFrom(&v1alpha1.ExtensionProfile{Status: *before}))
+	return r.Client.Status().Patch(ctx, p, client.MergeFrom(before))
 }
 
 // SetupWithManager watches profiles, the ManagedClusters they select (any

@@ -44,7 +44,7 @@ func TestDecide(t *testing.T) {
 	recorded := cluster{name: "edge", labels: map[string]string{"env": "prod"}, defaults: map[string][]string{"base": {"hello"}}}
 	base := profileOf("base", 0, v1alpha1.ProfileModeDefault, "hello")
 	enforced := profileOf("base", 0, v1alpha1.ProfileModeEnforced, "hello")
-	edited := inst("hello.edge", "base", "edge", "hello")
+	edited := inst("hello-edge", "base", "edge", "hello")
 	edited.Spec.Version = "2.x"
 	for _, tc := range []struct {
 		name      string
@@ -56,28 +56,28 @@ func TestDecide(t *testing.T) {
 		conflicts int
 	}{
 		// A matching cluster gets a Default installation, recorded once.
-		{name: "default created", p: base, clusters: []cluster{prod, dev}, want: []string{"create:hello.edge", "record:hello.edge"}},
+		{name: "default created", p: base, clusters: []cluster{prod, dev}, want: []string{"create:hello-edge", "record:hello-edge"}},
 		// A Default its owners deleted stays deleted.
 		{name: "default deleted by owner", p: base, clusters: []cluster{recorded}, want: nil},
 		// A Default its owners edited stays edited.
 		{name: "default edited", p: base, clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{edited}, want: nil},
 		// Enforced: a deleted installation is created again, an edit reverted.
-		{name: "enforced deleted", p: enforced, clusters: []cluster{recorded}, want: []string{"create:hello.edge"}},
-		{name: "enforced edited", p: enforced, clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{edited}, want: []string{"update:hello.edge"}},
+		{name: "enforced deleted", p: enforced, clusters: []cluster{recorded}, want: []string{"create:hello-edge"}},
+		{name: "enforced edited", p: enforced, clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{edited}, want: []string{"update:hello-edge"}},
 		// A cluster that stops matching loses the profile's installation;
 		// another installation in the namespace is none of its business.
 		{name: "cluster stops matching", p: base, clusters: []cluster{dev},
-			existing: []v1alpha1.ExtensionInstallation{inst("hello.lab", "base", "lab", "hello"), inst("mine", "", "lab", "hello")},
-			want:     []string{"remove:hello.lab"}},
+			existing: []v1alpha1.ExtensionInstallation{inst("hello-lab", "base", "lab", "hello"), inst("mine", "", "lab", "hello")},
+			want:     []string{"remove:hello-lab"}},
 		// Two profiles offer hello to edge: the higher priority wins and
 		// takes the installation over; the other reports a conflict and
 		// removes nothing.
 		{name: "conflict lost", p: base, others: []v1alpha1.ExtensionProfile{profileOf("strict", 10, v1alpha1.ProfileModeEnforced, "hello")},
-			clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{inst("hello.edge", "base", "edge", "hello")},
+			clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{inst("hello-edge", "base", "edge", "hello")},
 			want: nil, conflicts: 1},
 		{name: "conflict won", p: profileOf("strict", 10, v1alpha1.ProfileModeDefault, "hello"), others: []v1alpha1.ExtensionProfile{base},
-			clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{inst("hello.edge", "base", "edge", "hello")},
-			want: []string{"update:hello.edge"}},
+			clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{inst("hello-edge", "base", "edge", "hello")},
+			want: []string{"update:hello-edge"}},
 		// Equal priority: the first name wins, whichever is reconciled.
 		{name: "tie", p: profileOf("zeta", 0, v1alpha1.ProfileModeDefault, "hello"), others: []v1alpha1.ExtensionProfile{profileOf("alpha", 0, v1alpha1.ProfileModeDefault, "hello")},
 			clusters: []cluster{prod}, want: nil, conflicts: 1},

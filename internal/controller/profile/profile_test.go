@@ -68,7 +68,7 @@ func TestProfile(t *testing.T) {
 	}
 
 	// Every selected cluster gets both; the status sums them up.
-	for _, name := range []string{"p-app", "p-tool", "p-app.edge", "p-tool.edge"} {
+	for _, name := range []string{"p-app", "p-tool", "p-app-edge", "p-tool-edge"} {
 		awaitReady(t, ns, name, "1.0.0")
 	}
 	awaitProfile(t, func(p *v1alpha1.ExtensionProfile) error {
@@ -78,25 +78,25 @@ func TestProfile(t *testing.T) {
 		}
 		return nil
 	})
-	if err := edge.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-tool.edge"}, &corev1.ConfigMap{}); err != nil {
+	if err := edge.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-tool-edge"}, &corev1.ConfigMap{}); err != nil {
 		t.Fatalf("p-tool's ConfigMap on the edge cluster: %v", err)
 	}
 
 	// Default: the owners' edit stays, their deletion too.
 	setVersion(t, ns, "p-app", "2.x")
 	awaitReady(t, ns, "p-app", "2.0.0")
-	must(t, env.Client.Delete(ctx, &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p-app.edge"}}))
-	awaitGone(t, ns, "p-app.edge")
+	must(t, env.Client.Delete(ctx, &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p-app-edge"}}))
+	awaitGone(t, ns, "p-app-edge")
 	// Enforced: the edit is reverted, the deletion undone.
 	setVersion(t, ns, "p-tool", "2.x")
-	must(t, env.Client.Delete(ctx, &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p-tool.edge"}}))
-	awaitReady(t, ns, "p-tool.edge", "1.0.0")
+	must(t, env.Client.Delete(ctx, &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p-tool-edge"}}))
+	awaitReady(t, ns, "p-tool-edge", "1.0.0")
 	got := awaitReady(t, ns, "p-tool", "1.0.0")
 	if got.Spec.Version != "1.x" {
 		t.Fatalf("the Enforced installation's version is %q, want the profile's 1.x", got.Spec.Version)
 	}
 	time.Sleep(2 * time.Second) // a Default deleted must stay deleted, not come back late
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-app.edge"}, &v1alpha1.ExtensionInstallation{}); !apierrors.IsNotFound(err) {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-app-edge"}, &v1alpha1.ExtensionInstallation{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the Default installation its owners deleted came back (err=%v)", err)
 	}
 	if inst := awaitReady(t, ns, "p-app", "2.0.0"); inst.Spec.Version != "2.x" {
@@ -108,8 +108,8 @@ func TestProfile(t *testing.T) {
 	must(t, env.Client.Get(ctx, client.ObjectKey{Name: "edge"}, mc))
 	mc.Labels["env"] = "dev"
 	must(t, env.Client.Update(ctx, mc))
-	awaitGone(t, ns, "p-tool.edge")
-	if err := edge.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-tool.edge"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+	awaitGone(t, ns, "p-tool-edge")
+	if err := edge.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-tool-edge"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("p-tool's ConfigMap must be uninstalled from the cluster that stopped matching (err=%v)", err)
 	}
 
