@@ -151,12 +151,19 @@ func RequireBinDir(t testing.TB) string {
 func RequireWorkloadsBinDir(t testing.TB) string {
 	t.Helper()
 	dir := RequireBinDir(t)
-	for _, name := range []string{"kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml"} {
+	RequireWorkloadsBinDirAt(t, dir)
+	return dir
+}
+
+// RequireWorkloadsBinDirAt fails the test unless dir holds a control plane
+// that runs workloads.
+func RequireWorkloadsBinDirAt(t testing.TB, dir string) {
+	t.Helper()
+	for _, name := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Fatalf("%s is missing: %s", filepath.Join(dir, name), missingBinariesHint)
 		}
 	}
-	return dir
 }
 
 func readyBinDir() (string, error) {
