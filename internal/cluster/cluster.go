@@ -7,6 +7,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,6 +124,52 @@ type target struct {
 	mu        sync.Mutex
 	version   string
 	versionAt time.Time
+	apis      []string
+	apisAt    time.Time
+}
+
+// apiVersionsTTL is how long a cluster's API versions are reused: a
+// discovery of every group costs a request per group version.
+const apiVersionsTTL = 2 * time.Minute
+
+// APIVersions lists the cluster's API versions as Helm's
+// .Capabilities.APIVersions does: "group/version" for each served group
+// version and "group/version/Kind" for each of its kinds. Groups whose
+// discovery fails (an aggregated API that is down) are left out, as Helm
+// does.
+func (t *target) APIVersions(ctx context.Context) ([]string, error) {
+	t.mu.Lock()
+	if t.apis != nil && time.Since(t.apisAt) < apiVersionsTTL {
+		apis := t.apis
+		t.mu.Unlock()
+		return apis, nil
+	}
+	t.mu.Unlock()
+	_, lists, err := t.discovery.ServerGroupsAndResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var apis []string
+	add := func(v string) {
+		if !seen[v] {
+			seen[v] = true
+			apis = append(apis, v)
+		}
+	}
+	for _, l := range lists {
+		add(l.GroupVersion)
+		for _, r := range l.APIResources {
+			if !strings.Contains(r.Name, "/") { // subresources are not kinds
+				add(l.GroupVersion + "/" + r.Kind)
+			}
+		}
+	}
+	sort.Strings(apis)
+	t.mu.Lock()
+	t.apis, t.apisAt = apis, time.Now()
+	t.mu.Unlock()
+	return apis, nil
 }
 
 func newTarget(cfg *rest.Config, fingerprint string, ttl time.Duration) (*target, error) {

@@ -42,6 +42,10 @@ type Input struct {
 	// .Capabilities.KubeVersion and the chart's kubeVersion constraint; empty
 	// means Helm's default version and no constraint check.
 	KubeVersion string
+	// APIVersions are the target cluster's API versions, "group/version"
+	// and "group/version/Kind" as Helm lists them from discovery, for
+	// .Capabilities.APIVersions; nil means Helm's default set.
+	APIVersions []string
 	// IsUpgrade selects .Release.IsUpgrade instead of .Release.IsInstall.
 	IsUpgrade bool
 	// ExtensionRef names the extension in errors, e.g. "podinfo 6.5.0".
@@ -105,6 +109,10 @@ func Render(in Input) (*Result, error) {
 			return nil, &RenderError{Extension: in.ExtensionRef, Message: fmt.Sprintf(
 				"chart requires kubeVersion %q, which Kubernetes %s does not satisfy; pick a chart version that supports this cluster", c, kv.Version)}
 		}
+	}
+
+	if in.APIVersions != nil {
+		caps.APIVersions = common.VersionSet(in.APIVersions)
 	}
 
 	userValues, err := normalizeValues(in.Values)

@@ -800,3 +800,43 @@ func FuzzRenderChart(f *testing.F) {
 		}
 	})
 }
+
+// Charts see the target cluster's API versions, as under helm install:
+// .Capabilities.APIVersions.Has switches on what the cluster serves.
+func TestRenderCapabilitiesAPIVersions(t *testing.T) {
+	chart := map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: caps\nversion: 1.0.0\n",
+		"templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: caps}
+data:
+  monitoring: {{ .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" | quote }}
+  core: {{ .Capabilities.APIVersions.Has "v1" | quote }}
+`,
+	}
+	for _, tc := range []struct {
+		name       string
+		apis       []string
+		monitoring string
+	}{
+		// Without the cluster's list, Helm's defaults: no ServiceMonitor.
+		{"default", nil, "false"},
+		// A cluster that serves the kind.
+		{"served", []string{"v1", "monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}, "true"},
+		// A cluster that does not.
+		{"not served", []string{"v1", "apps/v1"}, "false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(t, chart, nil)
+			in.APIVersions = tc.apis
+			res, err := Render(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _, _ := unstructured.NestedStringMap(res.Objects[0].Object, "data")
+			if data["monitoring"] != tc.monitoring || data["core"] != "true" {
+				t.Errorf("data %v, want monitoring %s and core true", data, tc.monitoring)
+			}
+		})
+	}
+}

@@ -44,6 +44,10 @@ type Clusters interface {
 type Target interface {
 	// KubeVersion is the version the cluster's API server reports.
 	KubeVersion(ctx context.Context) (string, error)
+	// APIVersions lists the cluster's API versions for
+	// .Capabilities.APIVersions ("group/version" and
+	// "group/version/Kind"), from its discovery, cached.
+	APIVersions(ctx context.Context) ([]string, error)
 	// NamespaceExists reports whether the cluster has the namespace.
 	NamespaceExists(ctx context.Context, name string) (bool, error)
 	Applier() Applier

@@ -108,12 +108,19 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, b.reason, b.message)
 		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
 	}
+	apiVersions, err := s.target.APIVersions(ctx)
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonRenderFailed, fmt.Sprintf("reading the API versions of %s for .Capabilities.APIVersions: %v",
+			clusterName(s.inst.Spec.Cluster), err))
+		return ctrl.Result{}, s.block
+	}
 	out, err := r.Renderer.Render(render.Input{
 		Archive:      s.archive,
 		Name:         s.inst.Name,
 		Namespace:    s.targetNamespace(),
 		Values:       values,
 		KubeVersion:  s.inst.Status.ClusterVersion,
+		APIVersions:  apiVersions,
 		IsUpgrade:    s.inst.Status.InstalledVersion != "",
 		ExtensionRef: s.inst.Spec.Extension + " " + s.choice.Version.Version,
 	})

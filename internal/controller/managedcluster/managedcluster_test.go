@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -294,4 +295,63 @@ func TestTargetNamespaceCreatedOnCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Charts render against the cluster they land on: the same chart sees a
+// kind the managed cluster serves and the hub does not.
+func TestRenderSeesTheTargetClustersAPIs(t *testing.T) {
+	ctx := context.Background()
+	e := startEdge(t)
+	ns := strings.ToLower(t.Name())
+	group := ns + ".annex.dev"
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gadgets." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Gadget", Plural: "gadgets", ListKind: "GadgetList", Singular: "gadget"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}},
+		},
+	}
+	if err := e.Client.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	repo := helmrepo.NewServer(t, helmrepo.Chart{Name: ns + "-caps", Version: "1.0.0", Files: map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  gadget: {{ .Capabilities.APIVersions.Has \"" + group + "/v1/Gadget\" | quote }}\n",
+	}})
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"}, Data: map[string][]byte{"kubeconfig": e.kubeconfig}},
+		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}},
+	} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	name := ns + "-edge"
+	createCluster(t, name, ns, "")
+	for _, target := range []struct {
+		inst, cluster string
+		c             client.Client
+		want          string
+	}{{"on-edge", name, e.Client, "true"}, {"on-hub", "", env.Client, "false"}} {
+		inst := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: target.inst},
+			Spec: v1alpha1.ExtensionInstallationSpec{Extension: ns + "-caps", Cluster: target.cluster}}
+		if err := env.Client.Create(ctx, inst); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, func() error {
+			cm := &corev1.ConfigMap{}
+			if err := target.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: target.inst}, cm); err != nil {
+				return err
+			}
+			if cm.Data["gadget"] != target.want {
+				return fmt.Errorf("%s: gadget %q, want %q", target.inst, cm.Data["gadget"], target.want)
+			}
+			return nil
+		})
+	}
 }

@@ -273,13 +273,23 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionConflict)
 	}
+	// Installations this reconcile created or changed are not Ready yet.
+	pending, created := 0, int32(0)
+	for _, a := range pl.actions {
+		switch a.kind {
+		case actCreate:
+			pending, created = pending+1, created+1
+		case actUpdate:
+			pending++
+		}
+	}
 	switch {
-	case st.ReadyInstallations == st.Installations:
+	case pending == 0 && st.ReadyInstallations == st.Installations:
 		cond(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
 			fmt.Sprintf("%d installations on %d clusters are Ready", st.Installations, st.MatchingClusters))
 	default:
 		cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing,
-			fmt.Sprintf("%d of %d installations on %d clusters are Ready", st.ReadyInstallations, st.Installations, st.MatchingClusters))
+			fmt.Sprintf("%d of %d installations on %d clusters are Ready", st.ReadyInstallations, st.Installations+created, st.MatchingClusters))
 	}
 	if equality.Semantic.DeepEqual(before.Status, *st) {
 		return nil
