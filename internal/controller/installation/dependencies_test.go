@@ -63,8 +63,8 @@ func creationRevision(t *testing.T, ns, name string) int {
 func waitGone(t *testing.T, ns, name string) {
 	t.Helper()
 	eventually(t, 60*time.Second, func() error {
-		if _, err := getInstallation(t, ns, name); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("installation %s/%s still present (err=%v)", ns, name, err)
+		if inst, err := getInstallation(t, ns, name); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("installation %s/%s still present (err=%v): %s", ns, name, err, describeConditions(inst))
 		}
 		return nil
 	})
