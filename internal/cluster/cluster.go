@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/apply"
-	"github.com/annex-platform/annex/internal/controller/installation"
 )
 
 // ClientConfig returns the configuration every Annex client of a cluster
@@ -41,7 +39,8 @@ func ClientConfig(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// Registry implements installation.Clusters.
+// Registry keeps one Target per cluster, rebuilt when its kubeconfig
+// Secret changes.
 type Registry struct {
 	// Local is the cluster Annex runs in (spec.cluster "").
 	Local *rest.Config
@@ -52,11 +51,11 @@ type Registry struct {
 	VersionTTL time.Duration
 
 	mu      sync.Mutex
-	targets map[string]*target
+	targets map[string]*Target
 }
 
 // Target returns the cluster named name; "" is the local cluster.
-func (r *Registry) Target(ctx context.Context, name string) (installation.Target, error) {
+func (r *Registry) Target(ctx context.Context, name string) (*Target, error) {
 	cfg, fingerprint, err := r.configFor(ctx, name)
 	if err != nil {
 		return nil, err
@@ -71,7 +70,7 @@ func (r *Registry) Target(ctx context.Context, name string) (installation.Target
 		return nil, err
 	}
 	if r.targets == nil {
-		r.targets = map[string]*target{}
+		r.targets = map[string]*Target{}
 	}
 	r.targets[name] = t
 	return t, nil
@@ -114,8 +113,8 @@ func (r *Registry) configFor(ctx context.Context, name string) (*rest.Config, st
 	return ClientConfig(cfg), string(sec.UID) + "/" + sec.ResourceVersion, nil
 }
 
-// target is one cluster.
-type target struct {
+// Target is one cluster: its applier, discovery, and what was observed.
+type Target struct {
 	fingerprint string
 	applier     *apply.Applier
 	discovery   discovery.DiscoveryInterface
@@ -137,7 +136,7 @@ const apiVersionsTTL = 2 * time.Minute
 // version and "group/version/Kind" for each of its kinds. Groups whose
 // discovery fails (an aggregated API that is down) are left out, as Helm
 // does.
-func (t *target) APIVersions(ctx context.Context) ([]string, error) {
+func (t *Target) APIVersions(ctx context.Context) ([]string, error) {
 	t.mu.Lock()
 	if t.apis != nil && time.Since(t.apisAt) < apiVersionsTTL {
 		apis := t.apis
@@ -172,7 +171,7 @@ func (t *target) APIVersions(ctx context.Context) ([]string, error) {
 	return apis, nil
 }
 
-func newTarget(cfg *rest.Config, fingerprint string, ttl time.Duration) (*target, error) {
+func newTarget(cfg *rest.Config, fingerprint string, ttl time.Duration) (*Target, error) {
 	a, err := apply.New(cfg)
 	if err != nil {
 		return nil, err
@@ -186,7 +185,7 @@ func newTarget(cfg *rest.Config, fingerprint string, ttl time.Duration) (*target
 	if err != nil {
 		return nil, err
 	}
-	return &target{fingerprint: fingerprint, applier: a, discovery: dc, ttl: ttl}, nil
+	return &Target{fingerprint: fingerprint, applier: a, discovery: dc, ttl: ttl}, nil
 }
 
 // discoveryTimeout bounds one version read of a cluster.
@@ -200,14 +199,14 @@ func (r *Registry) Probe(ctx context.Context, name string) (version string, node
 	if err != nil {
 		return "", 0, err
 	}
-	if version, err = t.(*target).observe(); err != nil {
+	if version, err = t.observe(); err != nil {
 		return "", 0, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
 	defer cancel()
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-	if err := t.(*target).applier.Client.List(ctx, list); err != nil {
+	if err := t.applier.Client.List(ctx, list); err != nil {
 		return version, 0, fmt.Errorf("listing nodes: %w", err)
 	}
 	return version, len(list.Items), nil
@@ -228,12 +227,12 @@ func (r *Registry) ObserveVersion(ctx context.Context, name string) (string, err
 	if err != nil {
 		return "", err
 	}
-	return t.(*target).observe()
+	return t.observe()
 }
 
 // KubeVersion returns the cluster's gitVersion, observed through discovery
 // and reused for the TTL.
-func (t *target) KubeVersion(ctx context.Context) (string, error) {
+func (t *Target) KubeVersion(ctx context.Context) (string, error) {
 	t.mu.Lock()
 	fresh := t.version != "" && time.Since(t.versionAt) < t.ttl
 	version := t.version
@@ -244,7 +243,7 @@ func (t *target) KubeVersion(ctx context.Context) (string, error) {
 	return t.observe()
 }
 
-func (t *target) observe() (string, error) {
+func (t *Target) observe() (string, error) {
 	info, err := t.discovery.ServerVersion()
 	if err != nil {
 		return "", err
@@ -255,10 +254,11 @@ func (t *target) observe() (string, error) {
 	return t.version, nil
 }
 
-func (t *target) Applier() installation.Applier { return applierAdapter{t.applier} }
+// Applier is the cluster's applier.
+func (t *Target) Applier() *apply.Applier { return t.applier }
 
 // NamespaceExists reads the namespace's metadata.
-func (t *target) NamespaceExists(ctx context.Context, name string) (bool, error) {
+func (t *Target) NamespaceExists(ctx context.Context, name string) (bool, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	err := t.applier.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
@@ -266,69 +266,4 @@ func (t *target) NamespaceExists(ctx context.Context, name string) (bool, error)
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// applierAdapter lets apply.Applier serve the controller's interface.
-type applierAdapter struct{ a *apply.Applier }
-
-func (w applierAdapter) Refs(objects []*unstructured.Unstructured, ns string) []v1alpha1.ObjectReference {
-	return w.a.Refs(apply.Set{Objects: objects}, ns)
-}
-
-func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, set installation.Set, opts installation.ApplyOptions) (installation.Applied, error) {
-	s := apply.Set(set)
-	var (
-		res apply.Result
-		err error
-	)
-	if opts.SkipHooks {
-		res, err = w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, s, apply.ApplyOptions{TakeOwnership: opts.TakeOwnership})
-	} else {
-		res, err = w.a.ApplyWithHooks(ctx, apply.Owner(o), ns, s, apply.HookOptions{
-			ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership},
-			IsUpgrade:    opts.IsUpgrade,
-			HookTimeout:  opts.HookTimeout,
-		})
-	}
-	return installation.Applied{Inventory: res.Inventory, Health: healthOf(res.Health)}, err
-}
-
-func (w applierAdapter) Diff(ctx context.Context, o installation.Owner, ns string, set installation.Set) ([]installation.Drift, installation.Health, error) {
-	drifts, h, err := w.a.Diff(ctx, apply.Owner(o), apply.Set(set), ns)
-	if err != nil {
-		return nil, installation.Health{}, err
-	}
-	out := make([]installation.Drift, len(drifts))
-	for i, d := range drifts {
-		out[i] = installation.Drift{Object: d.Object, Missing: d.Missing, Fields: d.Fields}
-	}
-	return out, healthOf(h), nil
-}
-
-func (w applierAdapter) RunDeleteHooks(ctx context.Context, o installation.Owner, ns string, set installation.Set, post bool, timeout time.Duration) error {
-	event := apply.HookPreDelete
-	if post {
-		event = apply.HookPostDelete
-	}
-	return w.a.RunDeleteHooks(ctx, apply.Owner(o), ns, apply.Set(set), event, timeout)
-}
-
-func (w applierAdapter) Prune(ctx context.Context, o installation.Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {
-	return w.a.Prune(ctx, apply.Owner(o), old, current)
-}
-
-func (w applierAdapter) Delete(ctx context.Context, o installation.Owner, inv []v1alpha1.ObjectReference, deleteCRDs bool) (int, error) {
-	return w.a.Delete(ctx, apply.Owner(o), inv, deleteCRDs)
-}
-
-func (w applierAdapter) Health(ctx context.Context, inv []v1alpha1.ObjectReference) (installation.Health, error) {
-	h, err := w.a.Health(ctx, inv)
-	if err != nil {
-		return installation.Health{}, err
-	}
-	return healthOf(h), nil
-}
-
-func healthOf(h apply.Health) installation.Health {
-	return installation.Health{Total: h.Total, Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}
 }

@@ -123,7 +123,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Fetcher:            artifacts,
 		Renderer:           helmRenderer{},
 		Records:            recordCodec{},
-		Clusters:           clusters,
+		Clusters:           installationClusters{clusters},
 		Events:             mgr.GetEventRecorder("annex"),
 		ClusterEvents:      clusterEvents,
 		HealthPollInterval: o.HealthPollInterval,

@@ -1,0 +1,95 @@
+package manager
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/apply"
+	"github.com/annex-platform/annex/internal/cluster"
+	"github.com/annex-platform/annex/internal/controller/installation"
+)
+
+// installationClusters lets cluster.Registry serve the installation
+// controller's Clusters interface: the controller owns the interface, the
+// wiring adapts the implementation to it.
+type installationClusters struct{ registry *cluster.Registry }
+
+func (c installationClusters) Target(ctx context.Context, name string) (installation.Target, error) {
+	t, err := c.registry.Target(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return installationTarget{t}, nil
+}
+
+type installationTarget struct{ *cluster.Target }
+
+func (t installationTarget) Applier() installation.Applier { return applierAdapter{t.Target.Applier()} }
+
+// applierAdapter lets apply.Applier serve the controller's interface.
+type applierAdapter struct{ a *apply.Applier }
+
+func (w applierAdapter) Refs(objects []*unstructured.Unstructured, ns string) []v1alpha1.ObjectReference {
+	return w.a.Refs(apply.Set{Objects: objects}, ns)
+}
+
+func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, set installation.Set, opts installation.ApplyOptions) (installation.Applied, error) {
+	s := apply.Set(set)
+	var (
+		res apply.Result
+		err error
+	)
+	if opts.SkipHooks {
+		res, err = w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, s, apply.ApplyOptions{TakeOwnership: opts.TakeOwnership})
+	} else {
+		res, err = w.a.ApplyWithHooks(ctx, apply.Owner(o), ns, s, apply.HookOptions{
+			ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership},
+			IsUpgrade:    opts.IsUpgrade,
+			HookTimeout:  opts.HookTimeout,
+		})
+	}
+	return installation.Applied{Inventory: res.Inventory, Health: healthOf(res.Health)}, err
+}
+
+func (w applierAdapter) Diff(ctx context.Context, o installation.Owner, ns string, set installation.Set) ([]installation.Drift, installation.Health, error) {
+	drifts, h, err := w.a.Diff(ctx, apply.Owner(o), apply.Set(set), ns)
+	if err != nil {
+		return nil, installation.Health{}, err
+	}
+	out := make([]installation.Drift, len(drifts))
+	for i, d := range drifts {
+		out[i] = installation.Drift{Object: d.Object, Missing: d.Missing, Fields: d.Fields}
+	}
+	return out, healthOf(h), nil
+}
+
+func (w applierAdapter) RunDeleteHooks(ctx context.Context, o installation.Owner, ns string, set installation.Set, post bool, timeout time.Duration) error {
+	event := apply.HookPreDelete
+	if post {
+		event = apply.HookPostDelete
+	}
+	return w.a.RunDeleteHooks(ctx, apply.Owner(o), ns, apply.Set(set), event, timeout)
+}
+
+func (w applierAdapter) Prune(ctx context.Context, o installation.Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {
+	return w.a.Prune(ctx, apply.Owner(o), old, current)
+}
+
+func (w applierAdapter) Delete(ctx context.Context, o installation.Owner, inv []v1alpha1.ObjectReference, deleteCRDs bool) (int, error) {
+	return w.a.Delete(ctx, apply.Owner(o), inv, deleteCRDs)
+}
+
+func (w applierAdapter) Health(ctx context.Context, inv []v1alpha1.ObjectReference) (installation.Health, error) {
+	h, err := w.a.Health(ctx, inv)
+	if err != nil {
+		return installation.Health{}, err
+	}
+	return healthOf(h), nil
+}
+
+func healthOf(h apply.Health) installation.Health {
+	return installation.Health{Total: h.Total, Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}
+}
