@@ -64,6 +64,7 @@ const (
 	ReasonDependencyCycle     = "DependencyCycle"
 	ReasonConflict            = "Conflict"
 	ReasonRecordTooLarge      = "RecordTooLarge"
+	ReasonValuesNotShared     = "ValuesNotShared"
 )
 
 // Labels and annotations Annex puts on the objects it writes.
@@ -107,6 +108,12 @@ const (
 	// FinalizerUninstall holds an ExtensionInstallation until its inventory
 	// is removed from the cluster.
 	FinalizerUninstall = "annex.dev/uninstall"
+	// AnnotationShareValuesWith on a Namespace lists the namespaces whose
+	// installations may read values from its Secrets and ConfigMaps
+	// (comma-separated, or "*"). Only the hub admin, who controls
+	// Namespaces, grants it.
+	AnnotationShareValuesWith = "annex.dev/share-values-with"
+
 	// LabelProfile names the ExtensionProfile an installation was created
 	// for, and LabelProfileCluster its cluster ("hub" for the hub).
 	LabelProfile        = "annex.dev/profile"

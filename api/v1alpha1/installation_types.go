@@ -100,10 +100,16 @@ type ValuesReference struct {
 	// +kubebuilder:validation:Enum=Secret;ConfigMap
 	// +required
 	Kind string `json:"kind"`
-	// Name of the Secret or ConfigMap, in the installation's namespace.
+	// Name of the Secret or ConfigMap.
 	// +kubebuilder:validation:MinLength=1
 	// +required
 	Name string `json:"name"`
+	// Namespace of the Secret or ConfigMap; default the installation's. A
+	// hub admin lets another namespace read values from it by annotating
+	// it with annex.dev/share-values-with: "<namespace>,…" (or "*");
+	// without that, the reference is refused.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 	// Key holding the values; default "values.yaml".
 	// +kubebuilder:default="values.yaml"
 	// +optional

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,10 +25,46 @@ import (
 // of an Extension wakes exactly the installations of it.
 const indexExtension = "spec.extension"
 
+// indexValuesSource indexes installations by what their valuesFrom read:
+// "Secret/<namespace>/<name>", "ConfigMap/<namespace>/<name>", and
+// "Namespace/<name>" for another namespace whose grant decides, so that a
+// change wakes exactly the installations that use it.
+const indexValuesSource = "annex.dev/values-source"
+
+func valuesSources(o client.Object) []string {
+	inst := o.(*v1alpha1.ExtensionInstallation)
+	var keys []string
+	for _, ref := range inst.Spec.ValuesFrom {
+		ns := sourceNamespace(inst, ref)
+		keys = append(keys, ref.Kind+"/"+ns+"/"+ref.Name)
+		if ns != inst.Namespace {
+			keys = append(keys, "Namespace/"+ns)
+		}
+	}
+	return keys
+}
+
+// usersOf maps a Secret, ConfigMap or Namespace to the installations whose
+// values come from it.
+func (r *Reconciler) usersOf(kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		key := kind + "/" + o.GetNamespace() + "/" + o.GetName()
+		if kind == "Namespace" {
+			key = kind + "/" + o.GetName()
+		}
+		var list v1alpha1.ExtensionInstallationList
+		if err := r.Client.List(ctx, &list, client.MatchingFields{indexValuesSource: key}); err != nil {
+			return nil
+		}
+		return requests(list.Items, func(*v1alpha1.ExtensionInstallation) bool { return true })
+	}
+}
+
 // SetupWithManager registers the controller: it reconciles an installation
 // when its spec changes, when its Extension changes (new versions), when
 // another installation on the same cluster comes, goes, or changes version or
-// readiness (the cluster is resolved as a whole), and when the cluster's
+// readiness (the cluster is resolved as a whole), when a Secret, ConfigMap
+// or Namespace its values come from changes, and when the cluster's
 // Kubernetes version changes (ClusterEvents).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Records == nil {
@@ -35,6 +72,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, indexExtension,
 		func(o client.Object) []string { return []string{o.(*v1alpha1.ExtensionInstallation).Spec.Extension} }); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, indexValuesSource, valuesSources); err != nil {
 		return err
 	}
 	index, err := newInstallationIndex(context.Background(), mgr)
@@ -48,6 +88,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.Extension{}, handler.EnqueueRequestsFromMapFunc(r.installationsOfExtension)).
 		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(r.unsettledOnSameCluster),
 			builder.WithPredicates(clusterRelevantChange())).
+		// A changed values source re-renders its users within seconds;
+		// metadata is enough to know that it changed.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.usersOf("Secret")), builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.usersOf("ConfigMap")), builder.OnlyMetadata).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.usersOf("Namespace")), builder.OnlyMetadata).
 		Named("extensioninstallation").
 		// Reconciles mostly wait: on API servers, and on hook Jobs awaited
 		// inside them. Many workers keep one slow cluster or hook from

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -147,7 +148,11 @@ func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.Extension
 	}
 	for i, ref := range inst.Spec.ValuesFrom {
 		field := fmt.Sprintf("spec.valuesFrom[%d]", i)
-		data, found, err := r.readValuesKey(ctx, inst.Namespace, ref)
+		ns := sourceNamespace(inst, ref)
+		if b, err := r.checkShared(ctx, inst, ns, field); b != nil || err != nil {
+			return nil, b, err
+		}
+		data, found, err := r.readValuesKey(ctx, ns, ref)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -157,7 +162,7 @@ func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.Extension
 			}
 			return nil, wait(v1alpha1.ReasonValuesSourceMissing, fmt.Sprintf(
 				"%s: %s %s/%s has no key %q; create it, or mark the reference optional",
-				field, ref.Kind, inst.Namespace, ref.Name, keyOf(ref))), nil
+				field, ref.Kind, ns, ref.Name, keyOf(ref))), nil
 		}
 		if ref.TargetPath != "" {
 			if err := render.SetValue(values, ref.TargetPath, strings.TrimRight(string(data), "\n")); err != nil {
@@ -173,6 +178,42 @@ func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.Extension
 		values = render.MergeValues(values, overlay)
 	}
 	return values, nil, nil
+}
+
+// sourceNamespace is the namespace a values reference reads from.
+func sourceNamespace(inst *v1alpha1.ExtensionInstallation, ref v1alpha1.ValuesReference) string {
+	if ref.Namespace == "" {
+		return inst.Namespace
+	}
+	return ref.Namespace
+}
+
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// checkShared refuses a reference to another namespace unless that
+// namespace shares its values with the installation's (annotation
+// annex.dev/share-values-with, which only the hub admin can set): a user
+// who may create installations in one namespace must not read the Secrets
+// of another through them.
+func (r *Reconciler) checkShared(ctx context.Context, inst *v1alpha1.ExtensionInstallation, ns, field string) (*block, error) {
+	if ns == inst.Namespace {
+		return nil, nil
+	}
+	source := &corev1.Namespace{}
+	if err := r.Reader.Get(ctx, types.NamespacedName{Name: ns}, source); err != nil {
+		if apierrors.IsNotFound(err) {
+			return wait(v1alpha1.ReasonValuesSourceMissing, fmt.Sprintf("%s.namespace: namespace %s does not exist", field, ns)), nil
+		}
+		return nil, err
+	}
+	for _, grantee := range strings.Split(source.Annotations[v1alpha1.AnnotationShareValuesWith], ",") {
+		if g := strings.TrimSpace(grantee); g == "*" || g == inst.Namespace {
+			return nil, nil
+		}
+	}
+	return wait(v1alpha1.ReasonValuesNotShared, fmt.Sprintf(
+		"%s.namespace: namespace %s does not share its values with namespace %s; a hub admin grants it by annotating namespace %s with %s: %q",
+		field, ns, inst.Namespace, ns, v1alpha1.AnnotationShareValuesWith, inst.Namespace)), nil
 }
 
 func keyOf(ref v1alpha1.ValuesReference) string {
