@@ -119,7 +119,8 @@ func (r *Reconciler) clusters(ctx context.Context, p *v1alpha1.ExtensionProfile)
 			continue
 		}
 		byName[mc.Name] = mc
-		out = append(out, cluster{name: mc.Name, labels: mc.Labels, defaults: map[string][]string{p.Name: defaultsIn(mc.Annotations, p.Name)}})
+		out = append(out, cluster{name: mc.Name, labels: mc.Labels, annotations: mc.Annotations, version: mc.Status.KubernetesVersion,
+			defaults: map[string][]string{p.Name: defaultsIn(mc.Annotations, p.Name)}})
 	}
 	return out, byName, nil
 }
@@ -138,9 +139,13 @@ func defaultsIn(annotations map[string]string, profile string) []string {
 func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs map[string]*v1alpha1.ManagedCluster, a action) error {
 	switch a.kind {
 	case actCreate:
+		spec, err := desiredSpec(p, a.want)
+		if err != nil {
+			return err
+		}
 		inst := &v1alpha1.ExtensionInstallation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespaceOf(p), Name: a.name, Labels: profileLabels(p, a.want.cluster)},
-			Spec:       desiredSpec(p, a.want),
+			Spec:       spec,
 		}
 		return client.IgnoreAlreadyExists(r.Client.Create(ctx, inst))
 	case actUpdate:
@@ -151,7 +156,10 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs 
 		for k, v := range profileLabels(p, a.want.cluster) {
 			inst.Labels[k] = v
 		}
-		spec := desiredSpec(p, a.want)
+		spec, err := desiredSpec(p, a.want)
+		if err != nil {
+			return err
+		}
 		inst.Spec.Extension, inst.Spec.Version, inst.Spec.Cluster = spec.Extension, spec.Version, spec.Cluster
 		inst.Spec.TargetNamespace, inst.Spec.Values, inst.Spec.ValuesFrom = spec.TargetNamespace, spec.Values, spec.ValuesFrom
 		inst.Spec.Upgrade.AllowDowngrade = spec.Upgrade.AllowDowngrade
@@ -262,6 +270,17 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 	cond := func(t string, status metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: p.Generation})
 	}
+	if len(pl.invalid) > 0 {
+		var msgs []string
+		for _, m := range pl.invalid {
+			msgs = append(msgs, m)
+		}
+		sort.Strings(msgs)
+		cond(v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonValuesInvalid,
+			strings.Join(msgs, "; ")+"; the variables are .cluster.name, .cluster.labels, .cluster.annotations and .cluster.kubernetesVersion")
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStalled)
+	}
 	if len(pl.conflicts) > 0 {
 		shown := pl.conflicts
 		if len(shown) > 5 {
@@ -284,6 +303,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 		}
 	}
 	switch {
+	case len(pl.invalid) > 0:
+		cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonValuesInvalid, "the values of some extensions do not expand; see Stalled")
 	case pending == 0 && st.ReadyInstallations == st.Installations:
 		cond(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
 			fmt.Sprintf("%d installations on %d clusters are Ready", st.Installations, st.MatchingClusters))

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 
@@ -18,8 +19,10 @@ const hubLabelValue = "hub"
 
 // cluster is one cluster a profile may select.
 type cluster struct {
-	name   string // "" for the hub
-	labels map[string]string
+	name        string // "" for the hub
+	labels      map[string]string
+	annotations map[string]string
+	version     string // Kubernetes version as last observed; "" when unknown
 	// defaults are the extensions each profile has created here in Default
 	// mode (by profile name).
 	defaults map[string][]string
@@ -29,6 +32,7 @@ type cluster struct {
 type want struct {
 	cluster string
 	ext     v1alpha1.ProfileExtension
+	vars    clusterVars
 }
 
 // action is one change the planner asks for.
@@ -57,6 +61,9 @@ type plan struct {
 	actions   []action
 	matching  int
 	conflicts []string // "<extension> on <cluster>: profile <winner>"
+	// invalid maps an extension whose values do not expand for some
+	// cluster to why; nothing is created or changed for it there.
+	invalid map[string]string
 }
 
 // decide compares what profile p should hold with what exists.
@@ -65,6 +72,7 @@ type plan struct {
 func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clusters []cluster,
 	installations []v1alpha1.ExtensionInstallation) plan {
 	var out plan
+	out.invalid = map[string]string{}
 	byName := map[string]*v1alpha1.ExtensionInstallation{}
 	for i := range installations {
 		byName[installations[i].Name] = &installations[i]
@@ -84,7 +92,11 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 			}
 			wanted[name] = true
 			existing := byName[name]
-			w := want{cluster: c.name, ext: ext}
+			w := want{cluster: c.name, ext: ext, vars: varsOf(c)}
+			if _, err := desiredSpec(p, w); err != nil {
+				out.invalid[ext.Name] = err.Error() // the same for every cluster: reported once
+				continue
+			}
 			switch {
 			case existing != nil && existing.DeletionTimestamp.IsZero() && existing.Labels[v1alpha1.LabelProfile] != "" &&
 				existing.Labels[v1alpha1.LabelProfile] != p.Name:
@@ -150,15 +162,26 @@ func winner(all []v1alpha1.ExtensionProfile, c cluster, ext string) string {
 	return all[best].Name
 }
 
-// desiredSpec is the spec a profile gives the installation of w.
-func desiredSpec(p *v1alpha1.ExtensionProfile, w want) v1alpha1.ExtensionInstallationSpec {
+// desiredSpec is the spec a profile gives the installation of w, with the
+// cluster variables expanded in its values and valuesFrom names.
+func desiredSpec(p *v1alpha1.ExtensionProfile, w want) (v1alpha1.ExtensionInstallationSpec, error) {
+	values, err := expandValues(w.ext.Values, w.vars)
+	if err != nil {
+		return v1alpha1.ExtensionInstallationSpec{}, fmt.Errorf("spec.extensions[%s].values: %w", w.ext.Name, err)
+	}
+	valuesFrom := slices.Clone(w.ext.ValuesFrom)
+	for i := range valuesFrom {
+		if valuesFrom[i].Name, err = expandString(valuesFrom[i].Name, w.vars); err != nil {
+			return v1alpha1.ExtensionInstallationSpec{}, fmt.Errorf("spec.extensions[%s].valuesFrom[%d].name: %w", w.ext.Name, i, err)
+		}
+	}
 	spec := v1alpha1.ExtensionInstallationSpec{
 		Extension:       w.ext.Name,
 		Version:         w.ext.Version,
 		Cluster:         w.cluster,
 		TargetNamespace: w.ext.TargetNamespace,
-		Values:          w.ext.Values.DeepCopy(),
-		ValuesFrom:      slices.Clone(w.ext.ValuesFrom),
+		Values:          values,
+		ValuesFrom:      valuesFrom,
 	}
 	if spec.Version == "" {
 		spec.Version = "*"
@@ -166,13 +189,16 @@ func desiredSpec(p *v1alpha1.ExtensionProfile, w want) v1alpha1.ExtensionInstall
 	// An Enforced profile owns the version: it brings an installation
 	// someone moved out of its range back, downgrading if it must.
 	spec.Upgrade.AllowDowngrade = w.ext.Mode == v1alpha1.ProfileModeEnforced
-	return spec
+	return spec, nil
 }
 
 // matchesWant reports whether an installation already is what the profile
 // says: its labels and the fields the profile sets.
 func matchesWant(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProfile, w want) bool {
-	d := desiredSpec(p, w)
+	d, err := desiredSpec(p, w)
+	if err != nil {
+		return true // nothing to converge to; decide reports it
+	}
 	s := inst.Spec
 	return inst.Labels[v1alpha1.LabelProfile] == p.Name &&
 		s.Extension == d.Extension && s.Version == d.Version && s.Cluster == d.Cluster &&

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,7 +61,8 @@ func TestProfile(t *testing.T) {
 			Namespace:       ns,
 			Extensions: []v1alpha1.ProfileExtension{
 				{Name: "p-app", Version: "1.x", Mode: v1alpha1.ProfileModeDefault},
-				{Name: "p-tool", Version: "1.x", Mode: v1alpha1.ProfileModeEnforced},
+				{Name: "p-tool", Version: "1.x", Mode: v1alpha1.ProfileModeEnforced,
+					Values: &apiextensionsv1.JSON{Raw: []byte(`{"note":"for {{ .cluster.name }}"}`)}},
 			},
 		}},
 	} {
@@ -80,6 +82,13 @@ func TestProfile(t *testing.T) {
 	})
 	if err := edge.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-tool-edge"}, &corev1.ConfigMap{}); err != nil {
 		t.Fatalf("p-tool's ConfigMap on the edge cluster: %v", err)
+	}
+	// The cluster variables are expanded for each cluster.
+	for name, want := range map[string]string{"p-tool-edge": `{"note":"for edge"}`, "p-tool": `{"note":"for hub"}`} {
+		inst := awaitReady(t, ns, name, "1.0.0")
+		if got := string(inst.Spec.Values.Raw); got != want {
+			t.Fatalf("%s: values %s, want %s", name, got, want)
+		}
 	}
 
 	// Default: the owners' edit stays, their deletion too.
