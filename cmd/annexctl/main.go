@@ -36,8 +36,49 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG or ~/.kube/config)")
-	root.AddCommand(newPlanCommand(&kubeconfig))
+	root.AddCommand(newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig))
 	return root
+}
+
+// hubClients builds the hub client and the cluster registry from the
+// kubeconfig flag.
+func hubClients(kubeconfig string) (client.Client, *cluster.Registry, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := client.New(cluster.ClientConfig(cfg), client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, &cluster.Registry{Local: cfg, Reader: c}, nil
+}
+
+func newPreflightCommand(kubeconfig *string) *cobra.Command {
+	o := cli.PreflightOptions{}
+	cmd := &cobra.Command{
+		Use:   "preflight --kube-version VERSION [--cluster NAME]",
+		Short: "Before a cluster moves to another Kubernetes version: what each installation would do, and which installed objects that version no longer serves",
+		Long: `preflight plans every installation of the cluster for the given Kubernetes
+version — the version it would move to, or why none fits — and lists every object
+in their inventories whose API version that release removed, with what to use
+instead. It changes nothing. Exit status 1 when it finds a problem.`,
+		Example: `  annexctl preflight --cluster cluster-2 --kube-version 1.37.1`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, clusters, err := hubClients(*kubeconfig)
+			if err != nil {
+				return err
+			}
+			o.Out = cmd.OutOrStdout()
+			return cli.Preflight(cmd.Context(), c, clusters.ObserveVersion, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "ManagedCluster to check (default: the hub cluster)")
+	cmd.Flags().StringVar(&o.KubeVersion, "kube-version", "", "the Kubernetes version the cluster is going to run (required)")
+	return cmd
 }
 
 func newPlanCommand(kubeconfig *string) *cobra.Command {
@@ -50,17 +91,10 @@ func newPlanCommand(kubeconfig *string) *cobra.Command {
   annexctl plan --set cert-manager=1.14.x --cluster prod-eu`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = *kubeconfig
-			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+			c, clusters, err := hubClients(*kubeconfig)
 			if err != nil {
 				return err
 			}
-			c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
-			if err != nil {
-				return err
-			}
-			clusters := &cluster.Registry{Local: cfg, Reader: c}
 			o.Out = cmd.OutOrStdout()
 			return cli.Plan(cmd.Context(), c, clusters.ObserveVersion, o)
 		},

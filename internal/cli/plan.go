@@ -38,23 +38,34 @@ type VersionObserver func(ctx context.Context, cluster string) (string, error)
 // order, what each change is — or why an installation cannot be satisfied,
 // for the current state or a hypothetical change. It changes nothing.
 func Plan(ctx context.Context, c client.Reader, observe VersionObserver, o PlanOptions) error {
+	r, err := solve(ctx, c, observe, o)
+	if err != nil {
+		return err
+	}
+	printPlan(o.Out, o, r.observed, r.kubeVersion, r.problem, r.plan)
+	return nil
+}
+
+// solved is a cluster's installations and what the resolver chose for them.
+type solved struct {
+	observed, kubeVersion string
+	installations         []*v1alpha1.ExtensionInstallation
+	problem               resolve.Problem
+	plan                  *resolve.Plan
+}
+
+func solve(ctx context.Context, c client.Reader, observe VersionObserver, o PlanOptions) (*solved, error) {
 	var exts v1alpha1.ExtensionList
 	if err := c.List(ctx, &exts); err != nil {
-		return fmt.Errorf("listing Extensions: %w", err)
+		return nil, fmt.Errorf("listing Extensions: %w", err)
 	}
-	var list v1alpha1.ExtensionInstallationList
-	if err := c.List(ctx, &list); err != nil {
-		return fmt.Errorf("listing ExtensionInstallations: %w", err)
-	}
-	var insts []*v1alpha1.ExtensionInstallation
-	for i := range list.Items {
-		if list.Items[i].Spec.Cluster == o.Cluster {
-			insts = append(insts, &list.Items[i])
-		}
+	insts, err := installationsOn(ctx, c, o.Cluster)
+	if err != nil {
+		return nil, err
 	}
 	observed, err := observe(ctx, o.Cluster)
 	if err != nil && o.KubeVersion == "" {
-		return fmt.Errorf("reading the cluster's Kubernetes version (or pass --kube-version): %w", err)
+		return nil, fmt.Errorf("reading the cluster's Kubernetes version (or pass --kube-version): %w", err)
 	}
 	kubeVersion := observed
 	if o.KubeVersion != "" {
@@ -62,11 +73,25 @@ func Plan(ctx context.Context, c client.Reader, observe VersionObserver, o PlanO
 	}
 	problem := resolve.ProblemFor(kubeVersion, insts)
 	if err := applySets(&problem, o.Set); err != nil {
-		return err
+		return nil, err
 	}
 	plan := resolve.NewIndex(resolve.UniverseOf(exts.Items)).Solve(problem)
-	printPlan(o.Out, o, observed, kubeVersion, problem, plan)
-	return nil
+	return &solved{observed: observed, kubeVersion: kubeVersion, installations: insts, problem: problem, plan: plan}, nil
+}
+
+// installationsOn lists the installations that target cluster.
+func installationsOn(ctx context.Context, c client.Reader, cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
+	var list v1alpha1.ExtensionInstallationList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing ExtensionInstallations: %w", err)
+	}
+	var insts []*v1alpha1.ExtensionInstallation
+	for i := range list.Items {
+		if list.Items[i].Spec.Cluster == cluster {
+			insts = append(insts, &list.Items[i])
+		}
+	}
+	return insts, nil
 }
 
 // applySets applies --set changes to the problem.
