@@ -66,7 +66,9 @@ func Preflight(ctx context.Context, c client.Reader, observe VersionObserver, o 
 			found = append(found, finding{inst.Namespace + "/" + inst.Name, ref.Kind + " " + name, api, r.RemovedIn, r.Use})
 		}
 	}
-	sort.Slice(found, func(i, j int) bool { return found[i].installation+found[i].object < found[j].installation+found[j].object })
+	sort.Slice(found, func(i, j int) bool {
+		return found[i].installation+found[i].object < found[j].installation+found[j].object
+	})
 	fmt.Fprintln(o.Out)
 	if len(found) == 0 {
 		fmt.Fprintf(o.Out, "No installed object uses an API version Kubernetes %s removed.\n", o.KubeVersion)
