@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -51,6 +52,10 @@ type Options struct {
 	// Workers is how many installations reconcile at once (default
 	// installation.DefaultWorkers).
 	Workers int
+	// SeveralPerProcess lets a process build more than one manager, as
+	// tests do: controller-runtime refuses a second controller of the same
+	// name in one process, whose metrics would collide.
+	SeveralPerProcess bool
 	// ClusterVersionInterval is how often each cluster's Kubernetes version
 	// is observed (a change re-resolves its installations) and each
 	// ManagedCluster is probed (default 30s).
@@ -87,6 +92,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        "annex-manager.annex.dev",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		Controller:              config.Controller{SkipNameValidation: &o.SeveralPerProcess},
 	})
 	if err != nil {
 		return nil, err

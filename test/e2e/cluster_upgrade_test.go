@@ -54,7 +54,7 @@ func TestClusterUpgradeUpgradesExtension(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", HealthPollInterval: 200 * time.Millisecond, ClusterVersionInterval: time.Second, CacheDir: t.TempDir()})
+	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", HealthPollInterval: 200 * time.Millisecond, ClusterVersionInterval: time.Second, CacheDir: t.TempDir(), SeveralPerProcess: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,37 +42,7 @@ func TestDev(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binDir := testenv.RequireWorkloadsBinDir(t)
-	work := t.TempDir()
-	annex := filepath.Join(work, "annex")
-	build := exec.Command("go", "build", "-o", annex, "./cmd/annex")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
-	stateDir := filepath.Join(work, "dev")
-	out := &syncBuffer{}
-	dev := exec.Command(annex, "dev", "--dir", stateDir, "--bin-dir", binDir)
-	dev.Stdout, dev.Stderr = out, out
-	if err := dev.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- dev.Wait() }()
-	t.Cleanup(func() {
-		_ = dev.Process.Kill()
-		if t.Failed() {
-			t.Logf("annex dev output:\n%s", out.String())
-		}
-	})
-
-	waitFor(t, 90*time.Second, exited, func() error {
-		if !strings.Contains(out.String(), "Annex is running") {
-			return errors.New("annex dev has not said it is running")
-		}
-		return nil
-	})
+	dev, _, exited, stateDir := startDev(t, 90*time.Second)
 	c := clientFromKubeconfig(t, filepath.Join(stateDir, "kubeconfig"))
 	ctx := context.Background()
 
@@ -171,6 +141,48 @@ func TestDev(t *testing.T) {
 			t.Errorf("child process %d outlived annex dev", pid)
 		}
 	}
+}
+
+// startDev builds annex and runs `annex dev` with a state folder of its
+// own, plus args, until it says it is running (within timeout). The
+// process is killed when the test ends; its output is logged if the test
+// failed.
+func startDev(t *testing.T, timeout time.Duration, args ...string) (dev *exec.Cmd, out *syncBuffer, exited chan error, stateDir string) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir := testenv.RequireWorkloadsBinDir(t)
+	work := t.TempDir()
+	annex := filepath.Join(work, "annex")
+	build := exec.Command("go", "build", "-o", annex, "./cmd/annex")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	stateDir = filepath.Join(work, "dev")
+	out = &syncBuffer{}
+	dev = exec.Command(annex, append([]string{"dev", "--dir", stateDir, "--bin-dir", binDir}, args...)...)
+	dev.Stdout, dev.Stderr = out, out
+	if err := dev.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan error, 1)
+	go func() { exited <- dev.Wait() }()
+	t.Cleanup(func() {
+		_ = dev.Process.Kill()
+		if t.Failed() {
+			t.Logf("annex dev output:\n%s", out.String())
+		}
+	})
+	waitFor(t, timeout, exited, func() error {
+		if !strings.Contains(out.String(), "Annex is running") {
+			return errors.New("annex dev has not said it is running")
+		}
+		return nil
+	})
+	return dev, out, exited, stateDir
 }
 
 // waitFor polls f until it returns nil; it fails at the deadline or when

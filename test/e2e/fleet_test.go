@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -29,37 +26,8 @@ func TestDevFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binDir := testenv.RequireWorkloadsBinDir(t)
-	older := filepath.Join(filepath.Dir(binDir), mustPreviousVersion(t))
-	testenv.RequireWorkloadsBinDirAt(t, older)
-	work := t.TempDir()
-	annex := filepath.Join(work, "annex")
-	build := exec.Command("go", "build", "-o", annex, "./cmd/annex")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	stateDir := filepath.Join(work, "dev")
-	out := &syncBuffer{}
-	dev := exec.Command(annex, "dev", "--dir", stateDir, "--bin-dir", binDir, "--clusters", "2", "--nodes", "1")
-	dev.Stdout, dev.Stderr = out, out
-	if err := dev.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- dev.Wait() }()
-	t.Cleanup(func() {
-		_ = dev.Process.Kill()
-		if t.Failed() {
-			t.Logf("annex dev output:\n%s", out.String())
-		}
-	})
-	waitFor(t, 3*time.Minute, exited, func() error {
-		if !strings.Contains(out.String(), "Annex is running") {
-			return errors.New("annex dev has not said it is running")
-		}
-		return nil
-	})
+	testenv.RequireWorkloadsBinDirAt(t, filepath.Join(filepath.Dir(testenv.RequireWorkloadsBinDir(t)), mustPreviousVersion(t)))
+	dev, _, exited, stateDir := startDev(t, 3*time.Minute, "--clusters", "2", "--nodes", "1")
 	c := clientFromKubeconfig(t, filepath.Join(stateDir, "kubeconfig"))
 	ctx := context.Background()
 	for _, obj := range readManifests(t, filepath.Join(root, "config/samples/profile.yaml")) {

@@ -75,7 +75,7 @@ func TestManagedClusterUpgradeAndDowngrade(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mgr, err := manager.New(hub.Config, manager.Options{MetricsAddr: "0", HealthPollInterval: 200 * time.Millisecond, ClusterVersionInterval: time.Second, CacheDir: t.TempDir()})
+	mgr, err := manager.New(hub.Config, manager.Options{MetricsAddr: "0", HealthPollInterval: 200 * time.Millisecond, ClusterVersionInterval: time.Second, CacheDir: t.TempDir(), SeveralPerProcess: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -235,17 +235,7 @@ func TestDeletion(t *testing.T) {
 
 func eventually(t *testing.T, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 90s: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.Eventually(t, 90*time.Second, f)
 }
 
 // An installation into a ManagedCluster whose target namespace does not

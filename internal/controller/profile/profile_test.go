@@ -218,17 +218,7 @@ func awaitProfile(t *testing.T, check func(*v1alpha1.ExtensionProfile) error) {
 
 func eventually(t *testing.T, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 90s: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.Eventually(t, 90*time.Second, f)
 }
 
 func must(t *testing.T, err error) {
