@@ -25,6 +25,9 @@ const (
 
 	// ConditionReachable is True when a ManagedCluster's API server answers.
 	ConditionReachable = "Reachable"
+	// ConditionUpgradeReady is True when a ManagedCluster's installations
+	// are ready for its spec.upgradeTarget.
+	ConditionUpgradeReady = "UpgradeReady"
 )
 
 // Reasons. Each names the cause in CamelCase; the condition message says what
@@ -65,6 +68,7 @@ const (
 	ReasonConflict            = "Conflict"
 	ReasonRecordTooLarge      = "RecordTooLarge"
 	ReasonValuesNotShared     = "ValuesNotShared"
+	ReasonUpgradeBlocked      = "UpgradeBlocked"
 )
 
 // Labels and annotations Annex puts on the objects it writes.

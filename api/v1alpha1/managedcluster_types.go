@@ -19,6 +19,13 @@ type ManagedClusterSpec struct {
 	// +kubebuilder:default=Uninstall
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+	// UpgradeTarget is a Kubernetes version the cluster is going to run.
+	// While it is set, the condition UpgradeReady says whether every
+	// installation has a version for it and no installed object uses an
+	// API version it removed (as `annexctl preflight` does).
+	// +kubebuilder:validation:Pattern=`^v?[0-9]+\.[0-9]+\.[0-9]+$`
+	// +optional
+	UpgradeTarget string `json:"upgradeTarget,omitempty"`
 }
 
 // DeletionPolicy is what happens to a cluster's installations when it is

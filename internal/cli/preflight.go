@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"text/tabwriter"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/annex-platform/annex/internal/kubeapis"
+	"github.com/annex-platform/annex/internal/preflight"
 )
 
 // PreflightOptions configure Preflight.
@@ -43,45 +42,27 @@ func Preflight(ctx context.Context, c client.Reader, observe VersionObserver, o 
 		return err
 	}
 	printPlan(o.Out, po, r.observed, r.kubeVersion, r.problem, r.plan)
-	insts := r.installations
-	type finding struct{ installation, object, api, removedIn, use string }
-	var found []finding
-	for _, inst := range insts {
-		for _, ref := range inst.Status.Inventory {
-			r, err := kubeapis.RemovedIn(ref.Group, ref.Version, ref.Kind, o.KubeVersion)
-			if err != nil {
-				return fmt.Errorf("--kube-version: %w", err)
-			}
-			if r == nil {
-				continue
-			}
-			api := ref.Version
-			if ref.Group != "" {
-				api = ref.Group + "/" + ref.Version
-			}
-			name := ref.Name
-			if ref.Namespace != "" {
-				name = ref.Namespace + "/" + ref.Name
-			}
-			found = append(found, finding{inst.Namespace + "/" + inst.Name, ref.Kind + " " + name, api, r.RemovedIn, r.Use})
-		}
+	report := preflight.Report{KubeVersion: o.KubeVersion, Problem: r.problem, Plan: r.plan}
+	if report.Removed, err = preflight.RemovedObjects(o.KubeVersion, r.installations); err != nil {
+		return fmt.Errorf("--kube-version: %w", err)
 	}
-	sort.Slice(found, func(i, j int) bool {
-		return found[i].installation+found[i].object < found[j].installation+found[j].object
-	})
 	fmt.Fprintln(o.Out)
-	if len(found) == 0 {
+	if len(report.Removed) == 0 {
 		fmt.Fprintf(o.Out, "No installed object uses an API version Kubernetes %s removed.\n", o.KubeVersion)
 	} else {
 		fmt.Fprintf(o.Out, "Installed objects Kubernetes %s no longer serves:\n", o.KubeVersion)
 		w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "INSTALLATION\tOBJECT\tAPI VERSION\tREMOVED IN\tUSE")
-		for _, f := range found {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", f.installation, f.object, f.api, f.removedIn, f.use)
+		for _, f := range report.Removed {
+			name := f.Object.Name
+			if f.Object.Namespace != "" {
+				name = f.Object.Namespace + "/" + name
+			}
+			fmt.Fprintf(w, "%s\t%s %s\t%s\t%s\t%s\n", f.Installation, f.Object.Kind, name, preflight.APIVersion(f.Object), f.Removal.RemovedIn, f.Removal.Use)
 		}
 		_ = w.Flush()
 	}
-	if len(found) > 0 || len(r.plan.Failed) > 0 {
+	if !report.OK() {
 		return ErrPreflightFailed
 	}
 	return nil

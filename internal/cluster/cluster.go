@@ -110,6 +110,11 @@ func (r *Registry) configFor(ctx context.Context, name string) (*rest.Config, st
 	if err != nil {
 		return nil, "", fmt.Errorf("ManagedCluster %q: key %q of Secret %s/%s is not a valid kubeconfig: %w", name, key, ref.Namespace, ref.Name, err)
 	}
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		// A user cluster is not the hub: bounded, far above what a
+		// reconcile needs (client-go's 5 per second throttled a fleet).
+		cfg.QPS, cfg.Burst = ManagedClusterQPS, 2*ManagedClusterQPS
+	}
 	return ClientConfig(cfg), string(sec.UID) + "/" + sec.ResourceVersion, nil
 }
 
@@ -187,6 +192,10 @@ func newTarget(cfg *rest.Config, fingerprint string, ttl time.Duration) (*Target
 	}
 	return &Target{fingerprint: fingerprint, applier: a, discovery: dc, ttl: ttl}, nil
 }
+
+// ManagedClusterQPS is the client-side rate limit of the clients of a
+// ManagedCluster whose kubeconfig sets none (burst twice as much).
+const ManagedClusterQPS = 200
 
 // discoveryTimeout bounds one version read of a cluster.
 const discoveryTimeout = 15 * time.Second

@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/preflight"
 )
 
 // Clusters is what the controller needs of the per-cluster clients; the
@@ -77,6 +78,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := mc.DeepCopy()
 	version, nodes, probeErr := r.Clusters.Probe(ctx, mc.Name)
 	setStatus(mc, observation{version: version, nodes: nodes, err: probeErr, installations: installations})
+	if err := r.checkUpgradeTarget(ctx, mc, installations); err != nil {
+		return ctrl.Result{}, err
+	}
 	if !equality.Semantic.DeepEqual(before.Status, mc.Status) {
 		if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, err
@@ -118,6 +122,43 @@ func setStatus(mc *v1alpha1.ManagedCluster, o observation) {
 		fmt.Sprintf("Kubernetes %s, %d nodes", o.version, o.nodes))
 	setCondition(mc, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
 		fmt.Sprintf("reachable; %d of %d installations Ready", mc.Status.ReadyInstallations, mc.Status.Installations))
+}
+
+// +kubebuilder:rbac:groups=annex.dev,resources=extensions,verbs=get;list;watch
+
+// checkUpgradeTarget sets UpgradeReady from a preflight of the cluster's
+// installations at spec.upgradeTarget, or removes it when none is set.
+func (r *Reconciler) checkUpgradeTarget(ctx context.Context, mc *v1alpha1.ManagedCluster, installations []v1alpha1.ExtensionInstallation) error {
+	if mc.Spec.UpgradeTarget == "" {
+		meta.RemoveStatusCondition(&mc.Status.Conditions, v1alpha1.ConditionUpgradeReady)
+		return nil
+	}
+	var exts v1alpha1.ExtensionList
+	if err := r.Client.List(ctx, &exts); err != nil {
+		return err
+	}
+	insts := make([]*v1alpha1.ExtensionInstallation, len(installations))
+	for i := range installations {
+		insts[i] = &installations[i]
+	}
+	report, err := preflight.Check(mc.Spec.UpgradeTarget, exts.Items, insts)
+	if err != nil {
+		setCondition(mc, v1alpha1.ConditionUpgradeReady, metav1.ConditionFalse, v1alpha1.ReasonUpgradeBlocked, "spec.upgradeTarget: "+err.Error())
+		return nil
+	}
+	setUpgradeReady(mc, report)
+	return nil
+}
+
+// setUpgradeReady turns a preflight report into the UpgradeReady
+// condition.
+func setUpgradeReady(mc *v1alpha1.ManagedCluster, report preflight.Report) {
+	if report.OK() {
+		setCondition(mc, v1alpha1.ConditionUpgradeReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, report.Summary())
+		return
+	}
+	setCondition(mc, v1alpha1.ConditionUpgradeReady, metav1.ConditionFalse, v1alpha1.ReasonUpgradeBlocked,
+		report.Summary()+"; details: annexctl preflight --cluster "+mc.Name+" --kube-version "+mc.Spec.UpgradeTarget)
 }
 
 func setCondition(mc *v1alpha1.ManagedCluster, t string, status metav1.ConditionStatus, reason, message string) {

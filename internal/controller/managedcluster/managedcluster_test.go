@@ -166,6 +166,20 @@ func TestStatusAndRecovery(t *testing.T) {
 		return nil
 	})
 
+	// A declared upgrade target is checked as annexctl preflight does.
+	patch := client.MergeFrom(mc.DeepCopy())
+	mc.Spec.UpgradeTarget = "1.40.0"
+	if err := env.Client.Patch(ctx, mc, patch); err != nil {
+		t.Fatal(err)
+	}
+	awaitCluster(t, name, func(mc *v1alpha1.ManagedCluster) error {
+		c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionUpgradeReady)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "Kubernetes 1.40.0") {
+			return fmt.Errorf("UpgradeReady %+v", c)
+		}
+		return nil
+	})
+
 	// The Secret now points at a port where nothing listens.
 	broken := strings.Replace(string(e.kubeconfig), "server: https://127.0.0.1:", "server: https://127.0.0.1:1#", 1)
 	sec := &corev1.Secret{}
