@@ -166,17 +166,7 @@ func requestsServed(b *testing.B, cfg *rest.Config) int {
 
 func waitUntil(b *testing.B, timeout time.Duration, f func() error) {
 	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(b, timeout, f)
 }
 
 func must(b testing.TB, err error) {
