@@ -8,6 +8,7 @@ package managedcluster
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -44,6 +45,49 @@ type Reconciler struct {
 	// ProbeInterval is how often a cluster is probed again (default 30s);
 	// an unreachable one is retried at the same pace.
 	ProbeInterval time.Duration
+
+	mu     sync.Mutex
+	probes map[string]probe // the last probe of each cluster
+}
+
+// probe is what the last probe of a cluster saw, for the generation of
+// its ManagedCluster then.
+type probe struct {
+	at         time.Time
+	generation int64
+	version    string
+	nodes      int
+	err        error
+}
+
+// probeOf probes the cluster, unless it was probed for this generation
+// less than a probe interval ago: installations change often (each status
+// write wakes the cluster to recount them), and recounting must not cost
+// the cluster requests each time.
+func (r *Reconciler) probeOf(ctx context.Context, mc *v1alpha1.ManagedCluster) probe {
+	r.mu.Lock()
+	last, ok := r.probes[mc.Name]
+	r.mu.Unlock()
+	if ok && last.generation == mc.Generation && time.Since(last.at) < r.interval() {
+		return last
+	}
+	p := probe{at: time.Now(), generation: mc.Generation}
+	p.version, p.nodes, p.err = r.Clusters.Probe(ctx, mc.Name)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.probes == nil {
+		r.probes = map[string]probe{}
+	}
+	r.probes[mc.Name] = p
+	return p
+}
+
+// forget drops the clients and the last probe of a cluster.
+func (r *Reconciler) forget(name string) {
+	r.Clusters.Forget(name)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.probes, name)
 }
 
 // indexCluster indexes installations by spec.cluster.
@@ -76,8 +120,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	before := mc.DeepCopy()
-	version, nodes, probeErr := r.Clusters.Probe(ctx, mc.Name)
-	setStatus(mc, observation{version: version, nodes: nodes, err: probeErr, installations: installations})
+	pr := r.probeOf(ctx, mc)
+	setStatus(mc, observation{version: pr.version, nodes: pr.nodes, err: pr.err, installations: installations})
 	if err := r.checkUpgradeTarget(ctx, mc, installations); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -213,7 +257,7 @@ func (r *Reconciler) delete(ctx context.Context, mc *v1alpha1.ManagedCluster, in
 		}
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	r.Clusters.Forget(mc.Name)
+	r.forget(mc.Name)
 	if controllerutil.ContainsFinalizer(mc, v1alpha1.FinalizerClusterInstallations) {
 		patch := client.MergeFrom(mc.DeepCopy())
 		controllerutil.RemoveFinalizer(mc, v1alpha1.FinalizerClusterInstallations)
@@ -273,7 +317,7 @@ func (r *Reconciler) clustersUsingSecret(ctx context.Context, o client.Object) [
 	for _, mc := range list.Items {
 		ref := mc.Spec.KubeconfigSecretRef
 		if ref.Namespace == o.GetNamespace() && ref.Name == o.GetName() {
-			r.Clusters.Forget(mc.Name)
+			r.forget(mc.Name)
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: mc.Name}})
 		}
 	}
