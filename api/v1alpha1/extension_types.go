@@ -66,6 +66,19 @@ type ExtensionVersion struct {
 	// +listMapKey=name
 	// +optional
 	Dependencies []Dependency `json:"dependencies,omitempty"`
+
+	// Engine says how the artifact turns into objects: Helm (a chart, the
+	// default), Package (an Annex/KUDO operator package with plans) or
+	// Bundle (an OLM registry+v1 operator bundle).
+	// +kubebuilder:validation:Enum=Helm;Package;Bundle
+	// +optional
+	Engine Engine `json:"engine,omitempty"`
+
+	// Extends names the base package a package extends (KEP-0012): its
+	// extension name and a version range, matched against the base's
+	// version or, failing that, its appVersion.
+	// +optional
+	Extends *Dependency `json:"extends,omitempty"`
 	// Source is where the artifact of this version is fetched from.
 	// +required
 	Source ArtifactSource `json:"source"`
@@ -79,6 +92,18 @@ type ExtensionVersion struct {
 }
 
 // Dependency is another extension, within a version range.
+// Engine is how an artifact turns into objects.
+type Engine string
+
+const (
+	// EngineHelm renders a Helm chart.
+	EngineHelm Engine = "Helm"
+	// EnginePackage runs the plans of an Annex (KUDO-format) package.
+	EnginePackage Engine = "Package"
+	// EngineBundle installs an OLM registry+v1 bundle.
+	EngineBundle Engine = "Bundle"
+)
+
 type Dependency struct {
 	// Name of the extension depended on.
 	// +kubebuilder:validation:MinLength=1

@@ -92,6 +92,109 @@ type ExtensionInstallationSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +optional
 	Timeout metav1.Duration `json:"timeout,omitzero"`
+
+	// Plans asks a package's plans to run or to be abandoned, declaratively
+	// (annexctl plan run/abandon sets these). Ignored for other engines.
+	// +optional
+	Plans *PlanRequests `json:"plans,omitempty"`
+}
+
+// PlanRequests are requests a person makes of an installation's plans.
+// Each carries an ID; a request is carried out once per ID, so setting the
+// same plan with a new ID runs it again.
+type PlanRequests struct {
+	// Run runs the named plan once, after any running plan has finished.
+	// +optional
+	Run *PlanRequest `json:"run,omitempty"`
+	// Abandon stops the named plan where it is: no further step of it
+	// runs, what its finished steps applied stays (and is listed in its
+	// status), and the installation goes on with the next change.
+	// +optional
+	Abandon *PlanRequest `json:"abandon,omitempty"`
+}
+
+// PlanRequest names a plan and identifies one request for it.
+type PlanRequest struct {
+	// Name of the plan, e.g. backup.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Name string `json:"name"`
+	// ID makes the request unique; annexctl sets the current time.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	ID string `json:"id"`
+}
+
+// PlanState is the state of a plan, a phase or a step, as KUDO names them,
+// plus ABANDONED.
+// +kubebuilder:validation:Enum=NEVER_RUN;PENDING;IN_PROGRESS;COMPLETE;ERROR;FATAL_ERROR;ABANDONED
+type PlanState string
+
+const (
+	// PlanNeverRun: the plan has not run for this installation.
+	PlanNeverRun PlanState = "NEVER_RUN"
+	// PlanPending: the plan is scheduled and has not started.
+	PlanPending PlanState = "PENDING"
+	// PlanInProgress: the plan is running.
+	PlanInProgress PlanState = "IN_PROGRESS"
+	// PlanComplete: every step finished.
+	PlanComplete PlanState = "COMPLETE"
+	// PlanError: a step failed and is retried; the plan is still running.
+	PlanError PlanState = "ERROR"
+	// PlanFatalError: a step failed for good; the plan stopped.
+	PlanFatalError PlanState = "FATAL_ERROR"
+	// PlanAbandoned: a person abandoned the plan; it stopped.
+	PlanAbandoned PlanState = "ABANDONED"
+)
+
+// PlanStatus is the state of one plan of a package, down to its steps.
+type PlanStatus struct {
+	// Name of the plan.
+	Name string `json:"name"`
+	// State of the plan.
+	State PlanState `json:"state"`
+	// Message says what the plan waits for or why it failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Trigger says why the plan last ran: install, upgrade, a parameter
+	// change, a request, deletion.
+	// +optional
+	Trigger string `json:"trigger,omitempty"`
+	// Revision is the revision the plan last ran for.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// StartedAt and FinishedAt bound the last run.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// LeftBehind lists what an abandoned or failed run had applied: its
+	// objects stay in the inventory and are removed on uninstall.
+	// +optional
+	LeftBehind []ObjectReference `json:"leftBehind,omitempty"`
+	// Phases of the plan, in order.
+	// +optional
+	Phases []PhaseStatus `json:"phases,omitempty"`
+}
+
+// PhaseStatus is the state of one phase of a plan.
+type PhaseStatus struct {
+	Name  string    `json:"name"`
+	State PlanState `json:"state"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	Steps []StepStatus `json:"steps,omitempty"`
+}
+
+// StepStatus is the state of one step of a phase.
+type StepStatus struct {
+	Name  string    `json:"name"`
+	State PlanState `json:"state"`
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ValuesReference selects values from a key of a Secret or ConfigMap.
@@ -217,6 +320,12 @@ type Revision struct {
 	ManifestDigest string `json:"manifestDigest"`
 	// AppliedAt is when the revision was applied.
 	AppliedAt metav1.Time `json:"appliedAt"`
+	// Plans are the plans this revision runs, in order (packages only).
+	// +optional
+	Plans []string `json:"plans,omitempty"`
+	// Trigger says why the plans run (packages only).
+	// +optional
+	Trigger string `json:"trigger,omitempty"`
 }
 
 // ExtensionInstallationStatus is what Annex observed and did.
@@ -278,6 +387,16 @@ type ExtensionInstallationStatus struct {
 	// annex.dev/revision, for rollback and for uninstalling after a crash.
 	// +optional
 	History []Revision `json:"history,omitempty"`
+	// Plans holds the state of every plan of an installed package, down
+	// to its steps.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Plans []PlanStatus `json:"plans,omitempty"`
+	// PlanRequests records the IDs of the last plan requests carried out
+	// (spec.plans.run and spec.plans.abandon).
+	// +optional
+	PlanRequests *PlanRequests `json:"planRequests,omitempty"`
 }
 
 // ExtensionInstallation installs one Extension into one cluster and keeps it
