@@ -27,25 +27,25 @@ const (
 
 // Plan is one named plan: phases of steps of tasks.
 type Plan struct {
-	Name string
+	Name string `json:"name"`
 	// Strategy orders the phases.
-	Strategy Strategy
-	Phases   []Phase
+	Strategy Strategy `json:"strategy,omitempty"`
+	Phases   []Phase  `json:"phases,omitempty"`
 }
 
 // Phase is a named group of steps.
 type Phase struct {
-	Name string
+	Name string `json:"name"`
 	// Strategy orders the steps.
-	Strategy Strategy
-	Steps    []Step
+	Strategy Strategy `json:"strategy,omitempty"`
+	Steps    []Step   `json:"steps,omitempty"`
 }
 
 // Step is a named group of tasks; all its tasks run on every pass, and the
 // step is COMPLETE when every task is done.
 type Step struct {
-	Name  string
-	Tasks []Task
+	Name  string `json:"name"`
+	Tasks []Task `json:"tasks,omitempty"`
 }
 
 // TaskKind says what a task does.
@@ -68,51 +68,54 @@ const (
 
 // Task is one unit of work of a step.
 type Task struct {
-	Name string
-	Kind TaskKind
+	Name string   `json:"name"`
+	Kind TaskKind `json:"kind"`
 	// Objects are applied (TaskApply) or deleted (TaskDelete), in order.
-	Objects []*unstructured.Unstructured
+	Objects []*unstructured.Unstructured `json:"objects,omitempty"`
 	// Pipe is set for TaskPipe.
-	Pipe *Pipe
+	Pipe *Pipe `json:"pipe,omitempty"`
 	// Dependency is set for TaskDependency.
-	Dependency *Dependency
+	Dependency *Dependency `json:"dependency,omitempty"`
 	// Dummy is set for TaskDummy.
-	Dummy *Dummy
+	Dummy *Dummy `json:"dummy,omitempty"`
 }
 
 // Pipe runs a pod and copies files from it into Secrets or ConfigMaps.
 type Pipe struct {
 	// Pod is the pod to run; its files are read from its first container.
-	Pod *unstructured.Unstructured
+	Pod *unstructured.Unstructured `json:"pod"`
 	// Files are copied, each into its own object.
-	Files []PipeFile
+	Files []PipeFile `json:"files"`
 }
 
 // PipeFile is one file a pipe copies.
 type PipeFile struct {
 	// File is the path of the file in the pod.
-	File string
+	File string `json:"file,omitempty"`
 	// EnvFile, when set instead of File, is a file of KEY=VALUE lines whose
 	// entries become the object's keys.
-	EnvFile string
+	EnvFile string `json:"envFile,omitempty"`
 	// Kind is Secret or ConfigMap.
-	Kind string
+	Kind string `json:"kind"`
 	// Key is the name templates use ({{ .Pipes.<key> }}).
-	Key string
+	Key string `json:"key"`
 	// Name is the name of the object the file is copied into.
-	Name string
+	Name string `json:"name"`
 }
 
 // Dependency is another extension a task waits for.
 type Dependency struct {
 	// Extension is the extension's name; Version a range ("" means any).
-	Extension, Version string
+	Extension string `json:"extension"`
+	Version   string `json:"version,omitempty"`
 }
 
 // Dummy is a task that does what it is told: done, a transient error
 // (WantErr), or a fatal one (WantErr and Fatal).
 type Dummy struct {
-	WantErr, Fatal, Done bool
+	WantErr bool `json:"wantErr,omitempty"`
+	Fatal   bool `json:"fatal,omitempty"`
+	Done    bool `json:"done,omitempty"`
 }
 
 // Objects returns the objects every apply task of p applies, in plan
