@@ -28,6 +28,10 @@ const (
 	// ConditionUpgradeReady is True when a ManagedCluster's installations
 	// are ready for its spec.upgradeTarget.
 	ConditionUpgradeReady = "UpgradeReady"
+	// ConditionWarnings is True while a package renders with warnings (a
+	// patch of an extension that matches nothing, a cleanup plan that does
+	// not render); its message lists them.
+	ConditionWarnings = "Warnings"
 )
 
 // Reasons. Each names the cause in CamelCase; the condition message says what
@@ -69,6 +73,12 @@ const (
 	ReasonRecordTooLarge      = "RecordTooLarge"
 	ReasonValuesNotShared     = "ValuesNotShared"
 	ReasonUpgradeBlocked      = "UpgradeBlocked"
+	// Packages and their plans.
+	ReasonPlanRunning   = "PlanRunning"
+	ReasonPlanFailed    = "PlanFailed"
+	ReasonPlanAbandoned = "PlanAbandoned"
+	ReasonBaseNotFound  = "BaseNotFound"
+	ReasonCleanupFailed = "CleanupFailed"
 )
 
 // Labels and annotations Annex puts on the objects it writes.

@@ -56,6 +56,10 @@ type Applier struct {
 	// whose answer tells whether the object is gone); it must use the same
 	// cluster as Client.
 	REST rest.Interface
+	// Exec runs commands in Pods, for RunPipe; New sets it to use the
+	// cluster's pods/exec subresource. Tests may substitute it where no
+	// kubelet answers.
+	Exec PodExec
 }
 
 // New returns an Applier for the cluster cfg points at, with a RESTMapper
@@ -81,7 +85,7 @@ func New(cfg *rest.Config) (*Applier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build REST client: %w", err)
 	}
-	return &Applier{Client: c, Mapper: mapper, REST: restClient}, nil
+	return &Applier{Client: c, Mapper: mapper, REST: restClient, Exec: newPodExec(cfg, restClient)}, nil
 }
 
 // Owner identifies the installation that owns applied objects. It is
@@ -341,9 +345,11 @@ const maxApplyAttempts = 4
 
 // applyOne labels obj for owner and applies it unless it already matches,
 // refusing an object that belongs to another installation. The write of an
-// existing object is conditional on the resourceVersion read. It returns
-// the object as the server answered the write, or as read when it needed
-// none; obj itself is not changed beyond its labels.
+// existing object is conditional on the resourceVersion read. A Job of
+// owner whose immutable fields obj changes is deleted and created anew
+// (see mustReplaceJob), at most once per call. It returns the object as
+// the server answered the write, or as read when it needed none; obj
+// itself is not changed beyond its labels.
 func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.Unstructured, force bool) (*unstructured.Unstructured, error) {
 	ref := refOf(obj)
 	labelFor(obj, owner)
@@ -351,6 +357,7 @@ func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.U
 	obj.SetResourceVersion("")
 	obj.SetManagedFields(nil)
 
+	replaced := false
 	for attempt := 1; ; attempt++ {
 		live, err := a.get(ctx, ref)
 		if err != nil {
@@ -361,8 +368,22 @@ func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.U
 			if other := installationOf(live); other != "" && other != owner.String() {
 				return nil, &ConflictError{Object: ref, Installation: other}
 			}
-			if len(drifted(obj, live)) == 0 {
+			drift := drifted(obj, live)
+			if len(drift) == 0 {
 				return live, nil
+			}
+			if !replaced {
+				replace, err := a.mustReplaceJob(ctx, owner, obj, live, drift)
+				if err == nil && replace {
+					err = a.replaceJob(ctx, live)
+					replaced = true
+				}
+				if err != nil {
+					return nil, &ObjectError{Op: "replace", Object: ref, Err: err}
+				}
+				if replace {
+					continue
+				}
 			}
 			body.SetResourceVersion(live.GetResourceVersion())
 		}
@@ -374,6 +395,14 @@ func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.U
 		}
 		if c := fieldConflict(ref, err); c != nil {
 			return nil, c
+		}
+		if live != nil && !replaced && isJobOf(owner, live) && isTemplateImmutableError(err) {
+			// The comparison missed what the server refuses: replace anyway.
+			if err := a.replaceJob(ctx, live); err != nil {
+				return nil, &ObjectError{Op: "replace", Object: ref, Err: err}
+			}
+			replaced = true
+			continue
 		}
 		if live != nil && apierrors.IsConflict(err) && attempt < maxApplyAttempts {
 			// Changed since it was read: read it again.

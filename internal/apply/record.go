@@ -54,6 +54,9 @@ type Record struct {
 	// CRDs and Objects are the rendered set, hooks included.
 	CRDs    []*unstructured.Unstructured `json:"crds,omitempty"`
 	Objects []*unstructured.Unstructured `json:"objects,omitempty"`
+	// Package is the package engine's own part of the record (its
+	// parameters, its cleanup plan): opaque here, always in the index.
+	Package json.RawMessage `json:"package,omitempty"`
 }
 
 // Set returns the rendered set the record holds.

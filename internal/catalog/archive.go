@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,10 +24,33 @@ func ChartArchive(chartName string, files map[string][]byte) ([]byte, error) {
 	if chartName == "" || strings.ContainsAny(chartName, `/\`) || chartName == "." || chartName == ".." {
 		return nil, fmt.Errorf("chart name %q: must be a non-empty name without slashes", chartName)
 	}
+	return writeArchive("chart "+strconv.Quote(chartName), chartName+"/", files)
+}
+
+// PackageArchive packs a package's files into a .tgz laid out as KUDO packs
+// one (`kubectl kudo package create`): operator.yaml, params.yaml and
+// templates/ at the root of the archive, no enclosing folder. files maps a
+// path inside the package ("operator.yaml", "templates/deploy.yaml") to its
+// content and must hold operator.yaml.
+//
+// Like ChartArchive, the bytes depend only on files (sorted entries, mode
+// 0644, zero owners and mtimes), so a package folder has one digest
+// wherever it is packed: by a directory catalog, the built-in catalog or
+// `annexctl package`. It refuses paths that are absolute or not clean.
+func PackageArchive(files map[string][]byte) ([]byte, error) {
+	if _, ok := files[PackageOperatorFile]; !ok {
+		return nil, fmt.Errorf("package has no %s; a package folder holds operator.yaml, params.yaml and templates/", PackageOperatorFile)
+	}
+	return writeArchive("package", "", files)
+}
+
+// writeArchive writes files, each under prefix, as a deterministic .tgz;
+// what names the archive in errors.
+func writeArchive(what, prefix string, files map[string][]byte) ([]byte, error) {
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.Contains(p, `\`) {
-			return nil, fmt.Errorf("chart %q: file path %q must be a clean relative path with forward slashes", chartName, p)
+			return nil, fmt.Errorf("%s: file path %q must be a clean relative path with forward slashes", what, p)
 		}
 		paths = append(paths, p)
 	}
@@ -38,23 +62,23 @@ func ChartArchive(chartName string, files map[string][]byte) ([]byte, error) {
 	for _, p := range paths {
 		hdr := &tar.Header{
 			Typeflag: tar.TypeReg,
-			Name:     chartName + "/" + p,
+			Name:     prefix + p,
 			Mode:     0o644,
 			Size:     int64(len(files[p])),
 			ModTime:  time.Unix(0, 0),
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, fmt.Errorf("chart %q: %s: %w", chartName, p, err)
+			return nil, fmt.Errorf("%s: %s: %w", what, p, err)
 		}
 		if _, err := tw.Write(files[p]); err != nil {
-			return nil, fmt.Errorf("chart %q: %s: %w", chartName, p, err)
+			return nil, fmt.Errorf("%s: %s: %w", what, p, err)
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("chart %q: %w", chartName, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("chart %q: %w", chartName, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return buf.Bytes(), nil
 }

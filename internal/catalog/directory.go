@@ -1,9 +1,6 @@
 package catalog
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -34,11 +31,14 @@ func indexFromEntries(entries map[string][]map[string]any, repoURL, catalogName 
 	return ParseHelmIndex(data, repoURL, catalogName)
 }
 
-// DirectoryIndex reads a folder of charts: every sub-folder holding a
-// Chart.yaml is packed as a chart (URL file://<folder>), every regular
-// *.tgz file is a packed chart (URL file://<file>). Symbolic links, other
-// files and charts that break the Limits are skipped and counted. The
-// folder must be absolute.
+// DirectoryIndex reads a folder of charts and packages: every sub-folder
+// holding a Chart.yaml is packed as a chart, every sub-folder holding an
+// operator.yaml is packed as a package (PackageArchive; engine Package,
+// with the version, kubeVersion and extends its operator.yaml gives, see
+// "Packages in a repository index"), both with URL file://<folder>; every
+// regular *.tgz file is a packed chart or package (URL file://<file>).
+// Symbolic links, other files and archives that break the Limits are
+// skipped and counted. The folder must be absolute.
 func (f *Fetcher) DirectoryIndex(root, catalogName string) (*Index, error) {
 	if !filepath.IsAbs(root) {
 		return nil, fmt.Errorf("spec.source.directory.path %q: must be an absolute path", root)
@@ -62,7 +62,7 @@ func (f *Fetcher) DirectoryIndex(root, catalogName string) (*Index, error) {
 			skipped = append(skipped, fmt.Sprintf("%s: is a symbolic link; a directory catalog reads regular files and folders only", it.Name()))
 			continue
 		case it.IsDir():
-			if _, err := os.Lstat(filepath.Join(p, "Chart.yaml")); err != nil {
+			if folderKind(p) == "" {
 				continue
 			}
 			data, err = packDir(p, lim)
@@ -82,6 +82,10 @@ func (f *Fetcher) DirectoryIndex(root, catalogName string) (*Index, error) {
 			continue
 		}
 		chartName, _ := md["name"].(string)
+		if chartName == "" {
+			skipped = append(skipped, fmt.Sprintf("%s: has no name", it.Name()))
+			continue
+		}
 		entry := make(map[string]any, len(md)+2)
 		for k, v := range md {
 			entry[k] = v
@@ -155,10 +159,56 @@ func readFileLimited(p string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// packDir packs a chart folder into an archive with ChartArchive (so the
-// same folder always gives the same digest), refusing symbolic links,
-// special files and folders beyond the Limits.
+// folderKind says what a folder holds: "chart" (Chart.yaml), "package"
+// (operator.yaml), or "" for neither.
+func folderKind(dir string) string {
+	for kind, file := range map[string]string{"chart": "Chart.yaml", "package": PackageOperatorFile} {
+		if st, err := os.Lstat(filepath.Join(dir, file)); err == nil && st.Mode().IsRegular() {
+			return kind
+		}
+	}
+	return ""
+}
+
+// packDir packs a chart folder with ChartArchive, or a package folder with
+// PackageArchive, so the same folder always gives the same digest. It
+// refuses symbolic links, special files, folders beyond the Limits and a
+// folder holding both Chart.yaml and operator.yaml.
 func packDir(dir string, lim Limits) ([]byte, error) {
+	files, err := readFolder(dir, lim)
+	if err != nil {
+		return nil, err
+	}
+	_, chart := files["Chart.yaml"]
+	_, pkg := files[PackageOperatorFile]
+	switch {
+	case chart && pkg:
+		return nil, fmt.Errorf("%s holds both Chart.yaml and %s; a folder is one chart or one package, so move one of them", dir, PackageOperatorFile)
+	case pkg:
+		return PackageArchive(files)
+	}
+	return ChartArchive(filepath.Base(dir), files)
+}
+
+// PackPackageFolder packs a package folder (operator.yaml, params.yaml,
+// templates/) the way a directory catalog does: the same bytes, hence the
+// same digest, as the catalog serves for it. Errors name the file at fault:
+// a missing operator.yaml, a symbolic link or special file, or a folder
+// beyond the Limits.
+func PackPackageFolder(dir string, lim Limits) ([]byte, error) {
+	files, err := readFolder(dir, lim.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := files[PackageOperatorFile]; !ok {
+		return nil, fmt.Errorf("%s has no %s; a package folder holds operator.yaml, params.yaml and templates/", dir, PackageOperatorFile)
+	}
+	return PackageArchive(files)
+}
+
+// readFolder reads every file below dir, keyed by its slash-separated path,
+// refusing symbolic links, special files and folders beyond the Limits.
+func readFolder(dir string, lim Limits) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	var total int64
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -168,14 +218,14 @@ func packDir(dir string, lim Limits) ([]byte, error) {
 		rel, _ := filepath.Rel(dir, p)
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
-			return &UnsafeArchiveError{Entry: rel, Reason: "is a symbolic link; charts may hold regular files only"}
+			return &UnsafeArchiveError{Entry: rel, Reason: "is a symbolic link; charts and packages may hold regular files only"}
 		case d.IsDir():
 			return nil
 		case !d.Type().IsRegular():
-			return &UnsafeArchiveError{Entry: rel, Reason: "is not a regular file; charts may hold regular files only"}
+			return &UnsafeArchiveError{Entry: rel, Reason: "is not a regular file; charts and packages may hold regular files only"}
 		}
 		if len(files) >= lim.MaxFiles {
-			return &UnsafeArchiveError{Reason: fmt.Sprintf("more than %d files; a chart has far fewer", lim.MaxFiles)}
+			return &UnsafeArchiveError{Reason: fmt.Sprintf("more than %d files; a chart or package has far fewer", lim.MaxFiles)}
 		}
 		data, err := readFileLimited(p, lim.MaxFileBytes)
 		if err != nil {
@@ -194,38 +244,37 @@ func packDir(dir string, lim Limits) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ChartArchive(filepath.Base(dir), files)
+	return files, nil
 }
 
-// archiveMetadata returns the Chart.yaml of a checked archive as a map.
+// archiveMetadata returns the index entry fields of a checked archive: the
+// IndexEntry of a package's operator.yaml (at the root, or in the folder
+// when Chart.yaml is not there too), else the Chart.yaml of a chart.
 func archiveMetadata(data []byte) (map[string]any, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
+	files, err := scanArchive(data)
 	if err != nil {
 		return nil, err
 	}
-	tr := tar.NewReader(zr)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("no Chart.yaml in the chart folder")
-		}
-		if err != nil {
-			return nil, err
-		}
-		if _, rest, _ := strings.Cut(hdr.Name, "/"); rest != "Chart.yaml" {
-			continue
-		}
-		raw, err := io.ReadAll(io.LimitReader(tr, DefaultMaxFileBytes))
-		if err != nil {
-			return nil, err
-		}
-		var md map[string]any
-		if err := yaml.Unmarshal(raw, &md); err != nil {
-			return nil, fmt.Errorf("Chart.yaml: %v", err)
-		}
-		if md == nil {
-			return nil, errors.New("Chart.yaml is empty")
-		}
-		return md, nil
+	operator := files.rootOperator
+	if operator == nil && files.chart == nil {
+		operator = files.operator
 	}
+	if operator != nil {
+		m, err := ParsePackageMetadata(operator)
+		if err != nil {
+			return nil, err
+		}
+		return m.IndexEntry(), nil
+	}
+	if files.chart == nil {
+		return nil, errors.New("no Chart.yaml in the chart folder and no operator.yaml; not a chart or a package")
+	}
+	var md map[string]any
+	if err := yaml.Unmarshal(files.chart, &md); err != nil {
+		return nil, fmt.Errorf("Chart.yaml: %v", err)
+	}
+	if md == nil {
+		return nil, errors.New("Chart.yaml is empty")
+	}
+	return md, nil
 }

@@ -47,6 +47,47 @@
 // Packages are sorted by name and each package's versions highest first, so
 // the same index always yields the same Index.
 //
+// # Packages in a repository index
+//
+// An entry with operatorVersion is an Annex package (a KUDO operator
+// package, read by the package engine) instead of a Helm chart. KUDO
+// repositories publish exactly such entries (`kubectl kudo repo index`:
+// name, operatorVersion, appVersion, description, maintainers, urls,
+// digest), so their index.yaml reads as is. A package entry maps as a
+// chart entry does, except:
+//
+//	operatorVersion   → Version (semver), and Engine: Package; version must
+//	                    be absent or equal
+//	kubeVersion       → KubeVersion, a range, as for charts
+//	kubernetesVersion → KubeVersion ">=<kubernetesVersion>" when kubeVersion
+//	                    is absent: KUDO's minimum Kubernetes version
+//	extends           → Extends {name, version}: the base package, written
+//	                    {operator, version} as in operator.yaml (KUDO
+//	                    KEP-0012; name for operator, or nested under kudo,
+//	                    are read too); the version is a range matched
+//	                    against the base's operatorVersion or appVersion
+//	removed: true     → Deprecated (KUDO's mark for a withdrawn version)
+//
+// Annotations (annex.dev/dependencies, annex.dev/display-name), home, icon,
+// keywords, deprecated, urls and digest mean what they mean for a chart.
+// extends on an entry without operatorVersion is refused. AddPackageToIndex
+// writes such an entry for a package archive (annexctl package --index):
+//
+//	apiVersion: v1
+//	entries:
+//	  mysql-analytics:
+//	  - name: mysql-analytics
+//	    operatorVersion: 0.1.0
+//	    kubernetesVersion: 1.30.0
+//	    description: ...
+//	    extends: {operator: mysql, version: ">=0.1.0 <1.0.0"}
+//	    urls: [mysql-analytics-0.1.0.tgz]
+//	    digest: 3f1c...
+//
+// A package archive is a .tgz of the package folder with operator.yaml,
+// params.yaml and templates/ at its root, as KUDO packs it; PackageArchive
+// writes it deterministically.
+//
 // # Sources
 //
 // Sources reads a Catalog of any kind into an Index:
@@ -54,12 +95,16 @@
 //   - helm: <url>/index.yaml, with ETag / If-Modified-Since so that an
 //     unchanged index is answered 304 and reused.
 //   - oci: every repository directly below spec.source.oci.repository (or
-//     that repository itself) is a chart, every tag a version ("_" stands
-//     for "+"); Chart.yaml comes from the manifest's config blob; artifact
-//     URLs are oci://<repository>@<manifest digest>.
-//   - directory: chart folders and packed .tgz files in one folder; URLs are
+//     that repository itself) is a chart or package, every tag a version
+//     ("_" stands for "+"); Chart.yaml, or a package's PackageMetadata,
+//     comes from the manifest's config blob, which its media type tells
+//     apart (MediaTypeHelmConfig, MediaTypePackageConfig; PushPackage
+//     writes packages); artifact URLs are oci://<repository>@<manifest
+//     digest>.
+//   - directory: chart folders (Chart.yaml), package folders
+//     (operator.yaml) and packed .tgz files in one folder; URLs are
 //     file:// paths, served only inside that catalog's folder.
-//   - builtin: the charts compiled into Annex (package builtin).
+//   - builtin: the charts and packages compiled into Annex (package builtin).
 //
 // Every kind goes through ParseHelmIndex, so validation and sanitising are
 // the same. The last good content of each catalog is kept in memory and in
@@ -73,7 +118,7 @@
 //
 // # Fetching and limits
 //
-// Fetcher downloads index files and chart archives with the size Limits
+// Fetcher downloads index files and chart and package archives with the size Limits
 // (index 50 MiB, archive 10 MiB compressed and 100 MiB expanded, 5 MiB per
 // file, 10,000 files), serves builtin:// URLs through its Builtin function
 // (wired by the caller to builtin.Archive, which cannot be imported here

@@ -773,16 +773,15 @@ func fastEntry(n *ynode, e *helmIndexEntry) error {
 		case "urls":
 			e.URLs, err = fastStrings(v)
 		case "deprecated":
-			switch {
-			case v.isNull():
-				e.Deprecated = false
-			case v.kind == 's' && v.plain && (v.str == "true" || v.str == "True" || v.str == "TRUE"):
-				e.Deprecated = true
-			case v.kind == 's' && v.plain && (v.str == "false" || v.str == "False" || v.str == "FALSE"):
-				e.Deprecated = false
-			default:
-				err = errFallback
-			}
+			e.Deprecated, err = fastBool(v)
+		case "operatorVersion":
+			e.OperatorVersion, err = fastString(v)
+		case "kubernetesVersion":
+			e.KubernetesVersion, err = fastString(v)
+		case "removed":
+			e.Removed, err = fastBool(v)
+		case "extends":
+			e.Extends, err = fastExtends(v)
 		case "annotations":
 			if v.isNull() {
 				e.Annotations = nil
@@ -806,6 +805,46 @@ func fastEntry(n *ynode, e *helmIndexEntry) error {
 		}
 	}
 	return err
+}
+
+// fastBool decodes a boolean as yaml.v3 does: null is false.
+func fastBool(n *ynode) (bool, error) {
+	switch {
+	case n.isNull():
+		return false, nil
+	case n.kind == 's' && n.plain && (n.str == "true" || n.str == "True" || n.str == "TRUE"):
+		return true, nil
+	case n.kind == 's' && n.plain && (n.str == "false" || n.str == "False" || n.str == "FALSE"):
+		return false, nil
+	}
+	return false, errFallback
+}
+
+// fastExtends decodes a package entry's extends mapping as yaml.v3 decodes
+// it into a *PackageExtends: nil for null, unknown keys ignored.
+func fastExtends(n *ynode) (*PackageExtends, error) {
+	if n.isNull() {
+		return nil, nil
+	}
+	if n.kind != 'm' {
+		return nil, errFallback
+	}
+	x := &PackageExtends{}
+	var err error
+	for i := 0; i < len(n.kids) && err == nil; i += 2 {
+		v := &n.kids[i+1]
+		switch n.kids[i].str {
+		case "operator":
+			x.Operator, err = fastString(v)
+		case "name":
+			x.Name, err = fastString(v)
+		case "version":
+			x.Version, err = fastString(v)
+		case "kudo":
+			x.Kudo, err = fastExtends(v)
+		}
+	}
+	return x, err
 }
 
 // fastString decodes a scalar into a string as yaml.v3 does: its text, or

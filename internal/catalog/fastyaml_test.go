@@ -25,6 +25,9 @@ var fastCases = []string{
 	"apiVersion: v1\nentries:\n  f:\n  - name: f\n    version: 1.10\n    appVersion: 0x1F\n    urls: [f.tgz]\n",
 	// Long plain scalars wrapped over several lines, as yaml.v2 writes them.
 	"apiVersion: v1\nentries:\n  h:\n  - name: h\n    version: 1.0.0\n    description: a\n      b\n\n      c\n    keywords:\n    - one\n      two\n    urls: [h.tgz]\n",
+	// Package entries: operatorVersion, kubernetesVersion, removed and the
+	// extends mapping, flat, nested under kudo, in flow style and null.
+	"apiVersion: v1\nentries:\n  p:\n  - name: p\n    operatorVersion: 0.1.0\n    kubernetesVersion: 1.30.0\n    removed: true\n    extends:\n      operator: base\n      version: \">=1.0.0 <2.0.0\"\n      other: ignored\n    urls: [p.tgz]\n  - name: p\n    operatorVersion: 0.2.0\n    extends:\n      kudo:\n        operator: base\n        version: 5.7\n    urls: [p.tgz]\n  - name: p\n    operatorVersion: 0.3.0\n    extends: ~\n    removed:\n    urls: [p.tgz]\n",
 	// Things only yaml.v3 reads: anchors, multi-line plain scalars, tags.
 	"apiVersion: v1\nentries:\n  g:\n  - &x\n    name: g\n    version: 1.0.0\n    urls: [g.tgz]\n",
 	"apiVersion: v1\nentries:\n  h:\n  - name: h\n    version: 1.0.0\n    description: a # c\n      b\n    urls: [h.tgz]\n",
@@ -46,7 +49,7 @@ func TestFastDecoderMatchesYAMLv3(t *testing.T) {
 	for i, in := range inputs {
 		if compareDecoders(t, in) {
 			fast++
-		} else if i < 6 {
+		} else if i < 7 {
 			t.Errorf("case %d: the fast decoder fell back on YAML it should read:\n%s", i, in)
 		}
 	}

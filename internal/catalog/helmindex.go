@@ -45,9 +45,10 @@ type Index struct {
 	Stale error `json:"-"`
 }
 
-// helmIndexEntry is the part of one index.yaml entry (Chart.yaml metadata
-// plus urls and digest) that Annex reads. Strings stay as written: a YAML
-// scalar such as 1.10 decodes as "1.10", not as a number.
+// helmIndexEntry is the part of one index.yaml entry (Chart.yaml or
+// operator.yaml metadata plus urls and digest) that Annex reads. Strings
+// stay as written: a YAML scalar such as 1.10 decodes as "1.10", not as a
+// number.
 type helmIndexEntry struct {
 	Name        string            `yaml:"name"`
 	Version     string            `yaml:"version"`
@@ -61,6 +62,24 @@ type helmIndexEntry struct {
 	Deprecated  bool              `yaml:"deprecated"`
 	URLs        []string          `yaml:"urls"`
 	Digest      string            `yaml:"digest"`
+
+	// The fields of a package entry (see "Packages in a repository index"
+	// in the package documentation).
+	OperatorVersion   string          `yaml:"operatorVersion"`
+	KubernetesVersion string          `yaml:"kubernetesVersion"`
+	Extends           *PackageExtends `yaml:"extends"`
+	Removed           bool            `yaml:"removed"`
+}
+
+// isPackage reports whether the entry is a package rather than a chart.
+func (e *helmIndexEntry) isPackage() bool { return e.OperatorVersion != "" }
+
+// version is the entry's version: operatorVersion for a package.
+func (e *helmIndexEntry) version() string {
+	if e.isPackage() {
+		return e.OperatorVersion
+	}
+	return e.Version
 }
 
 // helmIndexFile is index.yaml with each chart's entries kept as raw YAML, so
@@ -240,8 +259,8 @@ func parseChart(c *rawChart, base *url.URL, catalogName string, cache *parseCach
 		entry := &raw.entry
 		v, err := parseEntry(name, entry, base, catalogName, cache)
 		if err != nil {
-			label := fmt.Sprintf("entry %q %s", name, entry.Version)
-			if entry.Version == "" {
+			label := fmt.Sprintf("entry %q %s", name, entry.version())
+			if entry.version() == "" {
 				label = fmt.Sprintf("entry %q #%d", name, i+1)
 			}
 			skipped = append(skipped, label+": "+err.Error())
@@ -251,7 +270,7 @@ func parseChart(c *rawChart, base *url.URL, catalogName string, cache *parseCach
 		// "1.0.0" do not become two versions a resolver cannot tell apart.
 		key := v.semver.String()
 		if seen[key] {
-			skipped = append(skipped, fmt.Sprintf("entry %q %s: duplicate version; the first entry is kept", name, entry.Version))
+			skipped = append(skipped, fmt.Sprintf("entry %q %s: duplicate version; the first entry is kept", name, entry.version()))
 			continue
 		}
 		seen[key] = true
@@ -298,19 +317,34 @@ func parseEntry(name string, e *helmIndexEntry, base *url.URL, catalogName strin
 		return parsedVersion{}, errors.New("has no name")
 	case e.Name != name:
 		return parsedVersion{}, fmt.Errorf("name %q differs from its key %q in entries", e.Name, name)
-	case e.Version == "":
-		return parsedVersion{}, errors.New("has no version")
+	case e.isPackage() && e.Version != "" && e.Version != e.OperatorVersion:
+		return parsedVersion{}, fmt.Errorf("sets version %q and operatorVersion %q; a package entry has only operatorVersion", e.Version, e.OperatorVersion)
+	case !e.isPackage() && e.Extends != nil:
+		return parsedVersion{}, errors.New("sets extends but no operatorVersion; only packages extend a base, and a package entry has operatorVersion")
+	case e.version() == "":
+		return parsedVersion{}, errors.New("has no version (a chart) or operatorVersion (a package)")
 	}
-	sv, err := semver.NewVersion(e.Version)
-	if err != nil || !strictVersion.MatchString(e.Version) || len(e.Version) > 128 {
+	ver := e.version()
+	sv, err := semver.NewVersion(ver)
+	if err != nil || !strictVersion.MatchString(ver) || len(ver) > 128 {
+		if e.isPackage() {
+			return parsedVersion{}, errors.New("operatorVersion is not semver (major.minor.patch)")
+		}
 		return parsedVersion{}, errors.New("version is not semver (major.minor.patch)")
 	}
-	if err := cache.checkRange(e.KubeVersion); err != nil {
-		return parsedVersion{}, fmt.Errorf("kubeVersion %q is not a version range: %v", e.KubeVersion, err)
+	kubeVersion, err := entryKubeVersion(e, cache)
+	if err != nil {
+		return parsedVersion{}, err
 	}
 	deps, err := cache.dependencies(name, e.Annotations[v1alpha1.AnnotationDependencies])
 	if err != nil {
 		return parsedVersion{}, fmt.Errorf("annotation %s: %v", v1alpha1.AnnotationDependencies, err)
+	}
+	var extends *v1alpha1.Dependency
+	if e.Extends != nil {
+		if extends, err = parseExtends(name, e.Extends, cache); err != nil {
+			return parsedVersion{}, err
+		}
 	}
 	if len(e.URLs) == 0 || e.URLs[0] == "" {
 		return parsedVersion{}, errors.New("has no urls")
@@ -324,18 +358,62 @@ func parseEntry(name string, e *helmIndexEntry, base *url.URL, catalogName strin
 	}
 
 	spec := v1alpha1.ExtensionVersion{
-		Version:      e.Version,
+		Version:      ver,
 		AppVersion:   cleanText(e.AppVersion),
-		KubeVersion:  e.KubeVersion,
+		KubeVersion:  kubeVersion,
 		Dependencies: deps,
+		Extends:      extends,
 		Source:       v1alpha1.ArtifactSource{Catalog: catalogName, URL: src},
-		Deprecated:   e.Deprecated,
+		Deprecated:   e.Deprecated || e.Removed,
+	}
+	if e.isPackage() {
+		spec.Engine = v1alpha1.EnginePackage
 	}
 	digest := strings.TrimPrefix(e.Digest, "sha256:")
 	if hexDigest.MatchString(digest) {
 		spec.Source.Digest = "sha256:" + strings.ToLower(digest)
 	}
 	return parsedVersion{semver: sv, entry: e, spec: spec}, nil
+}
+
+// entryKubeVersion is the entry's kubeVersion range. A package without one
+// gets ">=<kubernetesVersion>": KUDO's kubernetesVersion is the lowest
+// Kubernetes version the package supports.
+func entryKubeVersion(e *helmIndexEntry, cache *parseCache) (string, error) {
+	if e.KubeVersion != "" || !e.isPackage() || e.KubernetesVersion == "" {
+		if err := cache.checkRange(e.KubeVersion); err != nil {
+			return "", fmt.Errorf("kubeVersion %q is not a version range: %v", e.KubeVersion, err)
+		}
+		return e.KubeVersion, nil
+	}
+	lowest := strings.TrimSpace(e.KubernetesVersion)
+	if _, err := semver.NewVersion(lowest); err != nil || strings.ContainsAny(lowest, " ,|") {
+		return "", fmt.Errorf("kubernetesVersion %q is not a version; it is the lowest Kubernetes version the package supports, such as 1.28.0 (write a range in kubeVersion instead)", e.KubernetesVersion)
+	}
+	r := ">=" + lowest
+	if err := cache.checkRange(r); err != nil {
+		return "", fmt.Errorf("kubernetesVersion %q does not make a version range: %v", e.KubernetesVersion, err)
+	}
+	return r, nil
+}
+
+// parseExtends checks the base package an entry of package name extends.
+func parseExtends(name string, x *PackageExtends, cache *parseCache) (*v1alpha1.Dependency, error) {
+	base, version, err := x.base()
+	switch {
+	case err != nil:
+		return nil, err
+	case base == "":
+		return nil, errors.New("extends has no operator; set extends.operator to the base package's name")
+	case len(validation.IsDNS1123Subdomain(base)) > 0:
+		return nil, fmt.Errorf("extends.operator %q is not a valid extension name", base)
+	case base == name:
+		return nil, fmt.Errorf("extends.operator %q: a package cannot extend itself", base)
+	}
+	if err := cache.checkRange(version); err != nil {
+		return nil, fmt.Errorf("extends.version %q is not a version range: %v", version, err)
+	}
+	return &v1alpha1.Dependency{Name: base, Version: version}, nil
 }
 
 // checkRange accepts an empty range (any version) or one that both

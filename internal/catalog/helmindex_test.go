@@ -229,7 +229,7 @@ entries:
 				`entry "Upper": name is not a valid Kubernetes object name (a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')); rename the chart`,
 				`entry "foo" 1.x: version is not semver (major.minor.patch)`,
 				`entry "foo" 1.0.0: has no name`,
-				`entry "foo" #3: has no version`,
+				`entry "foo" #3: has no version (a chart) or operatorVersion (a package)`,
 				`entry "foo" 1.1.0: has no urls`,
 				`entry "foo" 1.2.0: has no urls`,
 				`entry "foo" 1.3.0: name "bar" differs from its key "foo" in entries`,
@@ -299,6 +299,128 @@ entries:
 				{Name: "zeta", Spec: v1alpha1.ExtensionSpec{DisplayName: "zeta", Versions: []v1alpha1.ExtensionVersion{
 					with(version("1.0.0", repo+"/z.tgz", ""), func(v *v1alpha1.ExtensionVersion) { v.AppVersion = "1.10" }),
 				}}},
+			},
+		},
+		{
+			// A KUDO repository's index as `kubectl kudo repo index` writes it:
+			// entries with operatorVersion are packages (engine Package);
+			// removed marks a withdrawn version, which stays installable
+			// only as a deprecated one.
+			name: "kudo repository index",
+			index: `apiVersion: v1
+entries:
+  flink:
+  - appVersion: 0.7.0
+    description: fancy description is here
+    digest: ` + digestA + `
+    maintainers:
+    - email: <fabian@mesosphere.io>
+      name: Fabian Baier
+    name: flink
+    operatorVersion: 0.3.0
+    urls:
+    - flink-0.7.0_0.3.0.tgz
+  - appVersion: 0.7.0
+    name: flink
+    operatorVersion: 0.2.0
+    removed: true
+    urls:
+    - flink-0.7.0_0.2.0.tgz
+generated: "2019-08-09T15:04:00Z"
+`,
+			want: []catalog.Package{{Name: "flink", Spec: v1alpha1.ExtensionSpec{
+				DisplayName: "flink",
+				Description: "fancy description is here",
+				Versions: []v1alpha1.ExtensionVersion{
+					with(version("0.3.0", repo+"/flink-0.7.0_0.3.0.tgz", "sha256:"+digestA), func(v *v1alpha1.ExtensionVersion) {
+						v.AppVersion, v.Engine = "0.7.0", v1alpha1.EnginePackage
+					}),
+					with(version("0.2.0", repo+"/flink-0.7.0_0.2.0.tgz", ""), func(v *v1alpha1.ExtensionVersion) {
+						v.AppVersion, v.Engine, v.Deprecated = "0.7.0", v1alpha1.EnginePackage, true
+					}),
+				},
+			}}},
+		},
+		{
+			// Annex's package fields: kubernetesVersion is a minimum, a
+			// kubeVersion range wins over it; extends names the base with
+			// operator, name, or the KEP's nested kudo; a version equal to
+			// operatorVersion is allowed; a chart and packages may share a
+			// name (the engine is per version).
+			name: "package fields",
+			index: `apiVersion: v1
+entries:
+  mysql-analytics:
+  - name: mysql-analytics
+    operatorVersion: 0.3.0
+    kubernetesVersion: 1.30.0
+    extends: {operator: mysql, version: ">=0.1.0 <1.0.0"}
+    urls: [a-0.3.0.tgz]
+  - name: mysql-analytics
+    operatorVersion: 0.2.0
+    version: 0.2.0
+    kubernetesVersion: 1.29.0
+    kubeVersion: ">=1.28.0-0 <1.40.0-0"
+    extends: {name: mysql}
+    urls: [a-0.2.0.tgz]
+  - name: mysql-analytics
+    operatorVersion: 0.1.0
+    extends:
+      kudo: {operator: mysql, version: "5.7"}
+    urls: [a-0.1.0.tgz]
+  - name: mysql-analytics
+    version: 0.0.1
+    urls: [chart-0.0.1.tgz]
+`,
+			want: []catalog.Package{{Name: "mysql-analytics", Spec: v1alpha1.ExtensionSpec{DisplayName: "mysql-analytics", Versions: []v1alpha1.ExtensionVersion{
+				with(version("0.3.0", repo+"/a-0.3.0.tgz", ""), func(v *v1alpha1.ExtensionVersion) {
+					v.Engine, v.KubeVersion = v1alpha1.EnginePackage, ">=1.30.0"
+					v.Extends = &v1alpha1.Dependency{Name: "mysql", Version: ">=0.1.0 <1.0.0"}
+				}),
+				with(version("0.2.0", repo+"/a-0.2.0.tgz", ""), func(v *v1alpha1.ExtensionVersion) {
+					v.Engine, v.KubeVersion = v1alpha1.EnginePackage, ">=1.28.0-0 <1.40.0-0"
+					v.Extends = &v1alpha1.Dependency{Name: "mysql"}
+				}),
+				with(version("0.1.0", repo+"/a-0.1.0.tgz", ""), func(v *v1alpha1.ExtensionVersion) {
+					v.Engine = v1alpha1.EnginePackage
+					v.Extends = &v1alpha1.Dependency{Name: "mysql", Version: "5.7"}
+				}),
+				version("0.0.1", repo+"/chart-0.0.1.tgz", ""),
+			}}}},
+		},
+		{
+			// Malformed package entries are skipped with a reason naming the
+			// field and the fix.
+			name: "malformed package entries",
+			index: `apiVersion: v1
+entries:
+  p:
+  - {name: p, operatorVersion: 1.x, urls: [p.tgz]}
+  - {name: p, operatorVersion: 1.0.0, version: 2.0.0, urls: [p.tgz]}
+  - {name: p, version: 1.1.0, extends: {operator: base}, urls: [p.tgz]}
+  - {name: p, operatorVersion: 1.2.0, kubernetesVersion: latest, urls: [p.tgz]}
+  - {name: p, operatorVersion: 1.3.0, extends: {version: "1.0.0"}, urls: [p.tgz]}
+  - {name: p, operatorVersion: 1.4.0, extends: {operator: p}, urls: [p.tgz]}
+  - {name: p, operatorVersion: 1.5.0, extends: {operator: a, name: b}, urls: [p.tgz]}
+  - {name: p, operatorVersion: 1.6.0, extends: {operator: Base}, urls: [p.tgz]}
+  - {name: p, operatorVersion: 1.7.0, extends: {operator: base, version: newest}, urls: [p.tgz]}
+  - {name: p, operatorVersion: 1.8.0, extends: base, urls: [p.tgz]}
+  - {name: p, operatorVersion: 2.0.0, urls: [p.tgz]}
+`,
+			want: []catalog.Package{{Name: "p", Spec: v1alpha1.ExtensionSpec{DisplayName: "p", Versions: []v1alpha1.ExtensionVersion{
+				with(version("2.0.0", repo+"/p.tgz", ""), func(v *v1alpha1.ExtensionVersion) { v.Engine = v1alpha1.EnginePackage }),
+			}}}},
+			skipped: []string{
+				`entry "p" 1.x: operatorVersion is not semver (major.minor.patch)`,
+				`entry "p" 1.0.0: sets version "2.0.0" and operatorVersion "1.0.0"; a package entry has only operatorVersion`,
+				`entry "p" 1.1.0: sets extends but no operatorVersion; only packages extend a base, and a package entry has operatorVersion`,
+				`entry "p" 1.2.0: kubernetesVersion "latest" is not a version; it is the lowest Kubernetes version the package supports, such as 1.28.0 (write a range in kubeVersion instead)`,
+				`entry "p" 1.3.0: extends has no operator; set extends.operator to the base package's name`,
+				`entry "p" 1.4.0: extends.operator "p": a package cannot extend itself`,
+				`entry "p" 1.5.0: extends names the base both as "a" and "b"; keep one`,
+				`entry "p" 1.6.0: extends.operator "Base" is not a valid extension name`,
+				`entry "p" 1.7.0: extends.version "newest" is not a version range: improper constraint: "newest"`,
+				"entry \"p\" #10: line 13: cannot unmarshal !!str `base` into catalog.PackageExtends",
 			},
 		},
 		{

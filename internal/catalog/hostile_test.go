@@ -195,13 +195,15 @@ func FuzzCheckArchive(f *testing.F) {
 	f.Add(tgz(f, file("demo/Chart.yaml", chartYAML)))
 	f.Add(tgz(f, file("demo/../x", "x")))
 	f.Add(tgz(f, tarEntry{hdr: tar.Header{Name: "demo/l", Typeflag: tar.TypeSymlink, Linkname: "/"}}))
+	f.Add(tgz(f, file("./operator.yaml", "name: p\n"), file("templates/a.yaml", "a: b\n")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lim := catalog.Limits{MaxExpandedBytes: 4 << 20, MaxFileBytes: 1 << 20, MaxFiles: 100}
 		if catalog.CheckArchive(data, lim) != nil {
 			return
 		}
-		// Accepted: every entry must be a regular file or folder inside one
-		// top-level folder, with a clean relative name.
+		// Accepted: every entry must be a regular file or folder with a
+		// relative name that stays inside the archive's root (one chart
+		// folder, or a package at the root).
 		zr, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {
 			t.Fatalf("accepted an archive that is not gzip: %v", err)

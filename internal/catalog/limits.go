@@ -95,13 +95,18 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// CheckArchive walks a chart archive (.tgz) with limits and refuses
-// anything Helm's loader should never see: a download larger than
-// MaxArchiveBytes, more than MaxExpandedBytes once decompressed (a
-// decompression bomb), a file larger than MaxFileBytes, more than MaxFiles
-// entries, absolute or parent-relative paths, backslashes, control
-// characters in names, symbolic and hard links, devices and FIFOs,
-// duplicate paths, and entries outside a single top-level chart folder.
+// CheckArchive walks a chart or package archive (.tgz) with limits and
+// refuses anything Helm's loader or the package reader should never see: a
+// download larger than MaxArchiveBytes, more than MaxExpandedBytes once
+// decompressed (a decompression bomb), a file larger than MaxFileBytes,
+// more than MaxFiles entries, absolute or parent-relative paths,
+// backslashes, control characters in names, symbolic and hard links,
+// devices and FIFOs, and duplicate paths. Two layouts are accepted: a chart
+// (every entry inside one top-level folder, as `helm package` writes it,
+// which is also how a package may be packed) and a package with
+// operator.yaml at the root (as KUDO packs it; names may start with "./",
+// as `tar -C dir .` writes them); anything else is refused as a chart with
+// entries outside its folder.
 // Errors are *UnsafeArchiveError, or a plain error for bytes that are not
 // a gzipped tar at all. It reads the archive once and allocates little.
 func CheckArchive(data []byte, lim Limits) error {
@@ -117,6 +122,9 @@ func CheckArchive(data []byte, lim Limits) error {
 	tr := tar.NewReader(capped)
 	seen := map[string]bool{}
 	top := ""
+	// layout is the first entry that does not fit a chart's single folder;
+	// it is an error unless operator.yaml at the root makes this a package.
+	var layout *UnsafeArchiveError
 	for files := 0; ; files++ {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -132,7 +140,16 @@ func CheckArchive(data []byte, lim Limits) error {
 			return &UnsafeArchiveError{Reason: fmt.Sprintf("more than %d entries; a chart has far fewer files", lim.MaxFiles)}
 		}
 		name := hdr.Name
-		if err := checkEntryName(name); err != nil {
+		// tar -C dir . writes "./x"; the package reader reads such names,
+		// Helm's loader does not.
+		rel := trimDotSlash(name)
+		if rel != name && layout == nil {
+			layout = &UnsafeArchiveError{Entry: name, Reason: "is not a clean path"}
+		}
+		if rel == "" && hdr.Typeflag == tar.TypeDir {
+			continue
+		}
+		if err := checkEntryName(rel); err != nil {
 			return &UnsafeArchiveError{Entry: name, Reason: err.Error()}
 		}
 		switch hdr.Typeflag {
@@ -144,19 +161,19 @@ func CheckArchive(data []byte, lim Limits) error {
 		default:
 			return &UnsafeArchiveError{Entry: name, Reason: fmt.Sprintf("has tar type %q (a device, FIFO or other special file); charts may hold regular files only", string(hdr.Typeflag))}
 		}
-		clean := strings.TrimSuffix(name, "/")
+		clean := strings.TrimSuffix(rel, "/")
 		first, _, _ := strings.Cut(clean, "/")
 		switch {
 		case top == "":
 			top = first
-		case first != top:
-			return &UnsafeArchiveError{Entry: name, Reason: fmt.Sprintf("is outside the chart folder %q; an archive holds one chart folder", top)}
+		case first != top && layout == nil:
+			layout = &UnsafeArchiveError{Entry: name, Reason: fmt.Sprintf("is outside the chart folder %q; an archive holds one chart folder", top)}
 		}
 		if hdr.Typeflag == tar.TypeDir {
 			continue
 		}
-		if clean == top {
-			return &UnsafeArchiveError{Entry: name, Reason: "is a file at the top of the archive; chart files belong in the chart folder"}
+		if clean == top && layout == nil {
+			layout = &UnsafeArchiveError{Entry: name, Reason: "is a file at the top of the archive; chart files belong in the chart folder"}
 		}
 		if seen[clean] {
 			return &UnsafeArchiveError{Entry: name, Reason: "appears twice; which copy counts would be ambiguous"}
@@ -179,11 +196,22 @@ func CheckArchive(data []byte, lim Limits) error {
 	if top == "" {
 		return &UnsafeArchiveError{Reason: "holds no files; a chart archive holds a folder with Chart.yaml"}
 	}
+	if layout != nil && !seen[PackageOperatorFile] {
+		return layout
+	}
 	// Whatever follows the tar (padding, more gzip members) counts too.
 	if _, err := io.Copy(io.Discard, capped); errors.Is(err, errExpandedTooLarge) {
 		return tooExpanded(lim)
 	}
 	return nil
+}
+
+// trimDotSlash strips leading "./" from an archive entry name.
+func trimDotSlash(name string) string {
+	for strings.HasPrefix(name, "./") {
+		name = name[2:]
+	}
+	return name
 }
 
 func tooExpanded(lim Limits) error {

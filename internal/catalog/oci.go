@@ -25,6 +25,22 @@ const (
 	MediaTypeHelmChart  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
 )
 
+// Media types of an Annex package stored as an OCI artifact (PushPackage
+// writes it, OCIIndex and the Fetcher read it): an OCI image manifest whose
+// config blob is the package's PackageMetadata as JSON and whose one layer
+// is the package archive (PackageArchive), tagged with its operatorVersion.
+const (
+	MediaTypePackageConfig  = "application/vnd.annex.package.config.v1+json"
+	MediaTypePackageContent = "application/vnd.annex.package.content.v1.tar+gzip"
+)
+
+// contentMediaTypes maps each config media type Annex reads to the media
+// type of its content layer.
+var contentMediaTypes = map[string]string{
+	MediaTypeHelmConfig:    MediaTypeHelmChart,
+	MediaTypePackageConfig: MediaTypePackageContent,
+}
+
 // maxManifestBytes bounds an OCI manifest or a chart's config blob.
 const maxManifestBytes = 1 << 20
 
@@ -40,8 +56,8 @@ type ociDescriptor struct {
 	Size      int64  `json:"size"`
 }
 
-// ociChart is what one manifest says about a chart version: its Chart.yaml
-// (the config blob) and the chart layer.
+// ociChart is what one manifest says about a chart or package version: its
+// index entry fields (from the config blob) and the content layer.
 type ociChart struct {
 	metadata map[string]any
 	layer    ociDescriptor
@@ -98,13 +114,14 @@ func ociRepository(ref string) (name.Repository, error) {
 	return name.NewRepository(strings.TrimSuffix(rest, "/"))
 }
 
-// OCIIndex lists the Helm charts under an OCI repository as an index:
-// every repository directly below it (from the registry's catalog
-// listing), or the repository itself, is a chart; every tag is a version
-// ("_" in a tag stands for "+", as Helm writes it). Each version's Chart.yaml
-// comes from the manifest's config blob; its URL is
-// oci://<repository>/<chart>@<manifest digest> and its digest that of the
-// chart layer. A manifest that is not a Helm chart is skipped and counted.
+// OCIIndex lists the Helm charts and Annex packages under an OCI repository
+// as an index: every repository directly below it (from the registry's
+// catalog listing), or the repository itself, is a chart or package; every
+// tag is a version ("_" in a tag stands for "+", as Helm writes it). Each
+// version's metadata comes from the manifest's config blob (Chart.yaml, or
+// a package's PackageMetadata); its URL is
+// oci://<repository>/<name>@<manifest digest> and its digest that of the
+// content layer. A manifest that is neither is skipped and counted.
 func (f *Fetcher) OCIIndex(ctx context.Context, repository, catalogName string, access *Access, cache *ociCache) (*Index, error) {
 	repo, err := ociRepository(repository)
 	if err != nil {
@@ -183,10 +200,7 @@ func (f *Fetcher) ociChartOf(ref name.Tag, opts []remote.Option, cache *ociCache
 	if err != nil {
 		return nil, err
 	}
-	if m.Config.MediaType != MediaTypeHelmConfig {
-		return nil, fmt.Errorf("config media type %q is not a Helm chart's (%s)", m.Config.MediaType, MediaTypeHelmConfig)
-	}
-	layer, err := chartLayer(m)
+	layer, err := contentLayer(m)
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +212,17 @@ func (f *Fetcher) ociChartOf(ref name.Tag, opts []remote.Option, cache *ociCache
 		return nil, err
 	}
 	var md map[string]any
-	if err := json.Unmarshal(raw, &md); err != nil {
+	if m.Config.MediaType == MediaTypePackageConfig {
+		var pm PackageMetadata
+		if err := json.Unmarshal(raw, &pm); err != nil {
+			return nil, fmt.Errorf("config blob is not package metadata as JSON: %v", err)
+		}
+		md = pm.IndexEntry()
+	} else if err := json.Unmarshal(raw, &md); err != nil {
+		// Helm's config blob holds Chart.yaml; its chart dependencies are
+		// not Annex dependencies, and its maintainers do not matter here.
 		return nil, fmt.Errorf("config blob is not Chart.yaml as JSON: %v", err)
 	}
-	// Helm's config blob holds Chart.yaml; its chart dependencies are not
-	// Annex dependencies, and its lists of maintainers do not matter here.
 	ch = &ociChart{metadata: md, layer: layer, manifest: digest}
 	cache.mu.Lock()
 	if cache.charts == nil {
@@ -231,15 +251,21 @@ func (f *Fetcher) ociManifestAt(ref name.Digest, opts []remote.Option) (*ociMani
 	return &m, nil
 }
 
-func chartLayer(m *ociManifest) (ociDescriptor, error) {
+// contentLayer is the one layer holding the chart or package archive, by
+// the media type that goes with the manifest's config.
+func contentLayer(m *ociManifest) (ociDescriptor, error) {
+	want, ok := contentMediaTypes[m.Config.MediaType]
+	if !ok {
+		return ociDescriptor{}, fmt.Errorf("config media type %q is neither a Helm chart's (%s) nor an Annex package's (%s)", m.Config.MediaType, MediaTypeHelmConfig, MediaTypePackageConfig)
+	}
 	var found []ociDescriptor
 	for _, l := range m.Layers {
-		if l.MediaType == MediaTypeHelmChart {
+		if l.MediaType == want {
 			found = append(found, l)
 		}
 	}
 	if len(found) != 1 {
-		return ociDescriptor{}, fmt.Errorf("manifest has %d layers of media type %s; a Helm chart has exactly one", len(found), MediaTypeHelmChart)
+		return ociDescriptor{}, fmt.Errorf("manifest has %d layers of media type %s; a manifest of config %s has exactly one", len(found), want, m.Config.MediaType)
 	}
 	return found[0], nil
 }
@@ -266,8 +292,8 @@ func readBlob(ref name.Digest, opts []remote.Option, limit int64) ([]byte, error
 }
 
 // fetchOCI serves oci://<repository>@sha256:<manifest digest>: the chart
-// layer of that manifest, refused before download when its declared size is
-// above the limit.
+// or package layer of that manifest, refused before download when its
+// declared size is above the limit.
 func (f *Fetcher) fetchOCI(ctx context.Context, src v1alpha1.ArtifactSource, lim Limits) ([]byte, error) {
 	rest := strings.TrimPrefix(src.URL, "oci://")
 	ref, err := name.NewDigest(rest)
@@ -286,7 +312,7 @@ func (f *Fetcher) fetchOCI(ctx context.Context, src v1alpha1.ArtifactSource, lim
 	if err != nil {
 		return nil, err
 	}
-	layer, err := chartLayer(m)
+	layer, err := contentLayer(m)
 	if err != nil {
 		return nil, fmt.Errorf("artifact %s: %w", src.URL, err)
 	}

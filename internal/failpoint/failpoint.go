@@ -49,6 +49,9 @@ const (
 	RollbackAfterIntent = "rollback/after-intent"
 	// UninstallAfterFirstDelete: an uninstall has deleted its first object.
 	UninstallAfterFirstDelete = "uninstall/after-first-delete"
+	// AfterPlanStep: a step of a package's plan ran and its state is not
+	// written yet.
+	AfterPlanStep = "plan/after-step"
 )
 
 // spec is the armed point; the zero spec arms nothing.

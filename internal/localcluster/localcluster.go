@@ -75,6 +75,14 @@ type Options struct {
 	Workloads bool
 	// Nodes is how many fake nodes Workloads creates (default 3).
 	Nodes int
+	// PodExecDir, when set with Workloads, makes the pods/exec subresource
+	// (kubectl exec) work for the fake nodes' Pods, which have no
+	// processes: kwok runs the command on this machine instead, in
+	// PodExecDir, as the user running kwok, whatever Pod and container it
+	// names. kwok's kubelet endpoint does not authenticate, so while the
+	// cluster runs anyone who can reach its port on 127.0.0.1 can run
+	// commands that way: for tests only.
+	PodExecDir string
 }
 
 // Cluster is a running etcd and kube-apiserver. Its methods are safe to call
@@ -88,6 +96,10 @@ type Cluster struct {
 	etcd      *child
 	apiserver *child
 	workloads []*child // kube-controller-manager, kube-scheduler, kwok
+
+	// kubeletPort is where kwok serves the fake nodes' kubelet API, when
+	// Options.PodExecDir asks for exec; else 0.
+	kubeletPort int
 }
 
 // Start starts etcd and then kube-apiserver from o.BinDir and returns once
@@ -235,6 +247,9 @@ func (c *Cluster) StartAPIServer(ctx context.Context, binDir string) error {
 		"--service-account-signing-key-file=" + pki(saKeyFile),
 		"--service-cluster-ip-range=" + c.opts.ServiceClusterIPRange,
 		"--allow-privileged=true",
+		// kwok's nodes answer on 127.0.0.1 (their InternalIP); their
+		// Hostname addresses resolve nowhere.
+		"--kubelet-preferred-address-types=InternalIP",
 	}
 	fmt.Fprintf(c.opts.Log, "starting kube-apiserver on %s...\n", c.serverURL())
 	p, err := startChild("kube-apiserver", filepath.Join(binDir, "kube-apiserver"), args,

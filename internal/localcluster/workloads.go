@@ -67,8 +67,17 @@ func (c *Cluster) startWorkloads(ctx context.Context) error {
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
 			"--node-ip=127.0.0.1",
-			"--server-address=127.0.0.1:0",
 		}},
+	}
+	kwokArgs := &procs[len(procs)-1].args
+	if c.opts.PodExecDir == "" {
+		*kwokArgs = append(*kwokArgs, "--server-address=127.0.0.1:0")
+	} else {
+		args, err := c.podExecArgs()
+		if err != nil {
+			return err
+		}
+		*kwokArgs = append(*kwokArgs, args...)
 	}
 	for _, p := range procs {
 		fmt.Fprintf(c.opts.Log, "starting %s...\n", p.name)
@@ -99,6 +108,9 @@ func (c *Cluster) ensureNodes(ctx context.Context) error {
 		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating fake node %s: %w", node.Name, err)
 		}
+	}
+	if err := c.setKubeletPort(ctx, cs); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, workloadsReadyTimeout)
 	defer cancel()

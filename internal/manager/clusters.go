@@ -10,6 +10,7 @@ import (
 	"github.com/annex-platform/annex/internal/apply"
 	"github.com/annex-platform/annex/internal/cluster"
 	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/plan"
 )
 
 // installationClusters lets cluster.Registry serve the installation
@@ -37,7 +38,7 @@ func (w applierAdapter) Refs(objects []*unstructured.Unstructured, ns string) []
 }
 
 func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, set installation.Set, opts installation.ApplyOptions) (installation.Applied, error) {
-	s := apply.Set(set)
+	s := applySet(set)
 	var (
 		res apply.Result
 		err error
@@ -55,7 +56,7 @@ func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns stri
 }
 
 func (w applierAdapter) Diff(ctx context.Context, o installation.Owner, ns string, set installation.Set) ([]installation.Drift, installation.Health, error) {
-	drifts, h, err := w.a.Diff(ctx, apply.Owner(o), apply.Set(set), ns)
+	drifts, h, err := w.a.Diff(ctx, apply.Owner(o), applySet(set), ns)
 	if err != nil {
 		return nil, installation.Health{}, err
 	}
@@ -71,7 +72,7 @@ func (w applierAdapter) RunDeleteHooks(ctx context.Context, o installation.Owner
 	if post {
 		event = apply.HookPostDelete
 	}
-	return w.a.RunDeleteHooks(ctx, apply.Owner(o), ns, apply.Set(set), event, timeout)
+	return w.a.RunDeleteHooks(ctx, apply.Owner(o), ns, applySet(set), event, timeout)
 }
 
 func (w applierAdapter) Prune(ctx context.Context, o installation.Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {
@@ -92,4 +93,12 @@ func (w applierAdapter) Health(ctx context.Context, inv []v1alpha1.ObjectReferen
 
 func healthOf(h apply.Health) installation.Health {
 	return installation.Health{Total: h.Total, Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}
+}
+
+// applySet is the applier's view of a set: its objects.
+func applySet(set installation.Set) apply.Set { return apply.Set{CRDs: set.CRDs, Objects: set.Objects} }
+
+func (w applierAdapter) RunPipe(ctx context.Context, o installation.Owner, ns string, p plan.Pipe) (installation.PipeResult, error) {
+	res, err := w.a.RunPipe(ctx, apply.Owner(o), ns, p)
+	return installation.PipeResult{Done: res.Done, Message: res.Message}, err
 }

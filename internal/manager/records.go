@@ -14,6 +14,7 @@ func (recordCodec) Encode(rev v1alpha1.Revision, inventory []v1alpha1.ObjectRefe
 		Revision: rev.Number, Version: rev.Version,
 		ValuesDigest: rev.ValuesDigest, ManifestDigest: rev.ManifestDigest,
 		Inventory: inventory, CRDs: set.CRDs, Objects: set.Objects,
+		Package: set.Package,
 	})
 	if err != nil {
 		return installation.EncodedRecord{}, err
@@ -33,10 +34,11 @@ func (recordCodec) DecodeIndex(data []byte) (installation.RecordIndex, error) {
 	return installation.RecordIndex{
 		Version: ix.Version, ValuesDigest: ix.ValuesDigest, ManifestDigest: ix.ManifestDigest,
 		Inventory: ix.Inventory,
+		Package:   ix.Package,
 		Pieces:    ix.Pieces(),
 		Set: func(load func(digest string) ([]byte, error)) (installation.Set, error) {
 			set, err := ix.Set(load)
-			return installation.Set(set), err
+			return installation.Set{CRDs: set.CRDs, Objects: set.Objects, Package: ix.Package}, err
 		},
 	}, nil
 }

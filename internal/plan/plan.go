@@ -118,18 +118,27 @@ type Dummy struct {
 	Done    bool `json:"done,omitempty"`
 }
 
-// Objects returns the objects every apply task of p applies, in plan
-// order.
-func (p Plan) Objects(kind TaskKind) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
+// Tasks returns the tasks of p of one kind, in plan order.
+func (p Plan) Tasks(kind TaskKind) []Task {
+	var out []Task
 	for _, ph := range p.Phases {
 		for _, st := range ph.Steps {
 			for _, t := range st.Tasks {
 				if t.Kind == kind {
-					out = append(out, t.Objects...)
+					out = append(out, t)
 				}
 			}
 		}
+	}
+	return out
+}
+
+// Objects returns the objects of p's tasks of one kind (TaskApply,
+// TaskDelete), in plan order.
+func (p Plan) Objects(kind TaskKind) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, t := range p.Tasks(kind) {
+		out = append(out, t.Objects...)
 	}
 	return out
 }

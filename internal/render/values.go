@@ -1,6 +1,8 @@
 package render
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -202,4 +204,14 @@ func jsonKind(v any) string {
 	default:
 		return fmt.Sprintf("%T", v)
 	}
+}
+
+// DigestOf returns "sha256:<hex>" of the canonical JSON of v: the digest
+// every engine records for its effective values.
+func DigestOf(v any) (string, error) { return digestJSON(v) }
+
+// ManifestDigestOf returns the digest of a set of objects as Result's
+// ManifestDigest computes it for a chart without CRDs.
+func ManifestDigestOf(objects []*unstructured.Unstructured) (string, error) {
+	return manifestDigest(nil, objects)
 }

@@ -1,11 +1,13 @@
 // Package builtin is the catalog compiled into Annex: plain chart folders
-// under charts/<name>-<version>/, embedded at build time. Its versions move
-// only when Annex does.
+// under charts/<name>-<version>/ and package folders (operator.yaml,
+// params.yaml, templates/) under packages/<folder>/, embedded at build
+// time. Its versions move only when Annex does.
 //
-// Index presents the charts exactly as a Helm repository would (it builds a
-// Helm index from their Chart.yaml files and parses it with
-// catalog.ParseHelmIndex), with URLs builtin://<name>/<version> that a
-// catalog.Fetcher serves when its Builtin field is set to Archive.
+// Index presents them exactly as a repository would (it builds an index
+// from their Chart.yaml and operator.yaml files and parses it with
+// catalog.ParseHelmIndex, so a package version has engine Package), with
+// URLs builtin://<name>/<version> that a catalog.Fetcher serves when its
+// Builtin field is set to Archive.
 package builtin
 
 import (
@@ -28,15 +30,16 @@ import (
 // The all: prefix keeps files such as templates/_helpers.tpl, which go:embed
 // leaves out by default.
 //
-//go:embed all:charts
-var charts embed.FS
+//go:embed all:charts all:packages
+var content embed.FS
 
-// chart is one embedded chart folder.
-type chart struct {
-	dir      string         // charts/<name>-<version>
-	name     string         // Chart.yaml name
-	version  string         // Chart.yaml version
-	metadata map[string]any // Chart.yaml as written
+// artifact is one embedded chart or package folder.
+type artifact struct {
+	dir     string         // charts/<name>-<version> or packages/<folder>
+	name    string         // Chart.yaml or operator.yaml name
+	version string         // Chart.yaml version or operatorVersion
+	entry   map[string]any // the index entry fields, without urls and digest
+	pkg     bool           // a package rather than a chart
 }
 
 // Index returns the built-in catalog's content: one Package per embedded
@@ -50,20 +53,20 @@ func Index(catalogName string) (*catalog.Index, error) {
 		return nil, err
 	}
 	entries := map[string][]map[string]any{}
-	for _, c := range all {
-		data, err := archive(c)
+	for _, a := range all {
+		data, err := archive(a)
 		if err != nil {
 			return nil, err
 		}
-		entry := make(map[string]any, len(c.metadata)+2)
-		for k, v := range c.metadata {
+		entry := make(map[string]any, len(a.entry)+2)
+		for k, v := range a.entry {
 			entry[k] = v
 		}
-		entry["urls"] = []string{"builtin://" + c.name + "/" + c.version}
+		entry["urls"] = []string{"builtin://" + a.name + "/" + a.version}
 		entry["digest"] = strings.TrimPrefix(catalog.Digest(data), "sha256:")
-		entries[c.name] = append(entries[c.name], entry)
+		entries[a.name] = append(entries[a.name], entry)
 	}
-	// Marshalling sorts map keys and list() sorts charts, so these bytes,
+	// Marshalling sorts map keys and list() sorts folders, so these bytes,
 	// and with them Index.Digest, depend only on the embedded files.
 	indexYAML, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "entries": entries})
 	if err != nil {
@@ -74,14 +77,18 @@ func Index(catalogName string) (*catalog.Index, error) {
 		return nil, fmt.Errorf("built-in catalog: %w", err)
 	}
 	if len(index.Skipped) > 0 {
-		return nil, fmt.Errorf("built-in catalog has invalid charts: %s", strings.Join(index.Skipped, "; "))
+		return nil, fmt.Errorf("built-in catalog has invalid charts or packages: %s", strings.Join(index.Skipped, "; "))
 	}
-	// Unlike a Helm index, the built-in catalog has each version's values
-	// schema at hand; publishing it lets values be checked before a fetch.
+	// Unlike a Helm index, the built-in catalog has each chart version's
+	// values schema at hand; publishing it lets values be checked before a
+	// fetch. (A package's parameters are in its params.yaml.)
 	for i := range index.Packages {
 		pkg := &index.Packages[i]
 		for j := range pkg.Spec.Versions {
 			v := &pkg.Spec.Versions[j]
+			if v.Engine != "" {
+				continue
+			}
 			schema, err := valuesSchema(pkg.Name, v.Version)
 			if err != nil {
 				return nil, err
@@ -95,7 +102,7 @@ func Index(catalogName string) (*catalog.Index, error) {
 // valuesSchema returns the values.schema.json of one built-in version, nil
 // when it has none.
 func valuesSchema(name, version string) (*apiextensionsv1.JSON, error) {
-	raw, err := charts.ReadFile(path.Join("charts", name+"-"+version, "values.schema.json"))
+	raw, err := content.ReadFile(path.Join("charts", name+"-"+version, "values.schema.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -109,77 +116,115 @@ func valuesSchema(name, version string) (*apiextensionsv1.JSON, error) {
 	return &apiextensionsv1.JSON{Raw: compact.Bytes()}, nil
 }
 
-// Archive returns the chart archive (.tgz) of one built-in version. The
-// bytes are the same on every call (sorted entries, zero mtimes), so their
-// digest is the one Index reports. An unknown name or version is an error
-// naming the versions that exist.
+// Archive returns the archive (.tgz) of one built-in version: a chart
+// packed by catalog.ChartArchive or a package by catalog.PackageArchive.
+// The bytes are the same on every call (sorted entries, zero mtimes), so
+// their digest is the one Index reports. An unknown name or version is an
+// error naming the versions that exist.
 func Archive(name, version string) ([]byte, error) {
 	all, err := list()
 	if err != nil {
 		return nil, err
 	}
 	var known []string
-	for _, c := range all {
-		if c.name == name && c.version == version {
-			return archive(c)
+	for _, a := range all {
+		if a.name == name && a.version == version {
+			return archive(a)
 		}
-		if c.name == name {
-			known = append(known, c.version)
+		if a.name == name {
+			known = append(known, a.version)
 		}
 	}
 	if len(known) == 0 {
 		return nil, fmt.Errorf("built-in catalog has no extension %q", name)
 	}
+	sort.Strings(known)
 	return nil, fmt.Errorf("built-in extension %q has no version %q; it has %s", name, version, strings.Join(known, ", "))
 }
 
-// list reads every embedded chart's Chart.yaml, sorted by folder.
-func list() ([]chart, error) {
-	dirs, err := fs.ReadDir(charts, "charts")
-	if err != nil {
-		return nil, fmt.Errorf("built-in catalog: %w", err)
-	}
-	var all []chart
-	for _, d := range dirs {
-		if !d.IsDir() {
-			continue
-		}
-		dir := path.Join("charts", d.Name())
-		raw, err := charts.ReadFile(path.Join(dir, "Chart.yaml"))
+// list reads every embedded chart's Chart.yaml and every package's
+// operator.yaml, sorted by folder. A chart folder must be named
+// <name>-<version>; a package folder may have any name. Two folders of
+// the same name and version are an error.
+func list() ([]artifact, error) {
+	var all []artifact
+	for _, top := range []string{"charts", "packages"} {
+		dirs, err := fs.ReadDir(content, top)
 		if err != nil {
-			return nil, fmt.Errorf("built-in chart %s: %w", d.Name(), err)
+			return nil, fmt.Errorf("built-in catalog: %w", err)
 		}
-		c := chart{dir: dir}
-		if err := yaml.Unmarshal(raw, &c.metadata); err != nil {
-			return nil, fmt.Errorf("built-in chart %s: Chart.yaml: %w", d.Name(), err)
+		for _, d := range dirs {
+			if !d.IsDir() {
+				continue
+			}
+			a, err := read(path.Join(top, d.Name()))
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, a)
 		}
-		c.name, _ = c.metadata["name"].(string)
-		c.version, _ = c.metadata["version"].(string)
-		if d.Name() != c.name+"-"+c.version {
-			return nil, fmt.Errorf("built-in chart folder %s holds %s %s; name the folder <name>-<version>", d.Name(), c.name, c.version)
-		}
-		all = append(all, c)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].dir < all[j].dir })
+	seen := map[string]string{}
+	for _, a := range all {
+		key := a.name + " " + a.version
+		if other, ok := seen[key]; ok {
+			return nil, fmt.Errorf("built-in folders %s and %s both hold %s %s; remove one", other, a.dir, a.name, a.version)
+		}
+		seen[key] = a.dir
+	}
 	return all, nil
 }
 
-// archive packs one embedded chart folder.
-func archive(c chart) ([]byte, error) {
+// read reads the metadata of one embedded folder.
+func read(dir string) (artifact, error) {
+	a := artifact{dir: dir, pkg: strings.HasPrefix(dir, "packages/")}
+	if a.pkg {
+		raw, err := content.ReadFile(path.Join(dir, catalog.PackageOperatorFile))
+		if err != nil {
+			return a, fmt.Errorf("built-in package %s: %w", dir, err)
+		}
+		m, err := catalog.ParsePackageMetadata(raw)
+		if err != nil {
+			return a, fmt.Errorf("built-in package %s: %w", dir, err)
+		}
+		a.name, a.version, a.entry = m.Name, m.OperatorVersion, m.IndexEntry()
+		return a, nil
+	}
+	raw, err := content.ReadFile(path.Join(dir, "Chart.yaml"))
+	if err != nil {
+		return a, fmt.Errorf("built-in chart %s: %w", dir, err)
+	}
+	if err := yaml.Unmarshal(raw, &a.entry); err != nil {
+		return a, fmt.Errorf("built-in chart %s: Chart.yaml: %w", dir, err)
+	}
+	a.name, _ = a.entry["name"].(string)
+	a.version, _ = a.entry["version"].(string)
+	if path.Base(dir) != a.name+"-"+a.version {
+		return a, fmt.Errorf("built-in chart folder %s holds %s %s; name the folder <name>-<version>", path.Base(dir), a.name, a.version)
+	}
+	return a, nil
+}
+
+// archive packs one embedded folder.
+func archive(a artifact) ([]byte, error) {
 	files := map[string][]byte{}
-	err := fs.WalkDir(charts, c.dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(content, a.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		data, err := charts.ReadFile(p)
+		data, err := content.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		files[strings.TrimPrefix(p, c.dir+"/")] = data
+		files[strings.TrimPrefix(p, a.dir+"/")] = data
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("built-in chart %s %s: %w", c.name, c.version, err)
+		return nil, fmt.Errorf("built-in %s %s: %w", a.name, a.version, err)
 	}
-	return catalog.ChartArchive(c.name, files)
+	if a.pkg {
+		return catalog.PackageArchive(files)
+	}
+	return catalog.ChartArchive(a.name, files)
 }

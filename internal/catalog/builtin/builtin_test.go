@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/catalog"
 	"github.com/annex-platform/annex/internal/catalog/builtin"
+	enginepkg "github.com/annex-platform/annex/internal/engine/pkg"
 )
 
 func TestIndex(t *testing.T) {
@@ -49,6 +52,9 @@ func TestIndex(t *testing.T) {
 	}
 	var names []string
 	for _, pkg := range index.Packages {
+		if pkg.Spec.Versions[0].Engine == v1alpha1.EnginePackage {
+			continue // TestIndexPackages
+		}
 		names = append(names, pkg.Name)
 		w, ok := want[pkg.Name]
 		if !ok {
@@ -87,6 +93,63 @@ func TestIndex(t *testing.T) {
 	}
 }
 
+// TestIndexPackages checks that every embedded package folder is one
+// version of engine Package, with what its operator.yaml says: version,
+// kubeVersion from kubernetesVersion, extends, and a built-in URL.
+func TestIndexPackages(t *testing.T) {
+	index, err := builtin.Index("annex-builtin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	offered := map[string]v1alpha1.ExtensionVersion{}
+	for _, p := range index.Packages {
+		for _, v := range p.Spec.Versions {
+			if v.Engine == v1alpha1.EnginePackage {
+				offered[p.Name+" "+v.Version] = v
+			}
+		}
+	}
+	dirs, err := os.ReadDir("packages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no built-in packages")
+	}
+	for _, d := range dirs {
+		p, err := enginepkg.LoadDir(os.DirFS(filepath.Join("packages", d.Name())))
+		if err != nil {
+			t.Fatalf("%s: %v", d.Name(), err)
+		}
+		op := p.Operator
+		v, ok := offered[op.Name+" "+op.OperatorVersion]
+		if !ok {
+			t.Errorf("%s: %s %s is not in the index", d.Name(), op.Name, op.OperatorVersion)
+			continue
+		}
+		delete(offered, op.Name+" "+op.OperatorVersion)
+		want := v1alpha1.ExtensionVersion{
+			Version:     op.OperatorVersion,
+			AppVersion:  op.AppVersion,
+			KubeVersion: ">=" + op.KubernetesVersion,
+			Engine:      v1alpha1.EnginePackage,
+			Source:      v1alpha1.ArtifactSource{Catalog: "annex-builtin", URL: "builtin://" + op.Name + "/" + op.OperatorVersion, Digest: v.Source.Digest},
+		}
+		if op.Extends != nil {
+			if _, err := enginepkg.NormalizeOperator(&op); err != nil {
+				t.Fatalf("%s: %v", d.Name(), err)
+			}
+			want.Extends = &v1alpha1.Dependency{Name: op.Extends.Operator, Version: op.Extends.Version}
+		}
+		if !reflect.DeepEqual(v, want) || !strings.HasPrefix(v.Source.Digest, "sha256:") {
+			t.Errorf("%s: version\n%+v\nwant\n%+v with a sha256 digest", d.Name(), v, want)
+		}
+	}
+	for k := range offered {
+		t.Errorf("the index offers package %s, which no folder holds", k)
+	}
+}
+
 // TestArchive checks that every archive is the same on every call and is
 // the one Index's digest names, fetched the way an installation fetches it.
 func TestArchive(t *testing.T) {
@@ -113,6 +176,16 @@ func TestArchive(t *testing.T) {
 				t.Errorf("%s %s: FetchArtifact: %v", pkg.Name, v.Version, err)
 			} else if !bytes.Equal(fetched, first) {
 				t.Errorf("%s %s: fetched bytes differ from Archive", pkg.Name, v.Version)
+			}
+			if v.Engine != v1alpha1.EnginePackage {
+				continue
+			}
+			// The package engine reads what the catalog serves.
+			p, err := enginepkg.LoadArchive(first)
+			if err != nil {
+				t.Errorf("%s %s: LoadArchive: %v", pkg.Name, v.Version, err)
+			} else if p.Operator.Name != pkg.Name || p.Operator.OperatorVersion != v.Version {
+				t.Errorf("%s %s: the archive holds %s %s", pkg.Name, v.Version, p.Operator.Name, p.Operator.OperatorVersion)
 			}
 		}
 	}

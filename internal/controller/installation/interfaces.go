@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/render"
 	"github.com/annex-platform/annex/internal/resolve"
 )
@@ -74,6 +75,18 @@ type Applier interface {
 	Delete(ctx context.Context, owner Owner, inventory []v1alpha1.ObjectReference, deleteCRDs bool) (remaining int, err error)
 	// Health reports whether every inventory object is healthy.
 	Health(ctx context.Context, inventory []v1alpha1.ObjectReference) (Health, error)
+	// RunPipe advances a package's Pipe task by one pass: it starts the
+	// pod, then, once it runs, copies its files into Secrets or ConfigMaps
+	// and deletes it. An error with a Permanent() method returning true
+	// cannot succeed as the pipe is written.
+	RunPipe(ctx context.Context, owner Owner, defaultNamespace string, p plan.Pipe) (PipeResult, error)
+}
+
+// PipeResult is what one pass of a Pipe task did.
+type PipeResult struct {
+	Done bool
+	// Message says what the pipe waits for.
+	Message string
 }
 
 // Applied is what an Apply did: the inventory of the objects applied and
@@ -83,8 +96,13 @@ type Applied struct {
 	Health    Health
 }
 
-// Set is a rendered set of objects.
-type Set struct{ CRDs, Objects []*unstructured.Unstructured }
+// Set is a rendered set of objects. For a package it is the state its
+// plans leave, and Package holds what the package engine needs later (the
+// parameters, the cleanup plan), opaque to everything else.
+type Set struct {
+	CRDs, Objects []*unstructured.Unstructured
+	Package       []byte
+}
 
 // ApplyOptions tune one Apply.
 type ApplyOptions struct {

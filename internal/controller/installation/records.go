@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,6 +79,8 @@ type RecordPiece struct {
 type RecordIndex struct {
 	Version, ValuesDigest, ManifestDigest string
 	Inventory                             []v1alpha1.ObjectReference
+	// Package is the package engine's part of the record (Set.Package).
+	Package []byte
 	// Pieces are the digests of the pieces holding the rendered set; none
 	// when the index holds it.
 	Pieces []string
@@ -113,8 +116,15 @@ var errStaleView = errors.New("the installation changed since it was read; recon
 // A record that cannot be stored at its size sets a terminal block and
 // returns errRecordRefused.
 func (r *Reconciler) writeIntent(ctx context.Context, s *scope, rev *v1alpha1.Revision, set Set) error {
+	return r.writeIntentWith(ctx, s, rev, set, slices.Concat(set.CRDs, set.Objects))
+}
+
+// writeIntentWith is writeIntent for a set whose apply may touch more
+// than the set holds: a package's plans may apply objects that a later
+// step deletes again. The record's inventory lists everything.
+func (r *Reconciler) writeIntentWith(ctx context.Context, s *scope, rev *v1alpha1.Revision, set Set, everything []*unstructured.Unstructured) error {
 	inst := s.inst
-	planned := s.target.Applier().Refs(slices.Concat(set.CRDs, set.Objects), s.targetNamespace())
+	planned := s.target.Applier().Refs(everything, s.targetNamespace())
 	enc, err := r.Records.Encode(*rev, planned, set)
 	if err == nil {
 		err = r.createRecord(ctx, inst, rev.Number, enc.Index)

@@ -100,6 +100,9 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
 // render composes the values and renders the artifact. Invalid values stop
 // here, before anything touches the cluster.
 func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if isPackage(s) {
+		return r.renderPackage(ctx, s)
+	}
 	values, b, err := r.composeValues(ctx, s.inst)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -257,6 +260,9 @@ func (r *Reconciler) readValuesKey(ctx context.Context, namespace string, ref v1
 // checked instead.
 func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
+	if isPackage(s) {
+		return r.runPackage(ctx, s)
+	}
 	if isFailedTarget(s) {
 		return r.holdFailed(ctx, s)
 	}
@@ -531,6 +537,16 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	since := s.inst.Status.History[0].AppliedAt.Time
 	timeout := timeoutOf(s.inst)
+	if isPackage(s) {
+		// A package's plans waited for health step by step; what is not
+		// healthy now broke afterwards, and rolling back plans is not
+		// Annex's to decide.
+		s.block = wait(v1alpha1.ReasonWaitingForHealth, h.Summary)
+		if h.Failed || r.now().Sub(since) > timeout {
+			s.block = &block{kind: blockStalled, reason: v1alpha1.ReasonHealthTimeout, message: h.Summary}
+		}
+		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+	}
 	if h.Failed || r.now().Sub(since) > timeout {
 		return r.attemptFailed(ctx, s, v1alpha1.ReasonHealthTimeout, fmt.Sprintf(
 			"not healthy within spec.timeout (%s): %s", timeout, h.Summary))

@@ -54,6 +54,12 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	hooks, haveRecord := r.takeRecords(ctx, s, records)
 	if haveRecord && !uninstallStarted(inst) {
+		s.target = target
+		if res, done, err := r.runCleanup(ctx, s, hooks); !done || err != nil {
+			return res, err
+		}
+	}
+	if haveRecord && !uninstallStarted(inst) {
 		if err := applier.RunDeleteHooks(ctx, s.owner(), s.targetNamespace(), hooks, false, timeoutOf(inst)); err != nil {
 			s.block = retry(v1alpha1.ReasonHookFailed, fmt.Sprintf("pre-delete hook of %s: %v", inst.Spec.Extension, err))
 			return ctrl.Result{}, s.block

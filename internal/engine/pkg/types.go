@@ -24,8 +24,10 @@ type Package struct {
 	Operator Operator
 	Params   Params
 	// Templates maps a path below templates/ ("deployment.yaml",
-	// "sub/x.yaml") to its text. After Merge, a base template the
-	// extension did not replace is also reachable as "base/<path>".
+	// "sub/x.yaml") to its text. After Merge, every template of the base
+	// is under "base/<path>" and, unless the extension has a template of
+	// that path (which then replaces it for the base's tasks too), under
+	// "<path>" as well; along a chain the prefix stacks ("base/base/x").
 	Templates map[string]string
 }
 
@@ -40,7 +42,8 @@ type Operator struct {
 	KubernetesVersion string       `json:"kubernetesVersion,omitempty"`
 	Maintainers       []Maintainer `json:"maintainers,omitempty"`
 	URL               string       `json:"url,omitempty"`
-	// Extends names the base package (KEP-0012).
+	// Extends names the base package (KEP-0012). Merge's result has none:
+	// it is self-contained.
 	Extends           *Extends        `json:"extends,omitempty"`
 	Tasks             []Task          `json:"tasks,omitempty"`
 	Plans             map[string]Plan `json:"plans,omitempty"`
@@ -61,6 +64,10 @@ type Extends struct {
 	Operator string `json:"operator,omitempty"`
 	Name     string `json:"name,omitempty"`
 	Version  string `json:"version,omitempty"`
+	// Kudo is the KEP's nested spelling, `extends: {kudo: {operator,
+	// version}}`. NormalizeOperator folds it (and Name) into Operator and
+	// Version and clears it.
+	Kudo *Extends `json:"kudo,omitempty"`
 }
 
 // Task is one task of operator.yaml.
@@ -74,6 +81,11 @@ type Task struct {
 	// template path whose content is a strategic-merge patch or a JSON
 	// 6902 patch, decided by content.
 	Patches []string `json:"patches,omitempty"`
+	// PatchAlias (`patch`) and PathAlias (`path`) are the KEP's other
+	// spellings of `patches`. NormalizeOperator moves them into Patches
+	// and clears them; nothing after it reads these fields.
+	PatchAlias []string `json:"patch,omitempty"`
+	PathAlias  []string `json:"path,omitempty"`
 }
 
 // TaskSpec inlines the fields of every task kind; the kind decides which
@@ -96,6 +108,12 @@ type TaskSpec struct {
 	WantErr bool `json:"wantErr,omitempty"`
 	Fatal   bool `json:"fatal,omitempty"`
 	Done    bool `json:"done,omitempty"`
+	// From, Patches and PatchAlias (`patch`) are where the KEP's later
+	// text writes Task.From and Task.Patches (under spec).
+	// NormalizeOperator moves them to the Task and clears them.
+	From       string   `json:"from,omitempty"`
+	Patches    []string `json:"patches,omitempty"`
+	PatchAlias []string `json:"patch,omitempty"`
 }
 
 // PipeSpec is one file a Pipe task copies.
@@ -110,6 +128,10 @@ type PipeSpec struct {
 type Plan struct {
 	Strategy string  `json:"strategy,omitempty"`
 	Phases   []Phase `json:"phases,omitempty"`
+	// Steps is the KEP-0012 shorthand for a plan of one phase.
+	// NormalizeOperator turns it into a phase named after the plan whose
+	// steps run serially unless Strategy says "parallel".
+	Steps []Step `json:"steps,omitempty"`
 }
 
 // Phase is one phase of a plan.
@@ -123,6 +145,11 @@ type Phase struct {
 type Step struct {
 	Name  string   `json:"name"`
 	Tasks []string `json:"tasks,omitempty"`
+	// Delete is KUDO <= 0.7's `delete: true`, which the first KEP-0012
+	// text uses: the step deletes its tasks' resources instead of
+	// applying them. NormalizeOperator replaces each task T with a Delete
+	// task "T-cleanup" (the KEP's later spelling) and clears it.
+	Delete bool `json:"delete,omitempty"`
 }
 
 // Params is params.yaml.

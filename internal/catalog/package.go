@@ -1,0 +1,335 @@
+package catalog
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"go.yaml.in/yaml/v3"
+)
+
+// PackageOperatorFile is the file that makes a folder or an archive an
+// Annex (KUDO) package: operator.yaml at its root.
+const PackageOperatorFile = "operator.yaml"
+
+// PackageMetadata is the part of a package's operator.yaml that places it
+// in a catalog. As JSON it is the config blob of a package stored in an OCI
+// registry (MediaTypePackageConfig). Strings stay as written: appVersion
+// 5.10 is "5.10".
+type PackageMetadata struct {
+	Name              string              `json:"name" yaml:"name"`
+	OperatorVersion   string              `json:"operatorVersion" yaml:"operatorVersion"`
+	AppVersion        string              `json:"appVersion,omitempty" yaml:"appVersion"`
+	Description       string              `json:"description,omitempty" yaml:"description"`
+	KubernetesVersion string              `json:"kubernetesVersion,omitempty" yaml:"kubernetesVersion"`
+	URL               string              `json:"url,omitempty" yaml:"url"`
+	Maintainers       []PackageMaintainer `json:"maintainers,omitempty" yaml:"maintainers"`
+	Extends           *PackageExtends     `json:"extends,omitempty" yaml:"extends"`
+}
+
+// PackageMaintainer is one maintainer of a package.
+type PackageMaintainer struct {
+	Name  string `json:"name,omitempty" yaml:"name"`
+	Email string `json:"email,omitempty" yaml:"email"`
+}
+
+// PackageExtends names the base package of a package (KUDO KEP-0012):
+// Operator (or Name) is its name, Version a range matched against the
+// base's operatorVersion or appVersion. Kudo is the KEP's nested spelling,
+// extends: {kudo: {operator, version}}.
+type PackageExtends struct {
+	Operator string          `json:"operator,omitempty" yaml:"operator,omitempty"`
+	Name     string          `json:"name,omitempty" yaml:"name,omitempty"`
+	Version  string          `json:"version,omitempty" yaml:"version,omitempty"`
+	Kudo     *PackageExtends `json:"kudo,omitempty" yaml:"kudo,omitempty"`
+}
+
+// base returns the base's name and version range, whichever way they are
+// spelled; an error names two spellings that disagree.
+func (x *PackageExtends) base() (name, version string, err error) {
+	names := []string{x.Operator, x.Name}
+	versions := []string{x.Version}
+	for k := x.Kudo; k != nil; k = k.Kudo {
+		names = append(names, k.Operator, k.Name)
+		versions = append(versions, k.Version)
+	}
+	if name, err = oneOf("extends names the base", names); err != nil {
+		return "", "", err
+	}
+	if version, err = oneOf("extends gives the version", versions); err != nil {
+		return "", "", err
+	}
+	return name, version, nil
+}
+
+// oneOf returns the one non-empty value of vs; two different ones are an
+// error.
+func oneOf(what string, vs []string) (string, error) {
+	var out string
+	for _, v := range vs {
+		switch {
+		case v == "" || v == out:
+		case out == "":
+			out = v
+		default:
+			return "", fmt.Errorf("%s both as %q and %q; keep one", what, out, v)
+		}
+	}
+	return out, nil
+}
+
+// ParsePackageMetadata reads the metadata of operator.yaml. Unknown keys
+// (tasks, plans, ...) are ignored; an error means the file is not a YAML
+// mapping or has no name, and says which.
+func ParsePackageMetadata(operatorYAML []byte) (*PackageMetadata, error) {
+	var m PackageMetadata
+	if err := yaml.Unmarshal(operatorYAML, &m); err != nil {
+		return nil, fmt.Errorf("%s: %s", PackageOperatorFile, yamlReason(err))
+	}
+	if m.Name == "" {
+		return nil, fmt.Errorf("%s has no name; set name to the package's name", PackageOperatorFile)
+	}
+	return &m, nil
+}
+
+// PackageMetadataOf reads operator.yaml at the root of a package archive.
+// The archive should have passed CheckArchive; an error says what is
+// missing or broken.
+func PackageMetadataOf(archive []byte) (*PackageMetadata, error) {
+	files, err := scanArchive(archive)
+	if err != nil {
+		return nil, err
+	}
+	raw := files.packageOperatorYAML()
+	if raw == nil {
+		return nil, fmt.Errorf("package archive has no %s at its root; pack the package folder with `annexctl package`", PackageOperatorFile)
+	}
+	return ParsePackageMetadata(raw)
+}
+
+// IndexEntry is the repository index entry of the package, without urls
+// and digest (see "Packages in a repository index" in the package
+// documentation).
+func (m *PackageMetadata) IndexEntry() map[string]any {
+	entry := map[string]any{"name": m.Name, "operatorVersion": m.OperatorVersion}
+	for k, v := range map[string]string{
+		"appVersion":        m.AppVersion,
+		"description":       m.Description,
+		"kubernetesVersion": m.KubernetesVersion,
+		"home":              m.URL,
+	} {
+		if v != "" {
+			entry[k] = v
+		}
+	}
+	if len(m.Maintainers) > 0 {
+		var list []map[string]string
+		for _, mt := range m.Maintainers {
+			list = append(list, map[string]string{"name": mt.Name, "email": mt.Email})
+		}
+		entry["maintainers"] = list
+	}
+	if m.Extends != nil {
+		entry["extends"] = m.Extends
+	}
+	return entry
+}
+
+// checkPackageEntry reports why a catalog would skip an index entry of the
+// package, so that tools refuse to publish what Annex cannot read.
+func checkPackageEntry(m *PackageMetadata) error {
+	entry := m.IndexEntry()
+	entry["urls"] = []string{"package.tgz"}
+	index, err := indexFromEntries(map[string][]map[string]any{m.Name: {entry}}, "file:///", "")
+	if err != nil {
+		return err
+	}
+	if len(index.Skipped) > 0 {
+		return fmt.Errorf("%s: %s", PackageOperatorFile, strings.Join(index.Skipped, "; "))
+	}
+	return nil
+}
+
+// AddPackageToIndex returns indexYAML (a repository index.yaml; empty for
+// a new one) with an entry for the package archive: its operator.yaml
+// metadata, urls [archiveURL] (relative to the index, as a rule) and the
+// archive's digest. An entry of the same name and version is replaced;
+// other entries and top-level keys are kept, and each name's entries are
+// sorted highest version first. The result is what ParseHelmIndex reads;
+// an error means the package would be skipped (the reason says why) or
+// indexYAML is not an index.
+func AddPackageToIndex(indexYAML, archive []byte, archiveURL string) ([]byte, error) {
+	m, err := PackageMetadataOf(archive)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPackageEntry(m); err != nil {
+		return nil, err
+	}
+	entry := m.IndexEntry()
+	entry["urls"] = []string{archiveURL}
+	entry["digest"] = strings.TrimPrefix(Digest(archive), "sha256:")
+	var entryNode yaml.Node
+	if err := entryNode.Encode(entry); err != nil {
+		return nil, fmt.Errorf("index entry of %s: %w", m.Name, err)
+	}
+
+	// The index is edited as a YAML tree, so that every other entry keeps
+	// its text exactly (version 1.10 stays 1.10).
+	var doc yaml.Node
+	if len(bytes.TrimSpace(indexYAML)) > 0 {
+		if err := yaml.Unmarshal(indexYAML, &doc); err != nil {
+			return nil, fmt.Errorf("index.yaml: %s", yamlReason(err))
+		}
+	}
+	if doc.Kind == 0 {
+		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+	}
+	top := doc.Content[0]
+	if doc.Kind != yaml.DocumentNode || top.Kind != yaml.MappingNode {
+		return nil, errors.New("index.yaml is not a mapping; a repository index starts with apiVersion: v1 and entries:")
+	}
+	if mappingValue(top, "apiVersion") == nil {
+		top.Content = append([]*yaml.Node{scalar("apiVersion"), scalar("v1")}, top.Content...)
+	}
+	entries := mappingValue(top, "entries")
+	if entries == nil || isNull(entries) {
+		if entries == nil {
+			top.Content = append(top.Content, scalar("entries"), &yaml.Node{})
+			entries = top.Content[len(top.Content)-1]
+		}
+		*entries = yaml.Node{Kind: yaml.MappingNode}
+	}
+	if entries.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("index.yaml: entries (line %d) must map each name to a list of entries", entries.Line)
+	}
+	list := mappingValue(entries, m.Name)
+	if list == nil || isNull(list) {
+		if list == nil {
+			entries.Content = append(entries.Content, scalar(m.Name), &yaml.Node{})
+			list = entries.Content[len(entries.Content)-1]
+		}
+		*list = yaml.Node{Kind: yaml.SequenceNode}
+	}
+	if list.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("index.yaml: entries.%s (line %d) must be a list of entries", m.Name, list.Line)
+	}
+	list.Content = slices.DeleteFunc(list.Content, func(e *yaml.Node) bool {
+		return entryVersion(e) == m.OperatorVersion
+	})
+	list.Content = append(list.Content, &entryNode)
+	slices.SortStableFunc(list.Content, func(a, b *yaml.Node) int {
+		va, errA := semver.NewVersion(entryVersion(a))
+		vb, errB := semver.NewVersion(entryVersion(b))
+		switch {
+		case errA != nil && errB != nil:
+			return 0
+		case errA != nil:
+			return 1
+		case errB != nil:
+			return -1
+		}
+		return vb.Compare(va)
+	})
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return nil, fmt.Errorf("index.yaml: %w", err)
+	}
+	return out, nil
+}
+
+// entryVersion is the version of an index entry: operatorVersion for a
+// package, version for a chart; "" when it has neither.
+func entryVersion(e *yaml.Node) string {
+	for _, k := range []string{"operatorVersion", "version"} {
+		if v := mappingValue(resolveAlias(e), k); v != nil && v.Kind == yaml.ScalarNode {
+			return v.Value
+		}
+	}
+	return ""
+}
+
+// mappingValue returns the value of key in a mapping node, nil when absent.
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return resolveAlias(m.Content[i+1])
+		}
+	}
+	return nil
+}
+
+func scalar(s string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+}
+
+// archiveFiles are the files of a checked archive that say what it is.
+type archiveFiles struct {
+	// rootOperator is operator.yaml at the root: a package as KUDO packs it.
+	rootOperator []byte
+	// operator and chart are operator.yaml and Chart.yaml in the one
+	// top-level folder: a package or a chart packed in a folder.
+	operator, chart []byte
+}
+
+// scanArchive reads the files of a checked archive that say what it is.
+func scanArchive(archive []byte) (*archiveFiles, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(archive))
+	if err != nil {
+		return nil, fmt.Errorf("archive is not gzip-compressed: %w", err)
+	}
+	tr := tar.NewReader(zr)
+	var out archiveFiles
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return &out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("archive is not a valid tar: %w", err)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		var into *[]byte
+		name := trimDotSlash(hdr.Name)
+		_, rest, nested := strings.Cut(name, "/")
+		switch {
+		case name == PackageOperatorFile:
+			into = &out.rootOperator
+		case nested && rest == PackageOperatorFile && out.operator == nil:
+			into = &out.operator
+		case nested && rest == "Chart.yaml" && out.chart == nil:
+			into = &out.chart
+		default:
+			continue
+		}
+		if *into, err = io.ReadAll(io.LimitReader(tr, DefaultMaxFileBytes)); err != nil {
+			return nil, fmt.Errorf("archive is not a valid tar: %s: %w", hdr.Name, err)
+		}
+	}
+}
+
+// packageOperatorYAML returns the operator.yaml of a package archive, the
+// way the package reader finds it: at the root, else in the one top-level
+// folder; nil when there is none.
+func (f *archiveFiles) packageOperatorYAML() []byte {
+	if f.rootOperator != nil {
+		return f.rootOperator
+	}
+	return f.operator
+}
+
+// PackageFileName is the name of a package's archive: <name>-<version>.tgz.
+func PackageFileName(name, operatorVersion string) string {
+	return name + "-" + operatorVersion + ".tgz"
+}

@@ -1,0 +1,142 @@
+package installation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/failpoint"
+	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/resolve"
+)
+
+// runStep runs every task of step once, as KUDO does on each pass, and
+// combines their results: a fatal task makes the step fatal, a failed one
+// failed, a waiting one waiting; the step is done when every task is.
+// Every task is idempotent, so a step that runs again after a crash or a
+// retry does no harm.
+func (r *Reconciler) runStep(ctx context.Context, s *scope, step plan.Step) plan.StepResult {
+	var fatal, failed, waiting []string
+	for _, t := range step.Tasks {
+		res := r.runTask(ctx, s, t)
+		switch {
+		case res.Fatal:
+			fatal = append(fatal, res.Message)
+		case res.Failed:
+			failed = append(failed, res.Message)
+		case !res.Done:
+			waiting = append(waiting, res.Message)
+		}
+	}
+	failpoint.Hit(failpoint.AfterPlanStep, s.owner().String())
+	switch {
+	case len(fatal) > 0:
+		return plan.StepResult{Fatal: true, Message: strings.Join(fatal, "; ")}
+	case len(failed) > 0:
+		return plan.StepResult{Failed: true, Message: strings.Join(failed, "; ")}
+	case len(waiting) > 0:
+		return plan.StepResult{Message: strings.Join(waiting, "; ")}
+	}
+	return plan.StepResult{Done: true}
+}
+
+// runTask runs one task with the installation's applier.
+func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.StepResult {
+	applier := s.target.Applier()
+	ns := s.targetNamespace()
+	switch t.Kind {
+	case plan.TaskApply:
+		applied, err := applier.Apply(ctx, s.owner(), ns, Set{Objects: t.Objects},
+			ApplyOptions{SkipHooks: true, TakeOwnership: s.inst.Spec.TakeOwnership})
+		if err != nil {
+			if applyBlock(err).kind == blockTerminal {
+				return plan.Fatal(t.Name, err)
+			}
+			return plan.Failed(t.Name, err)
+		}
+		switch h := applied.Health; {
+		case h.Failed:
+			return plan.Fatal(t.Name, errors.New(h.Summary))
+		case !h.Ready:
+			return plan.Waiting(t.Name, h.Summary)
+		}
+		return plan.StepResult{Done: true}
+	case plan.TaskDelete:
+		refs := applier.Refs(t.Objects, ns)
+		remaining, err := applier.Delete(ctx, s.owner(), refs, true)
+		if err != nil {
+			return plan.Failed(t.Name, err)
+		}
+		if remaining > 0 {
+			return plan.Waiting(t.Name, fmt.Sprintf("waiting for %d of %d objects to be deleted", remaining, len(refs)))
+		}
+		return plan.StepResult{Done: true}
+	case plan.TaskPipe:
+		res, err := applier.RunPipe(ctx, s.owner(), ns, *t.Pipe)
+		switch {
+		case err != nil:
+			var permanent interface{ Permanent() bool }
+			if errors.As(err, &permanent) && permanent.Permanent() {
+				return plan.Fatal(t.Name, err)
+			}
+			return plan.Failed(t.Name, err)
+		case !res.Done:
+			return plan.Waiting(t.Name, res.Message)
+		}
+		return plan.StepResult{Done: true}
+	case plan.TaskDependency:
+		return r.dependencyReady(s, t)
+	case plan.TaskDummy:
+		d := t.Dummy
+		switch {
+		case d.WantErr && d.Fatal:
+			return plan.Fatal(t.Name, errors.New("dummy task: fatal error (fatal: true)"))
+		case d.WantErr:
+			return plan.Failed(t.Name, errors.New("dummy task: error (wantErr: true)"))
+		case !d.Done:
+			return plan.Waiting(t.Name, "dummy task: not done (done: false)")
+		}
+		return plan.StepResult{Done: true}
+	}
+	return plan.Fatal(t.Name, fmt.Errorf("unknown task kind %q", t.Kind))
+}
+
+// dependencyReady is done when another extension (a KudoOperator task) is
+// installed on the same cluster, in range and Ready. Annex's resolver
+// chooses its version, and its installation is added with the package's
+// other dependencies; the task only waits for it.
+func (r *Reconciler) dependencyReady(s *scope, t plan.Task) plan.StepResult {
+	dep := t.Dependency
+	present := map[string][]resolve.Present{}
+	for _, other := range s.cluster.installations {
+		if other == s.inst {
+			continue
+		}
+		present[other.Spec.Extension] = append(present[other.Spec.Extension], resolve.Present{
+			Installation: nameOf(other), Version: other.Status.InstalledVersion, Ready: isReady(other),
+		})
+	}
+	version := v1alpha1.ExtensionVersion{Dependencies: []v1alpha1.Dependency{{Name: dep.Extension, Version: dep.Version}}}
+	if unmet := resolve.UnmetDependencies(s.inst.Spec.Extension, version, present); len(unmet) > 0 {
+		return plan.Waiting(t.Name, strings.Join(unmet, "; "))
+	}
+	return plan.StepResult{Done: true}
+}
+
+// pipeOutputs returns, for the inventory, the objects a pipe task writes:
+// its pod and the Secret or ConfigMap of each file.
+func pipeOutputs(p *plan.Pipe) []*unstructured.Unstructured {
+	out := []*unstructured.Unstructured{p.Pod}
+	for _, f := range p.Files {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind(f.Kind)
+		u.SetName(f.Name)
+		out = append(out, u)
+	}
+	return out
+}

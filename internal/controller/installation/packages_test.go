@@ -1,0 +1,459 @@
+package installation_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// plansPackage is a KUDO-format package whose plans each leave a mark
+// (a ConfigMap) so a test can tell which ran: deploy, update, a
+// parameter-triggered resize and backup, a cleanup, a plan that retries
+// forever (stuck) and one that fails fatally (broken).
+func plansPackage(version string, extraParams string) map[string]string {
+	return map[string]string{
+		"operator.yaml": `apiVersion: kudo.dev/v1beta1
+name: plans
+operatorVersion: ` + version + `
+appVersion: "1.0"
+kubernetesVersion: 1.30.0
+tasks:
+  - name: app
+    kind: Apply
+    spec: {resources: [app.yaml]}
+  - name: resize
+    kind: Apply
+    spec: {resources: [size.yaml]}
+  - name: backup
+    kind: Apply
+    spec: {resources: [backup.yaml]}
+  - name: farewell
+    kind: Apply
+    spec: {resources: [farewell.yaml]}
+  - name: drop-backup
+    kind: Delete
+    spec: {resources: [backup.yaml]}
+  - name: marker
+    kind: Apply
+    spec: {resources: [marker.yaml]}
+  - name: retry-forever
+    kind: Dummy
+    spec: {wantErr: true}
+  - name: fail
+    kind: Dummy
+    spec: {wantErr: true, fatal: true}
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - {name: app, tasks: [app]}
+          - {name: size, tasks: [resize]}
+  update:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - {name: app, tasks: [app]}
+  resize:
+    phases:
+      - name: main
+        steps:
+          - {name: size, tasks: [resize]}
+  backup:
+    phases:
+      - name: main
+        steps:
+          - {name: backup, tasks: [backup]}
+  stuck:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - {name: mark, tasks: [marker]}
+          - {name: wait, tasks: [retry-forever]}
+  broken:
+    phases:
+      - name: main
+        steps:
+          - {name: fail, tasks: [fail]}
+  cleanup:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - {name: farewell, tasks: [farewell]}
+          - {name: drop, tasks: [drop-backup]}
+`,
+		"params.yaml": `apiVersion: kudo.dev/v1beta1
+parameters:
+  - name: MESSAGE
+    default: hello
+  - name: SIZE
+    type: integer
+    default: 1
+    trigger: resize
+  - name: BACKUP_NAME
+    default: first
+    trigger: backup
+` + extraParams,
+		"templates/app.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-app
+data:
+  message: {{ .Params.MESSAGE | quote }}
+  version: {{ .OperatorVersion | quote }}
+  plan: {{ .PlanName }}
+`,
+		"templates/size.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-size
+data:
+  size: {{ .Params.SIZE | quote }}
+  double: {{ mul (atoi .Params.SIZE) 2 | quote }}
+`,
+		"templates/backup.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-backup
+data:
+  name: {{ .Params.BACKUP_NAME | quote }}
+`,
+		"templates/farewell.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-farewell\n",
+		"templates/marker.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-stuck-marker\n",
+	}
+}
+
+// writePackage writes files under dir/<name>-<version>/.
+func writePackage(t *testing.T, dir, folder string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, folder, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// setupDirectoryCatalog creates a namespace and a Catalog reading dir.
+func setupDirectoryCatalog(t *testing.T, name, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	cat := &v1alpha1.Catalog{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.CatalogSpec{
+			Source:   v1alpha1.CatalogSource{Directory: &v1alpha1.DirectorySource{Path: dir}},
+			Interval: metav1.Duration{Duration: time.Second},
+		},
+	}
+	if err := env.Client.Create(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cat) })
+}
+
+func packageNamespace(t *testing.T) string {
+	t.Helper()
+	ns := strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+func withValues(v map[string]any) func(*v1alpha1.ExtensionInstallation) {
+	return func(i *v1alpha1.ExtensionInstallation) {
+		raw, _ := json.Marshal(v)
+		i.Spec.Values = &apiextensionsv1.JSON{Raw: raw}
+	}
+}
+
+// update changes an installation with mutate, retrying on conflicts.
+func update(t *testing.T, ns, name string, mutate func(*v1alpha1.ExtensionInstallation)) {
+	t.Helper()
+	eventually(t, 10*time.Second, func() error {
+		cur, err := getInstallation(t, ns, name)
+		if err != nil {
+			return err
+		}
+		mutate(cur)
+		return env.Client.Update(context.Background(), cur)
+	})
+}
+
+// waitPlan waits until the installation's plan is in state and returns
+// the installation.
+func waitPlan(t *testing.T, ns, name, planName string, state v1alpha1.PlanState, revision int64) *v1alpha1.ExtensionInstallation {
+	t.Helper()
+	var got *v1alpha1.ExtensionInstallation
+	eventually(t, 60*time.Second, func() error {
+		var err error
+		if got, err = getInstallation(t, ns, name); err != nil {
+			return err
+		}
+		for _, p := range got.Status.Plans {
+			if p.Name == planName {
+				if p.State != state || (revision > 0 && p.Revision != revision) {
+					return fmt.Errorf("plan %s is %s (revision %d, %q), want %s (revision %d); conditions: %s",
+						planName, p.State, p.Revision, p.Message, state, revision, describeConditions(got))
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("plan %s not in status (%v); conditions: %s", planName, planStates(got), describeConditions(got))
+	})
+	return got
+}
+
+func planStates(inst *v1alpha1.ExtensionInstallation) map[string]string {
+	out := map[string]string{}
+	for _, p := range inst.Status.Plans {
+		out[p.Name] = fmt.Sprintf("%s@%d", p.State, p.Revision)
+	}
+	return out
+}
+
+func configMapData(t *testing.T, ns, name, key string) string {
+	t.Helper()
+	cm, err := get(t, configMapGVK, ns, name)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	v, _, _ := unstructured.NestedString(cm.Object, "data", key)
+	return v
+}
+
+func TestPackagePlansRunAtTheRightMoment(t *testing.T) {
+	ns := packageNamespace(t)
+	dir := t.TempDir()
+	writePackage(t, dir, "plans-0.1.0", plansPackage("0.1.0", ""))
+	setupDirectoryCatalog(t, ns, dir)
+
+	// Install runs deploy, and every other plan is listed as NEVER_RUN.
+	install(t, ns, "db", "plans", "")
+	got := waitPlan(t, ns, "db", "deploy", v1alpha1.PlanComplete, 1)
+	waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	states := planStates(got)
+	for _, name := range []string{"update", "resize", "backup", "stuck", "broken", "cleanup"} {
+		if !strings.HasPrefix(states[name], string(v1alpha1.PlanNeverRun)) {
+			t.Errorf("plan %s after install: %s, want NEVER_RUN", name, states[name])
+		}
+	}
+	deploy := got.Status.Plans[0]
+	for _, p := range got.Status.Plans {
+		if p.Name == "deploy" {
+			deploy = p
+		}
+	}
+	if deploy.Trigger != "install" || len(deploy.Phases) != 1 || len(deploy.Phases[0].Steps) != 2 ||
+		deploy.Phases[0].Steps[1].State != v1alpha1.PlanComplete {
+		t.Errorf("deploy status down to its steps: %+v", deploy)
+	}
+	if m := configMapData(t, ns, "db-app", "plan"); m != "deploy" {
+		t.Errorf("db-app written by plan %q, want deploy", m)
+	}
+	if d := configMapData(t, ns, "db-size", "double"); d != "2" {
+		t.Errorf("sprig and KUDO's string parameters: double = %q, want 2", d)
+	}
+
+	// A parameter without a trigger runs update.
+	update(t, ns, "db", withValues(map[string]any{"MESSAGE": "changed"}))
+	got = waitPlan(t, ns, "db", "update", v1alpha1.PlanComplete, 2)
+	if m := configMapData(t, ns, "db-app", "message"); m != "changed" {
+		t.Errorf("message after update: %q", m)
+	}
+
+	// Two parameters with different triggers in one change: both plans
+	// run, in params.yaml order (SIZE before BACKUP_NAME), one revision.
+	update(t, ns, "db", withValues(map[string]any{"MESSAGE": "changed", "SIZE": 3, "BACKUP_NAME": "second"}))
+	got = waitPlan(t, ns, "db", "backup", v1alpha1.PlanComplete, 3)
+	got = waitPlan(t, ns, "db", "resize", v1alpha1.PlanComplete, 3)
+	if rev := got.Status.History[0]; strings.Join(rev.Plans, ",") != "resize,backup" {
+		t.Errorf("revision 3 ran plans %v, want resize then backup", rev.Plans)
+	}
+	if s, b := configMapData(t, ns, "db-size", "size"), configMapData(t, ns, "db-backup", "name"); s != "3" || b != "second" {
+		t.Errorf("after resize and backup: size %q, backup %q", s, b)
+	}
+	if update := planStates(got)["update"]; update != "COMPLETE@2" {
+		t.Errorf("update ran again: %s", update)
+	}
+
+	// A plan on demand, declaratively.
+	update(t, ns, "db", func(i *v1alpha1.ExtensionInstallation) {
+		i.Spec.Plans = &v1alpha1.PlanRequests{Run: &v1alpha1.PlanRequest{Name: "backup", ID: "r1"}}
+	})
+	got = waitPlan(t, ns, "db", "backup", v1alpha1.PlanComplete, 4)
+	if got.Status.PlanRequests == nil || got.Status.PlanRequests.Run == nil || got.Status.PlanRequests.Run.ID != "r1" {
+		t.Errorf("request r1 not recorded as carried out: %+v", got.Status.PlanRequests)
+	}
+	waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+
+	// Deletion runs cleanup before the inventory goes: it applies a
+	// farewell and deletes the backup, then everything is removed.
+	if err := env.Client.Delete(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		_, err := getInstallation(t, ns, "db")
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("installation still there: %v", err)
+		}
+		return nil
+	})
+	for _, name := range []string{"db-app", "db-size", "db-backup", "db-farewell"} {
+		if _, err := get(t, configMapGVK, ns, name); !apierrors.IsNotFound(err) {
+			t.Errorf("ConfigMap %s after uninstall: %v", name, err)
+		}
+	}
+	assertEvent(t, ns, "db", "PlanFinished", "plan cleanup finished: COMPLETE")
+}
+
+func TestPackagePlanAbandonAndFatal(t *testing.T) {
+	ns := packageNamespace(t)
+	dir := t.TempDir()
+	writePackage(t, dir, "plans-0.1.0", plansPackage("0.1.0", ""))
+	setupDirectoryCatalog(t, ns, dir)
+	install(t, ns, "db", "plans", "")
+	waitPlan(t, ns, "db", "deploy", v1alpha1.PlanComplete, 1)
+
+	// A plan stuck retrying a step (KUDO #1764) can be abandoned; what its
+	// finished steps applied is listed and stays owned.
+	update(t, ns, "db", func(i *v1alpha1.ExtensionInstallation) {
+		i.Spec.Plans = &v1alpha1.PlanRequests{Run: &v1alpha1.PlanRequest{Name: "stuck", ID: "s1"}}
+	})
+	waitPlan(t, ns, "db", "stuck", v1alpha1.PlanError, 2)
+	update(t, ns, "db", func(i *v1alpha1.ExtensionInstallation) {
+		i.Spec.Plans.Abandon = &v1alpha1.PlanRequest{Name: "stuck", ID: "a1"}
+	})
+	got := waitPlan(t, ns, "db", "stuck", v1alpha1.PlanAbandoned, 2)
+	got = waitCondition(t, got, v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonPlanAbandoned)
+	stuck := findPlanStatus(got, "stuck")
+	if len(stuck.LeftBehind) != 1 || stuck.LeftBehind[0].Name != "db-stuck-marker" {
+		t.Errorf("left behind: %v, want the marker ConfigMap", stuck.LeftBehind)
+	}
+	if !inventoryHas(got, "db-stuck-marker") {
+		t.Errorf("the marker is not in the inventory: %v", got.Status.Inventory)
+	}
+
+	// A step that fails fatally stops its plan in FATAL_ERROR.
+	update(t, ns, "db", func(i *v1alpha1.ExtensionInstallation) {
+		i.Spec.Plans.Run = &v1alpha1.PlanRequest{Name: "broken", ID: "b1"}
+	})
+	got = waitPlan(t, ns, "db", "broken", v1alpha1.PlanFatalError, 3)
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionInstalled)
+	if c == nil || c.Reason != v1alpha1.ReasonPlanFailed || !strings.Contains(c.Message, "dummy task: fatal error") {
+		t.Errorf("Installed after a fatal step: %+v", c)
+	}
+
+	// A change of parameters goes on from there.
+	update(t, ns, "db", withValues(map[string]any{"MESSAGE": "again"}))
+	got = waitPlan(t, ns, "db", "update", v1alpha1.PlanComplete, 4)
+	waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+}
+
+func TestPackageUpgradeWithNewRequiredParameter(t *testing.T) {
+	ns := packageNamespace(t)
+	dir := t.TempDir()
+	writePackage(t, dir, "plans-0.1.0", plansPackage("0.1.0", ""))
+	setupDirectoryCatalog(t, ns, dir)
+	install(t, ns, "db", "plans", "0.1.0")
+	waitPlan(t, ns, "db", "deploy", v1alpha1.PlanComplete, 1)
+
+	// 0.2.0 adds a required, immutable parameter with a default (KUDO
+	// #1776, #1778): the upgrade runs update (there is no upgrade plan).
+	writePackage(t, dir, "plans-0.2.0", plansPackage("0.2.0", "  - name: ENGINE\n    default: innodb\n    immutable: true\n"))
+	eventually(t, 30*time.Second, func() error {
+		ext := &v1alpha1.Extension{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "plans"}, ext); err != nil {
+			return err
+		}
+		if len(ext.Spec.Versions) < 2 {
+			return fmt.Errorf("catalog has %d versions", len(ext.Spec.Versions))
+		}
+		return nil
+	})
+	update(t, ns, "db", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Version = "0.2.0" })
+	got := waitPlan(t, ns, "db", "update", v1alpha1.PlanComplete, 2)
+	if p := findPlanStatus(got, "update"); !strings.Contains(p.Trigger, "upgrade 0.1.0 → 0.2.0") {
+		t.Errorf("update trigger %q", p.Trigger)
+	}
+	if v := configMapData(t, ns, "db-app", "version"); v != "0.2.0" {
+		t.Errorf("db-app version after upgrade: %q", v)
+	}
+
+	// An immutable parameter cannot change: refused before anything runs.
+	update(t, ns, "db", withValues(map[string]any{"ENGINE": "myisam"}))
+	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonValuesInvalid)
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "ENGINE") {
+		t.Errorf("immutable refusal does not name the parameter: %s", c.Message)
+	}
+	if len(got.Status.History) != 2 {
+		t.Errorf("a refused change made a revision: %d revisions", len(got.Status.History))
+	}
+}
+
+func findPlanStatus(inst *v1alpha1.ExtensionInstallation, name string) v1alpha1.PlanStatus {
+	for _, p := range inst.Status.Plans {
+		if p.Name == name {
+			return p
+		}
+	}
+	return v1alpha1.PlanStatus{}
+}
+
+func inventoryHas(inst *v1alpha1.ExtensionInstallation, name string) bool {
+	for _, ref := range inst.Status.Inventory {
+		if ref.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// assertEvent waits for an event about the installation with the reason
+// and a note containing text.
+func assertEvent(t *testing.T, ns, name, reason, text string) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		var list eventsv1.EventList
+		if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == name && e.Reason == reason {
+				if strings.Contains(e.Note, text) {
+					return nil
+				}
+				seen = append(seen, e.Note)
+			}
+		}
+		return fmt.Errorf("no %s event with %q about %s; seen %q", reason, text, name, seen)
+	})
+}
