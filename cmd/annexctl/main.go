@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
@@ -102,5 +103,77 @@ func newPlanCommand(kubeconfig *string) *cobra.Command {
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "ManagedCluster to plan for (default: the hub cluster)")
 	cmd.Flags().StringVar(&o.KubeVersion, "kube-version", "", "plan as if the cluster ran this Kubernetes version")
 	cmd.Flags().StringArrayVar(&o.Set, "set", nil, "extension=range: plan with this range instead (repeatable)")
+	cmd.AddCommand(newPlanRequestCommand(kubeconfig, "run", cli.RunPlan,
+		"Run a plan of a package installation once (sets spec.plans.run)",
+		"  annexctl plan run backup -i db -n team-a --wait"),
+		newPlanRequestCommand(kubeconfig, "abandon", cli.AbandonPlan,
+			"Stop a running plan where it is (sets spec.plans.abandon); what its finished steps applied stays",
+			"  annexctl plan abandon deploy -i db -n team-a"),
+		newPlanStatusCommand(kubeconfig))
 	return cmd
+}
+
+// newPlanRequestCommand is `annexctl plan run|abandon PLAN`.
+func newPlanRequestCommand(kubeconfig *string, verb string, do func(context.Context, client.Client, cli.PlanRequestOptions) error, short, example string) *cobra.Command {
+	o := cli.PlanRequestOptions{}
+	cmd := &cobra.Command{
+		Use:     verb + " PLAN -i INSTALLATION [-n NAMESPACE] [--wait]",
+		Short:   short,
+		Example: example,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := hubClients(*kubeconfig)
+			if err != nil {
+				return err
+			}
+			o.Plan, o.Out = args[0], cmd.OutOrStdout()
+			if o.Namespace == "" {
+				o.Namespace = defaultNamespace(*kubeconfig)
+			}
+			return do(cmd.Context(), c, o)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Installation, "installation", "i", "", "the ExtensionInstallation (required)")
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "its namespace (default: the kubeconfig's)")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "follow the plan until it finishes")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 10*time.Minute, "how long --wait follows the plan")
+	_ = cmd.MarkFlagRequired("installation")
+	return cmd
+}
+
+// newPlanStatusCommand is `annexctl plan status`.
+func newPlanStatusCommand(kubeconfig *string) *cobra.Command {
+	o := cli.PlanStatusOptions{}
+	cmd := &cobra.Command{
+		Use:     "status -i INSTALLATION [-n NAMESPACE]",
+		Short:   "Print every plan of a package installation down to its steps",
+		Example: "  annexctl plan status -i db -n team-a",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := hubClients(*kubeconfig)
+			if err != nil {
+				return err
+			}
+			o.Out = cmd.OutOrStdout()
+			if o.Namespace == "" {
+				o.Namespace = defaultNamespace(*kubeconfig)
+			}
+			return cli.PrintPlans(cmd.Context(), c, o)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Installation, "installation", "i", "", "the ExtensionInstallation (required)")
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "its namespace (default: the kubeconfig's)")
+	_ = cmd.MarkFlagRequired("installation")
+	return cmd
+}
+
+// defaultNamespace is the kubeconfig's namespace, or "default".
+func defaultNamespace(kubeconfig string) string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).Namespace()
+	if err != nil || ns == "" {
+		return "default"
+	}
+	return ns
 }

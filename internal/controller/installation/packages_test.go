@@ -457,3 +457,167 @@ func assertEvent(t *testing.T, ns, name, reason, text string) {
 		return fmt.Errorf("no %s event with %q about %s; seen %q", reason, text, name, seen)
 	})
 }
+
+// kvBase is a base package: a config and a Service, a backup plan.
+func kvBase(version, extraData string) map[string]string {
+	return map[string]string{
+		"operator.yaml": `apiVersion: kudo.dev/v1beta1
+name: kv
+operatorVersion: ` + version + `
+appVersion: "7.2"
+kubernetesVersion: 1.30.0
+tasks:
+  - {name: config, kind: Apply, spec: {resources: [config.yaml]}}
+  - {name: backup, kind: Apply, spec: {resources: [backup.yaml]}}
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - {name: config, tasks: [config]}
+  backup:
+    phases:
+      - name: main
+        steps:
+          - {name: backup, tasks: [backup]}
+`,
+		"params.yaml": `apiVersion: kudo.dev/v1beta1
+parameters:
+  - name: SIZE
+    description: How many shards the store has.
+    default: 1
+`,
+		"templates/config.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-config
+data:
+  size: {{ .Params.SIZE | quote }}
+` + extraData,
+		"templates/backup.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-backup\n",
+	}
+}
+
+// kvPlus extends kv: its config task copies the base's and patches it, it
+// adds a load plan triggered by a new parameter, and gives SIZE a new
+// default (keeping the base's description).
+var kvPlus = map[string]string{
+	"operator.yaml": `apiVersion: kudo.dev/v1beta1
+name: kv-plus
+operatorVersion: 0.1.0
+kubernetesVersion: 1.30.0
+extends:
+  operator: kv
+  version: ">=0.1.0 <1.0.0"
+tasks:
+  - name: config
+    kind: Apply
+    from: base/config
+    patches: [config-patch.yaml]
+  - {name: load, kind: Apply, spec: {resources: [load.yaml]}}
+plans:
+  load:
+    phases:
+      - name: main
+        steps:
+          - {name: load, tasks: [load]}
+`,
+	"params.yaml": `apiVersion: kudo.dev/v1beta1
+parameters:
+  - name: SIZE
+    default: 2
+  - name: DATA_LOCATION
+    description: Where the data to load is.
+    default: s3://bucket/first
+    trigger: load
+`,
+	"templates/config-patch.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-config
+  annotations:
+    patched-by: kv-plus
+data:
+  extended: "yes"
+`,
+	"templates/load.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Name }}-load
+data:
+  from: {{ .Params.DATA_LOCATION | quote }}
+`,
+}
+
+func TestPackageExtendsABaseFromAnotherCatalog(t *testing.T) {
+	ns := packageNamespace(t)
+	bases, exts := t.TempDir(), t.TempDir()
+	writePackage(t, bases, "kv-0.1.0", kvBase("0.1.0", ""))
+	writePackage(t, exts, "kv-plus-0.1.0", kvPlus)
+	setupDirectoryCatalog(t, ns+"-bases", bases)
+	setupDirectoryCatalog(t, ns+"-exts", exts)
+
+	install(t, ns, "store", "kv-plus", "")
+	got := waitPlan(t, ns, "store", "deploy", v1alpha1.PlanComplete, 1)
+	waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	cm, err := get(t, configMapGVK, ns, "store-config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.GetAnnotations()["patched-by"] != "kv-plus" || configMapData(t, ns, "store-config", "extended") != "yes" {
+		t.Errorf("the extension's patch is not applied: %v", cm.Object)
+	}
+	if size := configMapData(t, ns, "store-config", "size"); size != "2" {
+		t.Errorf("SIZE = %q, want the extension's default 2", size)
+	}
+	// Both the base's plan and the extension's are there.
+	if st := planStates(got); st["backup"] != "NEVER_RUN@0" || st["load"] != "NEVER_RUN@0" {
+		t.Errorf("plans of the merged package: %v", st)
+	}
+
+	// The extension's parameter triggers its plan.
+	update(t, ns, "store", withValues(map[string]any{"DATA_LOCATION": "s3://bucket/second"}))
+	waitPlan(t, ns, "store", "load", v1alpha1.PlanComplete, 2)
+	if from := configMapData(t, ns, "store-load", "from"); from != "s3://bucket/second" {
+		t.Errorf("load plan wrote %q", from)
+	}
+
+	// A new base version within the range reaches the extension: its
+	// content changed, so deploy (no upgrade or update plan) runs again.
+	writePackage(t, bases, "kv-0.2.0", kvBase("0.2.0", "  engine: v2\n"))
+	got = waitPlan(t, ns, "store", "deploy", v1alpha1.PlanComplete, 3)
+	if engine := configMapData(t, ns, "store-config", "engine"); engine != "v2" {
+		t.Errorf("the new base's template did not reach the extension: engine = %q", engine)
+	}
+	if extended := configMapData(t, ns, "store-config", "extended"); extended != "yes" {
+		t.Errorf("the patch is lost after the base update: %q", extended)
+	}
+	if trig := findPlanStatus(got, "deploy").Trigger; !strings.Contains(trig, "base") {
+		t.Errorf("deploy trigger after the base update: %q", trig)
+	}
+}
+
+// A patch that matches no resource of its task is not silently dropped:
+// the installation says which patch and which task.
+func TestPackagePatchMatchingNothingIsReported(t *testing.T) {
+	ns := packageNamespace(t)
+	bases, exts := t.TempDir(), t.TempDir()
+	writePackage(t, bases, "kv-0.1.0", kvBase("0.1.0", ""))
+	files := map[string]string{}
+	for k, v := range kvPlus {
+		files[k] = v
+	}
+	files["templates/config-patch.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: no-such-map\ndata: {x: y}\n"
+	writePackage(t, exts, "kv-plus-0.1.0", files)
+	setupDirectoryCatalog(t, ns+"-bases", bases)
+	setupDirectoryCatalog(t, ns+"-exts", exts)
+
+	install(t, ns, "store", "kv-plus", "")
+	got := waitPlan(t, ns, "store", "deploy", v1alpha1.PlanComplete, 1)
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionWarnings)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "config-patch.yaml") || !strings.Contains(c.Message, "config") {
+		t.Fatalf("Warnings condition: %+v", c)
+	}
+}

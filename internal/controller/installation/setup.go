@@ -104,12 +104,38 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
+// installationsOfExtension maps a changed Extension to the installations
+// of it and of every package that extends it: a new base version within
+// an extends range reaches the extensions built on it.
 func (r *Reconciler) installationsOfExtension(ctx context.Context, o client.Object) []reconcile.Request {
-	var list v1alpha1.ExtensionInstallationList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{indexExtension: o.GetName()}); err != nil {
-		return nil
+	names := []string{o.GetName()}
+	var exts v1alpha1.ExtensionList
+	if err := r.Client.List(ctx, &exts, client.UnsafeDisableDeepCopy); err == nil {
+		for _, ext := range exts.Items {
+			if extendsBase(ext, o.GetName()) {
+				names = append(names, ext.Name)
+			}
+		}
 	}
-	return requests(list.Items, func(*v1alpha1.ExtensionInstallation) bool { return true })
+	var out []reconcile.Request
+	for _, name := range names {
+		var list v1alpha1.ExtensionInstallationList
+		if err := r.Client.List(ctx, &list, client.MatchingFields{indexExtension: name}); err != nil {
+			return nil
+		}
+		out = append(out, requests(list.Items, func(*v1alpha1.ExtensionInstallation) bool { return true })...)
+	}
+	return out
+}
+
+// extendsBase reports whether a version of ext extends the package base.
+func extendsBase(ext v1alpha1.Extension, base string) bool {
+	for _, v := range ext.Spec.Versions {
+		if v.Extends != nil && v.Extends.Name == base {
+			return true
+		}
+	}
+	return false
 }
 
 // unsettledOnSameCluster wakes the installations on the changed one's
