@@ -26,8 +26,8 @@ type scope struct {
 	// artifactDigest is the sha256 of archive, recorded with the revision.
 	artifactDigest string
 	rendered       *render.Result
-	release        *release // a package's plans for this reconcile's inputs
-	mergeWarnings  []string // what merging a package onto its bases warned of
+	release        *release                   // a package's plans for this reconcile's inputs
+	mergeWarnings  []string                   // what merging a package onto its bases warned of
 	inventory      []v1alpha1.ObjectReference // after apply: what the installed revision owns
 	observedHealth *Health                    // the inventory's health as this reconcile's apply or drift check saw it
 
