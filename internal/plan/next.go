@@ -257,3 +257,44 @@ func sameShape(p Plan, st v1alpha1.PlanStatus) bool {
 	}
 	return true
 }
+
+// Runner runs one step of a plan and says what came of it.
+type Runner func(ref StepRef, step Step) StepResult
+
+// Drive is the executor: it runs the steps of p that Next offers, pass
+// after pass, recording each pass's results, until a step has to wait or
+// fail (waiting is then true) or p finishes. After each pass that leaves
+// p running, saved is called with the new status (nil: not saved), so that
+// an executor stopped anywhere resumes at the step it was in; a save error
+// ends Drive with it. Every engine's plans run through Drive: a chart's
+// in one call (its steps never wait), a package's across reconciles.
+func Drive(p Plan, st v1alpha1.PlanStatus, run Runner, now func() metav1.Time, saved func(v1alpha1.PlanStatus) error) (v1alpha1.PlanStatus, bool, error) {
+	for {
+		d := Next(p, st)
+		if d.Finished {
+			if !Finished(st.State) { // nothing left to run: complete
+				st = Record(p, st, nil, now())
+			}
+			return st, false, nil
+		}
+		results := make(map[StepRef]StepResult, len(d.Run))
+		waiting := false
+		for _, ref := range d.Run {
+			res := run(ref, p.Phases[ref.Phase].Steps[ref.Step])
+			results[ref] = res
+			waiting = waiting || !res.Done
+		}
+		st = Record(p, st, results, now())
+		if Finished(st.State) {
+			return st, false, nil
+		}
+		if waiting {
+			return st, true, nil
+		}
+		if saved != nil {
+			if err := saved(st); err != nil {
+				return st, false, err
+			}
+		}
+	}
+}

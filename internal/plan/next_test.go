@@ -2,6 +2,7 @@ package plan
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,3 +150,40 @@ func TestShapeChangeRestarts(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// Drive runs steps until one waits, saving the status after each pass
+// that leaves the plan running, and finishes a plan whose steps never wait
+// in one call.
+func TestDrive(t *testing.T) {
+	now := func() metav1.Time { return metav1.Now() }
+	p := twoByTwo(Serial, Serial)
+	var ran []string
+	var saves int
+	waitAt := "c"
+	run := func(_ StepRef, s Step) StepResult {
+		ran = append(ran, s.Name)
+		if s.Name == waitAt {
+			return Waiting("x", "not yet")
+		}
+		return StepResult{Done: true}
+	}
+	saved := func(v1alpha1.PlanStatus) error { saves++; return nil }
+
+	st, waiting, err := Drive(p, Start(p, "install", 1, now()), run, now, saved)
+	if err != nil || !waiting || st.State != v1alpha1.PlanInProgress {
+		t.Fatalf("first drive: waiting %v, %s, %v", waiting, st.State, err)
+	}
+	if got := strings.Join(ran, ","); got != "a,b,c" || saves != 2 {
+		t.Fatalf("ran %s with %d saves, want a,b,c with 2", got, saves)
+	}
+
+	// The step passes: Drive resumes at it, not at the start.
+	ran, waitAt = nil, ""
+	st, waiting, err = Drive(p, st, run, now, saved)
+	if err != nil || waiting || st.State != v1alpha1.PlanComplete {
+		t.Fatalf("second drive: waiting %v, %s, %v", waiting, st.State, err)
+	}
+	if got := strings.Join(ran, ","); got != "c,d" {
+		t.Fatalf("resumed with %s, want c,d", got)
+	}
+}

@@ -434,45 +434,26 @@ func (r *Reconciler) advance(ctx context.Context, s *scope) (ctrl.Result, error)
 	return r.revisionDone(ctx, s, rev)
 }
 
-// drive runs the steps of p that the executor offers, pass after pass,
-// until a step has to wait (waiting) or p finished. The states of each
-// pass are written to the status before the next pass, so that a manager
-// that stops anywhere resumes at the step it was in; events tell when p
-// starts and finishes.
+// drive runs p from st with the one executor (plan.Drive): the steps it
+// offers run their tasks here, the states of each pass are written to the
+// status before the next, so that a manager that stops anywhere resumes at
+// the step it was in, and events tell when p starts and finishes.
 func (r *Reconciler) drive(ctx context.Context, s *scope, p plan.Plan, st v1alpha1.PlanStatus) (v1alpha1.PlanStatus, bool, error) {
-	for {
-		d := plan.Next(p, st)
-		if d.Finished {
-			if !plan.Finished(st.State) { // nothing left to run: complete
-				st = plan.Record(p, st, nil, metav1.NewTime(r.now()))
-				setPlanStatus(s.inst, st)
-				r.planFinished(s, st)
-			}
-			return st, false, nil
-		}
-		if st.State == v1alpha1.PlanPending {
-			r.event(s, "Normal", "PlanStarted", fmt.Sprintf("plan %s started (revision %d, %s)", p.Name, st.Revision, st.Trigger))
-		}
-		results := map[plan.StepRef]plan.StepResult{}
-		waiting := false
-		for _, ref := range d.Run {
-			res := r.runStep(ctx, s, p.Phases[ref.Phase].Steps[ref.Step])
-			results[ref] = res
-			waiting = waiting || !res.Done
-		}
-		st = plan.Record(p, st, results, metav1.NewTime(r.now()))
-		setPlanStatus(s.inst, st)
-		if plan.Finished(st.State) {
-			r.planFinished(s, st)
-			return st, false, nil
-		}
-		if waiting {
-			return st, true, nil
-		}
-		if err := r.persist(ctx, s); err != nil {
-			return st, false, err
-		}
+	if st.State == v1alpha1.PlanPending {
+		r.event(s, "Normal", "PlanStarted", fmt.Sprintf("plan %s started (revision %d, %s)", p.Name, st.Revision, st.Trigger))
 	}
+	run := func(_ plan.StepRef, step plan.Step) plan.StepResult { return r.runStep(ctx, s, step) }
+	now := func() metav1.Time { return metav1.NewTime(r.now()) }
+	saved := func(st v1alpha1.PlanStatus) error {
+		setPlanStatus(s.inst, st)
+		return r.persist(ctx, s)
+	}
+	next, waiting, err := plan.Drive(p, st, run, now, saved)
+	setPlanStatus(s.inst, next)
+	if plan.Finished(next.State) && !plan.Finished(st.State) {
+		r.planFinished(s, next)
+	}
+	return next, waiting, err
 }
 
 // planWaits ends a reconcile whose plan waits for a step.
