@@ -372,18 +372,12 @@ func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.U
 			if len(drift) == 0 {
 				return live, nil
 			}
-			if !replaced {
-				replace, err := a.mustReplaceJob(ctx, owner, obj, live, drift)
-				if err == nil && replace {
-					err = a.replaceJob(ctx, live)
-					replaced = true
-				}
-				if err != nil {
+			if !replaced && a.mustReplaceJob(ctx, owner, obj, live, drift) {
+				if err := a.replaceJob(ctx, live); err != nil {
 					return nil, &ObjectError{Op: "replace", Object: ref, Err: err}
 				}
-				if replace {
-					continue
-				}
+				replaced = true
+				continue
 			}
 			body.SetResourceVersion(live.GetResourceVersion())
 		}

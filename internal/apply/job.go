@@ -50,19 +50,21 @@ var generatedJobLabels = []string{
 // Job on every apply. So when drift touches an immutable field, desired is
 // created in a server-side dry run, under another name, and the immutable
 // fields of that answer, with all defaults and normalisation applied, are
-// compared with live's (changedJobFields). Nothing is written.
-func (a *Applier) mustReplaceJob(ctx context.Context, owner Owner, desired, live *unstructured.Unstructured, drift []string) (bool, error) {
+// compared with live's (changedJobFields). Nothing is written. When the
+// dry run fails (an admission webhook that refuses dry runs, say), the
+// answer is false, and the apply that follows tells.
+func (a *Applier) mustReplaceJob(ctx context.Context, owner Owner, desired, live *unstructured.Unstructured, drift []string) bool {
 	if !isJobOf(owner, live) || !slices.ContainsFunc(drift, touchesImmutableJobField) {
-		return false, nil
+		return false
 	}
 	dry := desired.DeepCopy()
 	dry.SetName("")
 	dry.SetGenerateName("annex-dry-run-")
 	dry.SetResourceVersion("")
 	if err := a.Client.Create(ctx, dry, client.DryRunAll, client.FieldOwner(fieldManagerDryRun)); err != nil {
-		return false, fmt.Errorf("dry-run create to compare the Job's immutable fields: %w", err)
+		return false
 	}
-	return len(changedJobFields(dry, live)) > 0, nil
+	return len(changedJobFields(dry, live)) > 0
 }
 
 // isJobOf reports whether obj is a Job labelled for owner.
