@@ -11,11 +11,11 @@ KUBE_BIN := bin/k8s/$(KUBE_VERSION)
 KUBE_PREVIOUS_VERSION := $(shell grep -Eo 'k8s.io/kubernetes v[0-9.]+' hack/tools/kube-1.36/go.mod | head -1 | cut -d' ' -f2 | tr -d v)
 CONTROLLER_GEN := go tool controller-gen
 GO_TEST_FLAGS ?=
-BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|ParseHelmIndex|N100|RecordStorage)
+BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|ParseHelmIndex|N100|RecordStorage|RenderPlan|MergeRender)
 BENCH_COUNT ?= 6
-BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/ ./internal/apply/ ./test/bench/
+BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/ ./internal/apply/ ./internal/engine/pkg/ ./test/bench/
 FUZZTIME ?= 60s
-FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/:FuzzParseHelmIndex ./internal/catalog/:FuzzFastDecoder ./internal/catalog/:FuzzCheckArchive ./internal/render/:FuzzRender ./internal/render/:FuzzRenderChart ./internal/apply/:FuzzDecodeRecord
+FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/:FuzzParseHelmIndex ./internal/catalog/:FuzzFastDecoder ./internal/catalog/:FuzzCheckArchive ./internal/render/:FuzzRender ./internal/render/:FuzzRenderChart ./internal/apply/:FuzzDecodeRecord ./internal/engine/pkg/:FuzzLoadArchive ./internal/engine/pkg/:FuzzLoadFiles
 
 .PHONY: all
 all: build
@@ -48,7 +48,7 @@ bench-micro: envtest-assets ## Resolver, catalog ingest and applier benchmarks, 
 .PHONY: bench-system
 bench-system: envtest-assets ## Annex vs a raw client, Annex's requests without a manager, and the Helm CLI at N=100/500/1000, manager RSS, idle writes, 1,000 CRDs; a profile of 10 extensions on the hub vs on 3 managed clusters; 300 installations through annex dev (about 28 min).
 	@mkdir -p bin
-	go test -run '^$$' -bench 'System|Fleet|DevN300' -benchtime 1x -count 1 -timeout 90m ./test/bench/ | tee bin/bench-system.raw
+	go test -run '^$$' -bench 'System|Fleet|DevN300|PlanOverhead' -benchtime 1x -count 1 -timeout 90m ./test/bench/ | tee bin/bench-system.raw
 	go tool benchstat bin/bench-system.raw | tee bin/bench-system.txt
 
 .PHONY: fuzz

@@ -136,12 +136,27 @@ func (d *nodeDecoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) e
 		if name == "<<" {
 			return d.fail(key, "%s: merge keys (<<) are not supported; write the keys out", displayPath(path))
 		}
+		index, ok := fields[name]
+		if !ok {
+			// encoding/json, behind KUDO's reader, matches keys
+			// case-insensitively.
+			var exact string
+			for field, i := range fields {
+				if strings.EqualFold(field, name) {
+					index, ok, exact = i, true, field
+				}
+			}
+			if ok {
+				d.unknown = append(d.unknown, Problem{File: d.file, Line: key.Line, Severity: SeverityWarning,
+					Message: fmt.Sprintf("key %q is read as %q; write %s", joinPath(path, name), exact, exact)})
+				name = exact
+			}
+		}
 		if seen[name] {
 			return d.fail(key, "%s: key %q appears twice; keep one", displayPath(path), name)
 		}
 		seen[name] = true
 		child := joinPath(path, name)
-		index, ok := fields[name]
 		if !ok {
 			d.unknown = append(d.unknown, Problem{File: d.file, Line: key.Line, Severity: SeverityWarning,
 				Message: fmt.Sprintf("unknown key %q; KUDO and Annex ignore it: remove it or fix its spelling", child)})

@@ -70,6 +70,11 @@ func TestLint(t *testing.T) {
 			`operator.yaml:6: warning: unknown key "tasks[0].retries"; KUDO and Annex ignore it: remove it or fix its spelling`,
 			`params.yaml:4: warning: unknown key "parameters[0].hidden"; KUDO and Annex ignore it: remove it or fix its spelling`,
 		}},
+		// encoding/json under KUDO's reader matched keys in any case.
+		{"key case", map[string]string{"operator.yaml": operator("name: tiny", "Name: tiny", "    kind: Apply", "    Kind: Apply")}, []string{
+			`operator.yaml:1: warning: key "Name" is read as "name"; write name`,
+			`operator.yaml:5: warning: key "tasks[0].Kind" is read as "kind"; write kind`,
+		}},
 		{"task problems", map[string]string{"operator.yaml": `name: tiny
 operatorVersion: 0.1.0
 tasks:

@@ -134,18 +134,18 @@ func resolveParam(prm Param, values, installed map[string]any) (any, error) {
 }
 
 // Changed returns the names of the parameters whose effective value
-// differs between old and new (both Resolve results; old nil on
+// differs between before and after (both Resolve results; before nil on
 // install), including parameters added or removed, in params.yaml order
 // of p, then names p does not declare, sorted. A parameter only added by
 // an upgrade with its default value does not count (KUDO PR #1780): it
 // did not change, it appeared.
-func Changed(p *Package, old, new map[string]any) []string {
+func Changed(p *Package, before, after map[string]any) []string {
 	var changed []string
 	declared := map[string]bool{}
 	for _, prm := range p.Params.Parameters {
 		declared[prm.Name] = true
-		o, inOld := old[prm.Name]
-		n, inNew := new[prm.Name]
+		o, inOld := before[prm.Name]
+		n, inNew := after[prm.Name]
 		switch {
 		case inOld && inNew:
 			if !equalValues(o, n) {
@@ -160,13 +160,13 @@ func Changed(p *Package, old, new map[string]any) []string {
 		}
 	}
 	var others []string
-	for name := range old {
+	for name := range before {
 		if !declared[name] {
 			others = append(others, name)
 		}
 	}
-	for name := range new {
-		if _, inOld := old[name]; !declared[name] && !inOld {
+	for name := range after {
+		if _, inOld := before[name]; !declared[name] && !inOld {
 			others = append(others, name)
 		}
 	}

@@ -15,23 +15,24 @@ import (
 
 // A patch file (a Task's Patches entry, a template rendered with the
 // task's data) holds one or more YAML documents, each one patch, told
-// apart by content:
+// apart by content.
 //
-//   - a strategic-merge patch: an object with apiVersion, kind and
-//     metadata.name, applied to the task's objects of that kind and name
-//     (and namespace, when the patch sets one), with the strategic merge
-//     of Kubernetes for built-in kinds and a JSON merge patch (RFC 7386)
-//     for others, as kustomize does. `$patch: delete` at the top removes
-//     the object;
-//   - a JSON 6902 patch, in kustomize's shape:
+// A strategic-merge patch is an object with apiVersion, kind and
+// metadata.name. It applies to the task's objects of that kind and name
+// (and namespace, when the patch sets one), with the strategic merge of
+// Kubernetes for built-in kinds and a JSON merge patch (RFC 7386) for
+// others, as kustomize does. `$patch: delete` at its top removes the
+// object.
 //
-//     target: {kind: StatefulSet, name: db, namespace: optional}
-//     patch:
-//     - {op: replace, path: /spec/replicas, value: 3}
+// A JSON 6902 patch takes kustomize's shape, a target and the
+// operations, as a list or as a text holding one (YAML or JSON):
 //
-//     where patch is a list of operations or a text holding one (YAML or
-//     JSON). A bare list of operations is refused: it does not say which
-//     object it patches.
+//	target: {kind: StatefulSet, name: db, namespace: optional}
+//	patch:
+//	  - {op: replace, path: /spec/replicas, value: 3}
+//
+// A bare list of operations is refused: it does not say which object it
+// patches.
 type objectPatch struct {
 	file                  string
 	kind, name, namespace string

@@ -115,7 +115,9 @@ func toYAML(v any) (string, error) {
 //
 // .Pipes.<key> is the name of the Secret or ConfigMap a Pipe task of this
 // plan fills: <instance>.<plan>.<phase>.<step>.<task>.<key> made a DNS
-// subdomain (see PipeName).
+// subdomain (see PipeName). Keys this plan has no Pipe for name the
+// objects of deploy's Pipe tasks, then of other plans' (KUDO showed only
+// the running plan's, so templates shared by deploy and update failed).
 //
 // Warnings say what rendered but deserves attention: a patch matching no
 // resource, KudoOperator fields Annex does not use, a cluster older than

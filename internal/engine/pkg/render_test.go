@@ -202,7 +202,9 @@ func TestRenderPlanErrors(t *testing.T) {
 		}, "", `render plan "deploy", task "b": pipe key "k" is used twice in the plan; .Pipes.k would be ambiguous: rename one`},
 		{"dependency without package", func(p *Package) { p.Operator.Tasks[0] = Task{Name: "app", Kind: KindKudoOperator} }, "",
 			`render plan "deploy", task "app": KudoOperator task has no spec.package; name the package it depends on`},
-		{"patches on dummy", func(p *Package) { p.Operator.Tasks[0] = Task{Name: "app", Kind: KindDummy, Patches: []string{"deploy.yaml"}} }, "",
+		{"patches on dummy", func(p *Package) {
+			p.Operator.Tasks[0] = Task{Name: "app", Kind: KindDummy, Patches: []string{"deploy.yaml"}}
+		}, "",
 			`render plan "deploy", task "app": patches apply to the objects of Apply, Delete, Toggle and Pipe tasks; a Dummy task has none: remove them`},
 	}
 	for _, tt := range tests {
