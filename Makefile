@@ -15,7 +15,7 @@ BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|ParseHelmIndex|N100|RecordStorage
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/ ./internal/apply/ ./internal/engine/pkg/ ./test/bench/
 FUZZTIME ?= 60s
-FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/:FuzzParseHelmIndex ./internal/catalog/:FuzzFastDecoder ./internal/catalog/:FuzzCheckArchive ./internal/render/:FuzzRender ./internal/render/:FuzzRenderChart ./internal/apply/:FuzzDecodeRecord ./internal/engine/pkg/:FuzzLoadArchive ./internal/engine/pkg/:FuzzLoadFiles
+FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/:FuzzParseHelmIndex ./internal/catalog/:FuzzFastDecoder ./internal/catalog/:FuzzCheckArchive ./internal/catalog/:FuzzAddPackageToIndex ./internal/render/:FuzzRender ./internal/render/:FuzzRenderChart ./internal/apply/:FuzzDecodeRecord ./internal/engine/pkg/:FuzzLoadArchive ./internal/engine/pkg/:FuzzLoadFiles
 
 .PHONY: all
 all: build

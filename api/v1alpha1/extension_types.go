@@ -91,7 +91,6 @@ type ExtensionVersion struct {
 	Deprecated bool `json:"deprecated,omitempty"`
 }
 
-// Dependency is another extension, within a version range.
 // Engine is how an artifact turns into objects.
 type Engine string
 
@@ -104,6 +103,7 @@ const (
 	EngineBundle Engine = "Bundle"
 )
 
+// Dependency is another extension, within a version range.
 type Dependency struct {
 	// Name of the extension depended on.
 	// +kubebuilder:validation:MinLength=1

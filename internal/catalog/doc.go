@@ -131,8 +131,8 @@
 // # Fuzzing
 //
 // FuzzParseHelmIndex, FuzzFastDecoder (the fast YAML decoder against
-// yaml.v3) and FuzzCheckArchive run their seed corpora (testdata/fuzz) with
-// every `go test`. To fuzz one for longer:
+// yaml.v3), FuzzCheckArchive and FuzzAddPackageToIndex run their seed
+// corpora (testdata/fuzz) with every `go test`. To fuzz one for longer:
 //
 //	go test ./internal/catalog -run '^$' -fuzz FuzzFastDecoder -fuzztime 10m
 //

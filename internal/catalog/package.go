@@ -12,6 +12,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
 // PackageOperatorFile is the file that makes a folder or an archive an
@@ -31,6 +33,46 @@ type PackageMetadata struct {
 	URL               string              `json:"url,omitempty" yaml:"url"`
 	Maintainers       []PackageMaintainer `json:"maintainers,omitempty" yaml:"maintainers"`
 	Extends           *PackageExtends     `json:"extends,omitempty" yaml:"extends"`
+	// Dependencies are the packages the package's KudoOperator tasks
+	// install: Annex resolves and installs them as dependencies (each an
+	// installation of its own), and the task waits until it is Ready.
+	Dependencies []PackageDependency `json:"dependencies,omitempty" yaml:"-"`
+}
+
+// PackageDependency is another package a KudoOperator task names.
+type PackageDependency struct {
+	Name    string `json:"name" yaml:"name"`
+	Version string `json:"version,omitempty" yaml:"version,omitempty"`
+}
+
+// packageTask is what a task of operator.yaml says about a dependency.
+type packageTask struct {
+	Kind string `yaml:"kind"`
+	Spec struct {
+		Package         string `yaml:"package"`
+		OperatorVersion string `yaml:"operatorVersion"`
+		AppVersion      string `yaml:"appVersion"`
+	} `yaml:"spec"`
+}
+
+// dependencies lists the packages the KudoOperator tasks name, once each,
+// at the exact operatorVersion a task asks for (any version when it gives
+// none).
+func dependenciesOf(tasks []packageTask) []PackageDependency {
+	var out []PackageDependency
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		if !strings.EqualFold(t.Kind, "KudoOperator") || t.Spec.Package == "" || seen[t.Spec.Package] {
+			continue
+		}
+		seen[t.Spec.Package] = true
+		d := PackageDependency{Name: t.Spec.Package}
+		if v := t.Spec.OperatorVersion; v != "" {
+			d.Version = "=" + v
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // PackageMaintainer is one maintainer of a package.
@@ -95,12 +137,19 @@ func ParsePackageMetadata(operatorYAML []byte) (*PackageMetadata, error) {
 	if m.Name == "" {
 		return nil, fmt.Errorf("%s has no name; set name to the package's name", PackageOperatorFile)
 	}
+	var tasks struct {
+		Tasks []packageTask `yaml:"tasks"`
+	}
+	if yaml.Unmarshal(operatorYAML, &tasks) == nil {
+		m.Dependencies = dependenciesOf(tasks.Tasks)
+	}
 	return &m, nil
 }
 
-// PackageMetadataOf reads operator.yaml at the root of a package archive.
-// The archive should have passed CheckArchive; an error says what is
-// missing or broken.
+// PackageMetadataOf reads the operator.yaml of a package archive, where the
+// package reader finds it: at the root (as KUDO packs a package), else in
+// the archive's one folder. The archive should have passed CheckArchive;
+// an error says what is missing or broken.
 func PackageMetadataOf(archive []byte) (*PackageMetadata, error) {
 	files, err := scanArchive(archive)
 	if err != nil {
@@ -137,6 +186,10 @@ func (m *PackageMetadata) IndexEntry() map[string]any {
 	}
 	if m.Extends != nil {
 		entry["extends"] = m.Extends
+	}
+	if len(m.Dependencies) > 0 {
+		deps, _ := yaml.Marshal(m.Dependencies)
+		entry["annotations"] = map[string]string{v1alpha1.AnnotationDependencies: string(deps)}
 	}
 	return entry
 }
@@ -188,15 +241,21 @@ func AddPackageToIndex(indexYAML, archive []byte, archiveURL string) ([]byte, er
 			return nil, fmt.Errorf("index.yaml: %s", yamlReason(err))
 		}
 	}
-	if doc.Kind == 0 {
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		// Empty, comments only, or null: a new index.
 		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
 	}
 	top := doc.Content[0]
-	if doc.Kind != yaml.DocumentNode || top.Kind != yaml.MappingNode {
+	if top.Kind != yaml.MappingNode {
 		return nil, errors.New("index.yaml is not a mapping; a repository index starts with apiVersion: v1 and entries:")
 	}
-	if mappingValue(top, "apiVersion") == nil {
+	switch v := mappingValue(top, "apiVersion"); {
+	case v == nil:
 		top.Content = append([]*yaml.Node{scalar("apiVersion"), scalar("v1")}, top.Content...)
+	case isNull(v) || v.Kind == yaml.ScalarNode && v.Value == "":
+		*v = *scalar("v1")
+	case v.Kind != yaml.ScalarNode:
+		return nil, fmt.Errorf("index.yaml: apiVersion (line %d) must be v1", v.Line)
 	}
 	entries := mappingValue(top, "entries")
 	if entries == nil || isNull(entries) {
@@ -237,11 +296,27 @@ func AddPackageToIndex(indexYAML, archive []byte, archiveURL string) ([]byte, er
 		}
 		return vb.Compare(va)
 	})
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
+	var out bytes.Buffer
+	enc := yaml.NewEncoder(&out)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
 		return nil, fmt.Errorf("index.yaml: %w", err)
 	}
-	return out, nil
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("index.yaml: %w", err)
+	}
+	// The promise: a catalog reads the package from the result.
+	index, err := ParseHelmIndex(out.Bytes(), "file:///", "")
+	if err != nil {
+		return nil, fmt.Errorf("index.yaml: %w; fix the file or remove it", err)
+	}
+	prefix := fmt.Sprintf("entry %q %s:", m.Name, m.OperatorVersion)
+	for _, s := range index.Skipped {
+		if strings.HasPrefix(s, prefix) {
+			return nil, fmt.Errorf("index.yaml: %s", s)
+		}
+	}
+	return out.Bytes(), nil
 }
 
 // entryVersion is the version of an index entry: operatorVersion for a

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/catalog"
 	enginepkg "github.com/annex-platform/annex/internal/engine/pkg"
@@ -392,4 +394,89 @@ func TestPackageArchiveLimits(t *testing.T) {
 	if _, err := catalog.PackPackageFolder(big, catalog.Limits{MaxFileBytes: 1024}); err == nil || !strings.Contains(err.Error(), "per file") {
 		t.Errorf("PackPackageFolder over MaxFileBytes: error = %v", err)
 	}
+}
+
+// FuzzAddPackageToIndex feeds arbitrary index files to AddPackageToIndex:
+// it may refuse them, but never panic, and what it writes is an index
+// from which ParseHelmIndex reads the package added. Run it longer with
+//
+//	go test ./internal/catalog -run '^$' -fuzz FuzzAddPackageToIndex -fuzztime 10m
+func FuzzAddPackageToIndex(f *testing.F) {
+	for _, seed := range []string{
+		"",
+		"apiVersion: v1\nentries:\n  zeta:\n  - name: zeta\n    version: 1.0.0\n    urls: [z.tgz]\n",
+		"apiVersion: v1\nentries:\n  demo-pkg:\n  - name: demo-pkg\n    operatorVersion: 0.1.0\n    urls: [old.tgz]\n  - &a {name: demo-pkg, version: 2.0.0}\n",
+		"apiVersion: v1\nentries: ~\n",
+		"entries:\n  demo-pkg: 5\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	archive, err := catalog.PackageArchive(demoPackage("0.1.0"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, existing []byte) {
+		out, err := catalog.AddPackageToIndex(existing, archive, "demo-pkg-0.1.0.tgz")
+		if err != nil {
+			return
+		}
+		index, err := catalog.ParseHelmIndex(out, "https://example.com/repo", "fuzz")
+		if err != nil {
+			t.Fatalf("the written index does not parse: %v\n%s", err, out)
+		}
+		for _, p := range index.Packages {
+			if p.Name != "demo-pkg" {
+				continue
+			}
+			for _, v := range p.Spec.Versions {
+				if v.Version == "0.1.0" && v.Source.Digest == catalog.Digest(archive) && v.Engine == v1alpha1.EnginePackage {
+					return
+				}
+			}
+		}
+		t.Fatalf("the written index does not offer demo-pkg 0.1.0:\n%s\n%s", out, dump(index))
+	})
+}
+
+// A KudoOperator task makes the package it names a dependency, which the
+// index entry carries as Annex's dependencies annotation.
+func TestPackageKudoOperatorTasksAreDependencies(t *testing.T) {
+	m, err := catalog.ParsePackageMetadata([]byte(`name: app
+operatorVersion: 1.0.0
+tasks:
+  - name: zk
+    kind: KudoOperator
+    spec: {package: zookeeper, operatorVersion: 0.3.0}
+  - name: zk-again
+    kind: KudoOperator
+    spec: {package: zookeeper, operatorVersion: 0.3.0}
+  - name: cache
+    kind: KudoOperator
+    spec: {package: redis}
+  - name: app
+    kind: Apply
+    spec: {resources: [app.yaml]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := m.IndexEntry()
+	entry["urls"] = []string{"app-1.0.0.tgz"}
+	index, err := catalog.ParseHelmIndex(mustYAML(t, map[string]any{"apiVersion": "v1", "entries": map[string]any{"app": []any{entry}}}), "https://example.com/", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := index.Packages[0].Spec.Versions[0].Dependencies
+	if len(deps) != 2 || deps[0].Name != "zookeeper" || deps[0].Version != "=0.3.0" || deps[1].Name != "redis" || deps[1].Version != "" {
+		t.Fatalf("dependencies: %+v", deps)
+	}
+}
+
+func mustYAML(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

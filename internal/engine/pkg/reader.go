@@ -326,9 +326,9 @@ func legacyParamsToList(root *yaml.Node) *yaml.Node {
 	}}
 }
 
-// Limits of LoadArchive. catalog.CheckArchive does not fit KUDO archives:
-// `kubectl kudo package create` writes the files at the root of the
-// archive, which CheckArchive refuses (it wants one chart folder).
+// Limits of LoadArchive, which checks archives itself so that the engine
+// does not depend on the catalog (the catalog checks them too, with the
+// same refusals, before they are cached).
 const (
 	MaxArchiveBytes  = 10 << 20
 	MaxExpandedBytes = 50 << 20
