@@ -20,6 +20,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
+	"github.com/annex-platform/annex/internal/plan"
 )
 
 // DefaultCRDEstablishTimeout bounds the wait for applied CRDs to become
@@ -154,6 +156,9 @@ type Result struct {
 	// everything again right after writing it; objects not ready yet are
 	// read again with Health.
 	Health Health
+	// Plan is the state of the apply's plan down to its steps (nil for an
+	// apply that failed before any step).
+	Plan *v1alpha1.PlanStatus
 }
 
 // Apply is ApplyWithOptions with the zero ApplyOptions, returning the
@@ -245,38 +250,69 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 	var (
 		inventory []phasedRef
 		seen      = map[objKey]bool{}
+		stepErr   error
 	)
-	for _, st := range steps {
-		// Custom resources are placed once their CRDs are Established.
-		for _, o := range st.Objects {
-			if err := a.place(o, defaultNamespace); err != nil {
-				return resultOf(inventory), err
-			}
-			ref := refOf(o)
-			if seen[keyOf(ref)] {
-				return resultOf(inventory), &ObjectError{Op: "apply", Object: ref,
-					Err: errors.New("the object appears more than once in the set; remove the duplicate")}
-			}
-			seen[keyOf(ref)] = true
+	// The steps run through the one plan executor, as a package's do; a
+	// chart's steps never wait, so the plan runs in this call, and the
+	// first error stops it.
+	runStep := func(ref plan.StepRef, _ plan.Step) plan.StepResult {
+		st := steps[ref.Step]
+		if err := a.runStep(ctx, owner, defaultNamespace, st, opts, seen, &inventory); err != nil {
+			stepErr = err
+			return plan.Failed(st.Name, err)
 		}
-		if st.Hook != "" {
-			if err := a.runHookStep(ctx, owner, st, opts); err != nil {
-				return resultOf(inventory), err
-			}
-			continue
-		}
-		applied, err := a.applyConcurrently(ctx, owner, st.Objects, opts.TakeOwnership)
-		if err == nil && st.phase == phaseCRDs {
-			err = a.waitEstablished(ctx, applied)
-		}
-		for _, o := range applied {
-			inventory = append(inventory, phasedRef{ref: refOf(o.desired), phase: st.phase, live: o.live})
-		}
-		if err != nil {
-			return resultOf(inventory), err
-		}
+		return plan.StepResult{Done: true}
 	}
-	return resultOf(inventory), nil
+	p := ChartPlan(steps)
+	now := func() metav1.Time { return metav1.Now() }
+	status, _, _ := plan.Drive(p, plan.Start(p, "", 0, now()), runStep, now, nil)
+	res := resultOf(inventory)
+	res.Plan = &status
+	return res, stepErr
+}
+
+// runStep applies one step of a chart: regular objects concurrently (CRDs
+// then awaited until Established), hooks one at a time, each awaited. The
+// regular objects applied join inventory.
+func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace string, st Step, opts HookOptions, seen map[objKey]bool, inventory *[]phasedRef) error {
+	// Custom resources are placed once their CRDs are Established.
+	for _, o := range st.Objects {
+		if err := a.place(o, defaultNamespace); err != nil {
+			return err
+		}
+		ref := refOf(o)
+		if seen[keyOf(ref)] {
+			return &ObjectError{Op: "apply", Object: ref,
+				Err: errors.New("the object appears more than once in the set; remove the duplicate")}
+		}
+		seen[keyOf(ref)] = true
+	}
+	if st.Hook != "" {
+		return a.runHookStep(ctx, owner, st, opts)
+	}
+	applied, err := a.applyConcurrently(ctx, owner, st.Objects, opts.TakeOwnership)
+	if err == nil && st.phase == phaseCRDs {
+		err = a.waitEstablished(ctx, applied)
+	}
+	for _, o := range applied {
+		*inventory = append(*inventory, phasedRef{ref: refOf(o.desired), phase: st.phase, live: o.live})
+	}
+	return err
+}
+
+// ChartPlan is the plan of a chart's apply: one serial phase whose steps
+// are steps (Plan's phases and hook weights), each one task: TaskApply for
+// regular objects, TaskHook for hooks.
+func ChartPlan(steps []Step) plan.Plan {
+	ph := plan.Phase{Name: "apply", Strategy: plan.Serial}
+	for _, st := range steps {
+		kind := plan.TaskApply
+		if st.Hook != "" {
+			kind = plan.TaskHook
+		}
+		ph.Steps = append(ph.Steps, plan.Step{Name: st.Name, Tasks: []plan.Task{{Name: st.Name, Kind: kind, Objects: st.Objects}}})
+	}
+	return plan.Plan{Name: "apply", Strategy: plan.Serial, Phases: []plan.Phase{ph}}
 }
 
 // resultOf orders the entries of an apply into its Result.

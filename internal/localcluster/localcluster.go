@@ -5,8 +5,10 @@
 //
 // With Options.Workloads it also runs kube-controller-manager,
 // kube-scheduler and kwok with a few fake nodes, so that Deployments become
-// Available, Jobs complete and namespaces are finalized, without a kubelet.
-// Without it nothing acts on the objects stored.
+// Available, Jobs complete and namespaces are finalized, without a kubelet,
+// and a volume binder with a default StorageClass, so that
+// PersistentVolumeClaims bind (storage.go). Without it nothing acts on the
+// objects stored.
 package localcluster
 
 import (
@@ -71,7 +73,9 @@ type Options struct {
 	ServiceClusterIPRange string
 	// Workloads also starts kube-controller-manager, kube-scheduler and
 	// kwok from BinDir (with kwok's stages in BinDir/kwok-stages.yaml, as
-	// hack/build-control-plane.sh builds them) and Nodes fake nodes.
+	// hack/build-control-plane.sh builds them) and Nodes fake nodes, and
+	// serves PersistentVolumeClaims of the default StorageClass "standard"
+	// (or of class "") with volumes under Dir/volumes; see storage.go.
 	Workloads bool
 	// Nodes is how many fake nodes Workloads creates (default 3).
 	Nodes int
@@ -95,7 +99,8 @@ type Cluster struct {
 	mu        sync.Mutex
 	etcd      *child
 	apiserver *child
-	workloads []*child // kube-controller-manager, kube-scheduler, kwok
+	workloads []*child      // kube-controller-manager, kube-scheduler, kwok
+	storage   *volumeBinder // with workloads; see storage.go
 
 	// kubeletPort is where kwok serves the fake nodes' kubelet API, when
 	// Options.PodExecDir asks for exec; else 0.
@@ -122,6 +127,8 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	// The volume binder logs from its own goroutine.
+	o.Log = &lockedWriter{w: o.Log}
 	if o.ServiceClusterIPRange == "" {
 		o.ServiceClusterIPRange = defaultServiceClusterIPRange
 	}
@@ -442,6 +449,18 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func checkPortFree(port int) error {

@@ -93,7 +93,7 @@ func (c *Cluster) startWorkloads(ctx context.Context) error {
 	}
 	fmt.Fprintf(c.opts.Log, "%d fake nodes Ready in %.1fs (kube-controller-manager, kube-scheduler, kwok)\n",
 		c.opts.Nodes, time.Since(start).Seconds())
-	return nil
+	return c.startStorage(ctx)
 }
 
 // ensureNodes creates the fake nodes annex-node-1 … annex-node-N that are
@@ -167,9 +167,10 @@ func fakeNode(name string) *corev1.Node {
 	}
 }
 
-// stopWorkloadsLocked stops kwok, kube-scheduler and kube-controller-manager,
-// in that order.
+// stopWorkloadsLocked stops the volume binder, kwok, kube-scheduler and
+// kube-controller-manager, in that order.
 func (c *Cluster) stopWorkloadsLocked() error {
+	c.stopStorageLocked()
 	var err error
 	for i := len(c.workloads) - 1; i >= 0; i-- {
 		p := c.workloads[i]

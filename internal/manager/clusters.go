@@ -52,7 +52,7 @@ func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns stri
 			HookTimeout:  opts.HookTimeout,
 		})
 	}
-	return installation.Applied{Inventory: res.Inventory, Health: healthOf(res.Health)}, err
+	return installation.Applied{Inventory: res.Inventory, Health: healthOf(res.Health), Plan: res.Plan}, err
 }
 
 func (w applierAdapter) Diff(ctx context.Context, o installation.Owner, ns string, set installation.Set) ([]installation.Drift, installation.Health, error) {

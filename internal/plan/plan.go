@@ -62,6 +62,9 @@ const (
 	// TaskDependency is done when another extension, installed by its own
 	// installation on the same cluster, is Ready in a version range.
 	TaskDependency TaskKind = "Dependency"
+	// TaskHook applies Helm hooks one at a time, each awaited, with their
+	// delete policies.
+	TaskHook TaskKind = "Hook"
 	// TaskDummy does nothing but what Dummy says: for tests of plans.
 	TaskDummy TaskKind = "Dummy"
 )

@@ -228,6 +228,12 @@ func TestInstallUpgradePruneUninstall(t *testing.T) {
 	if len(got.Status.Inventory) != 4 || got.Status.InventoryCount != 4 {
 		t.Fatalf("inventory: %+v", got.Status.Inventory)
 	}
+	// The chart's apply ran through the plan executor: one plan, its
+	// phases as steps.
+	if p := got.Status.Plans; len(p) != 1 || p[0].Name != "install" || p[0].State != v1alpha1.PlanComplete ||
+		p[0].Revision != 1 || len(p[0].Phases) != 1 || stepNames(p[0]) != "ServiceAccounts and RBAC,objects" {
+		t.Fatalf("chart plan: %+v", p)
+	}
 	cm, err := get(t, configMapGVK, ns, "web-config")
 	if err != nil {
 		t.Fatal(err)
@@ -530,4 +536,14 @@ func TestMissingTargetNamespaceIsCreatedAndRecorded(t *testing.T) {
 	}
 	// Uninstalling is not exercised here: no namespace controller runs in
 	// the test API server, so a deleted Namespace never finishes.
+}
+
+func stepNames(p v1alpha1.PlanStatus) string {
+	var names []string
+	for _, ph := range p.Phases {
+		for _, st := range ph.Steps {
+			names = append(names, st.Name)
+		}
+	}
+	return strings.Join(names, ",")
 }

@@ -94,6 +94,9 @@ type PipeResult struct {
 type Applied struct {
 	Inventory []v1alpha1.ObjectReference
 	Health    Health
+	// Plan is the state of the apply's plan (a chart's phases and hooks as
+	// steps), when it ran through the plan executor.
+	Plan *v1alpha1.PlanStatus
 }
 
 // Set is a rendered set of objects. For a package it is the state its

@@ -602,8 +602,8 @@ func (r *Reconciler) installedSet(ctx context.Context, s *scope) (installedState
 
 // stateAfter returns the objects a package leaves once plans ran, in
 // order, over prev (the installed revision's state, appliedBy saying which
-// plan applied each): each plan drops what it applied before, then what
-// it deletes, and adds what it applies.
+// plan applied each): each plan drops what it applied before, then its
+// tasks, in plan order, add what they apply and remove what they delete.
 func stateAfter(prev []*unstructured.Unstructured, appliedBy map[string]string, plans []plan.Plan, a Applier, ns string) ([]*unstructured.Unstructured, map[string]string) {
 	type entry struct {
 		obj  *unstructured.Unstructured
@@ -628,15 +628,26 @@ func stateAfter(prev []*unstructured.Unstructured, appliedBy map[string]string, 
 				delete(state, key)
 			}
 		}
-		for _, o := range p.Objects(plan.TaskDelete) {
-			delete(state, refKey(a.Refs([]*unstructured.Unstructured{o}, ns)[0]))
-		}
-		for _, o := range p.Objects(plan.TaskApply) {
-			put(o, p.Name)
-		}
-		for _, t := range p.Tasks(plan.TaskPipe) {
-			for _, o := range pipeOutputs(t.Pipe)[1:] { // the pod is gone once the pipe is done
-				put(o, p.Name)
+		// Tasks in plan order: a step that deletes what an earlier step
+		// applied (a Job run once) leaves it out.
+		for _, ph := range p.Phases {
+			for _, st := range ph.Steps {
+				for _, t := range st.Tasks {
+					switch t.Kind {
+					case plan.TaskApply:
+						for _, o := range t.Objects {
+							put(o, p.Name)
+						}
+					case plan.TaskDelete:
+						for _, o := range t.Objects {
+							delete(state, refKey(a.Refs([]*unstructured.Unstructured{o}, ns)[0]))
+						}
+					case plan.TaskPipe:
+						for _, o := range pipeOutputs(t.Pipe)[1:] { // the pod is gone once the pipe is done
+							put(o, p.Name)
+						}
+					}
+				}
 			}
 		}
 	}

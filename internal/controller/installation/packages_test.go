@@ -52,6 +52,12 @@ tasks:
   - name: marker
     kind: Apply
     spec: {resources: [marker.yaml]}
+  - name: migrate-run
+    kind: Apply
+    spec: {resources: [migration.yaml]}
+  - name: migrate-done
+    kind: Delete
+    spec: {resources: [migration.yaml]}
   - name: retry-forever
     kind: Dummy
     spec: {wantErr: true}
@@ -84,6 +90,14 @@ plans:
       - name: main
         steps:
           - {name: backup, tasks: [backup]}
+  migrate:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - {name: run, tasks: [migrate-run]}
+          - {name: done, tasks: [migrate-done]}
   stuck:
     strategy: serial
     phases:
@@ -142,8 +156,9 @@ metadata:
 data:
   name: {{ .Params.BACKUP_NAME | quote }}
 `,
-		"templates/farewell.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-farewell\n",
-		"templates/marker.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-stuck-marker\n",
+		"templates/farewell.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-farewell\n",
+		"templates/marker.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-stuck-marker\n",
+		"templates/migration.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-migration\n",
 	}
 }
 
@@ -260,7 +275,7 @@ func TestPackagePlansRunAtTheRightMoment(t *testing.T) {
 	got := waitPlan(t, ns, "db", "deploy", v1alpha1.PlanComplete, 1)
 	waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
 	states := planStates(got)
-	for _, name := range []string{"update", "resize", "backup", "stuck", "broken", "cleanup"} {
+	for _, name := range []string{"update", "resize", "backup", "migrate", "stuck", "broken", "cleanup"} {
 		if !strings.HasPrefix(states[name], string(v1alpha1.PlanNeverRun)) {
 			t.Errorf("plan %s after install: %s, want NEVER_RUN", name, states[name])
 		}
@@ -313,6 +328,20 @@ func TestPackagePlansRunAtTheRightMoment(t *testing.T) {
 		t.Errorf("request r1 not recorded as carried out: %+v", got.Status.PlanRequests)
 	}
 	waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+
+	// A plan that runs something once and deletes it in a later step (as
+	// a Job is) leaves it out of the inventory, and the installation Ready.
+	update(t, ns, "db", func(i *v1alpha1.ExtensionInstallation) {
+		i.Spec.Plans = &v1alpha1.PlanRequests{Run: &v1alpha1.PlanRequest{Name: "migrate", ID: "m1"}}
+	})
+	got = waitPlan(t, ns, "db", "migrate", v1alpha1.PlanComplete, 5)
+	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	if inventoryHas(got, "db-migration") {
+		t.Errorf("the deleted migration is still in the inventory: %v", got.Status.Inventory)
+	}
+	if _, err := get(t, configMapGVK, ns, "db-migration"); !apierrors.IsNotFound(err) {
+		t.Errorf("db-migration after its plan: %v", err)
+	}
 
 	// Deletion runs cleanup before the inventory goes: it applies a
 	// farewell and deletes the backup, then everything is removed.

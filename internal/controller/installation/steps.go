@@ -293,6 +293,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 	})
+	recordChartPlan(inst, applied.Plan, rev)
 	if err != nil {
 		b := applyBlock(err)
 		if b.kind == blockRetry && countsAsFailedAttempt(err) {
@@ -317,6 +318,24 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	failpoint.Hit(failpoint.AfterEvent, s.owner().String())
 	s.observe(applied.Health)
 	return ctrl.Result{}, nil
+}
+
+// recordChartPlan shows a chart's apply as its plan, down to its steps
+// (its phases and hook weights): named install or upgrade, for the
+// revision it applied.
+func recordChartPlan(inst *v1alpha1.ExtensionInstallation, st *v1alpha1.PlanStatus, rev v1alpha1.Revision) {
+	if st == nil {
+		return
+	}
+	out := *st.DeepCopy()
+	out.Name, out.Trigger, out.Revision = "install", "install", rev.Number
+	if installed := inst.Status.InstalledVersion; installed != "" {
+		out.Name, out.Trigger = "upgrade", fmt.Sprintf("upgrade %s → %s", installed, rev.Version)
+		if installed == rev.Version {
+			out.Trigger = "new values or chart content"
+		}
+	}
+	inst.Status.Plans = []v1alpha1.PlanStatus{out}
 }
 
 // hasHooks reports whether set holds Helm hooks, which the apply runs and
