@@ -305,6 +305,32 @@ type DriftedObject struct {
 	Fields []string `json:"fields"`
 }
 
+// ContentScope says whether the content an installation rendered reaches
+// beyond namespaces. It decides how the installation is resolved: content
+// with a cluster-scoped object (a CustomResourceDefinition, a webhook
+// configuration, a ClusterRole, an APIService, a Namespace of its own…)
+// acts on the whole cluster, so the installations of the extension on the
+// cluster share one version; content that is namespaced only may run a
+// version of its own, side by side with other installations of the
+// extension (two databases of one operator for two teams, an app at two
+// versions in two namespaces).
+type ContentScope struct {
+	// Version is the version of the extension whose content was rendered.
+	Version string `json:"version"`
+	// ObservedGeneration is the generation of the spec (version range and
+	// values) the content was rendered for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ClusterScoped is the first cluster-scoped object of that content —
+	// CustomResourceDefinitions first, then webhook configurations and
+	// APIServices, then the rest by group, kind and name — or absent when
+	// every object is namespaced. The namespace Annex creates for
+	// spec.targetNamespace is not part of the content; a Namespace the
+	// content declares is.
+	// +optional
+	ClusterScoped *ObjectReference `json:"clusterScoped,omitempty"`
+}
+
 // Revision records one applied version.
 type Revision struct {
 	// Number counts applies that changed the rendered set, from 1.
@@ -397,6 +423,16 @@ type ExtensionInstallationStatus struct {
 	// (spec.plans.run and spec.plans.abandon).
 	// +optional
 	PlanRequests *PlanRequests `json:"planRequests,omitempty"`
+	// Content is the scope of the content this installation last rendered:
+	// whether it has a cluster-scoped object, and which. An installation
+	// whose content is namespaced only runs a version of its own when it
+	// cannot share the version of the other installations of its extension
+	// on the cluster; one with a cluster-scoped object shares it. Until it
+	// is known for the current generation, an installation of which nothing
+	// is installed yet is resolved as if namespaced only (rendering tells,
+	// before anything is applied).
+	// +optional
+	Content *ContentScope `json:"content,omitempty"`
 }
 
 // ExtensionInstallation installs one Extension into one cluster and keeps it

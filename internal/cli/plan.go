@@ -130,24 +130,33 @@ func printPlan(out io.Writer, o PlanOptions, observed, kubeVersion string, p res
 	if len(o.Set) > 0 {
 		fmt.Fprintf(out, "With: %s\n", strings.Join(o.Set, ", "))
 	}
+	// By the key of a Selection: the extension's name for its shared
+	// version, InstanceKey for an instance, which runs a version of its own.
 	installed := map[string]string{}
 	requested := map[string][]string{}
 	for _, inst := range p.Installations {
-		if inst.Installed != "" {
-			installed[inst.Extension] = inst.Installed
+		key := inst.Extension
+		if _, apart := plan.Selected[resolve.InstanceKey(inst.Extension, inst.Name)]; apart {
+			key = resolve.InstanceKey(inst.Extension, inst.Name)
 		}
-		requested[inst.Extension] = append(requested[inst.Extension], inst.Name)
+		if inst.Installed != "" {
+			installed[key] = inst.Installed
+		}
+		requested[key] = append(requested[key], inst.Name)
 	}
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ORDER\tEXTENSION\tVERSION\tINSTALLED\tCHANGE\tFOR")
-	for i, ext := range plan.InstallOrder {
-		sel := plan.Selected[ext]
-		why := strings.Join(requested[ext], ", ")
-		if why == "" {
+	for i, key := range plan.InstallOrder {
+		sel := plan.Selected[key]
+		why := strings.Join(requested[key], ", ")
+		switch {
+		case why == "":
 			why = "dependency of " + strings.Join(sel.RequiredBy, ", ")
+		case sel.Instance != "":
+			why += " (instance)"
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, ext, sel.Version.Version, orDash(installed[ext]), change(installed[ext], sel), why)
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, sel.Extension, sel.Version.Version, orDash(installed[key]), change(installed[key], sel), why)
 	}
 	_ = w.Flush()
 	if len(plan.Failed) == 0 {

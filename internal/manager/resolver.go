@@ -94,6 +94,8 @@ func problemKey(p resolve.Problem) [sha256.Size]byte {
 		str(i.Installed)
 		flag(i.Automatic)
 		flag(i.AllowDowngrade)
+		flag(i.Separable)
+		str(i.ClusterScoped)
 		h.Write(buf)
 		buf = buf[:0]
 	}

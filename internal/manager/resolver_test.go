@@ -20,6 +20,10 @@ func TestProblemKey(t *testing.T) {
 		"installed":       func(p *resolve.Problem) { p.Installations[1].Installed = "1.0.0" },
 		"automatic":       func(p *resolve.Problem) { p.Installations[0].Automatic = false },
 		"allowDowngrade":  func(p *resolve.Problem) { p.Installations[1].AllowDowngrade = true },
+		"separable":       func(p *resolve.Problem) { p.Installations[0].Separable = true },
+		"clusterScoped": func(p *resolve.Problem) {
+			p.Installations[1].ClusterScoped = "greetings 1.0.0 has the cluster-scoped ClusterRole greeter"
+		},
 		"boundary": func(p *resolve.Problem) {
 			p.Installations[0].Extension, p.Installations[0].Range = "hello1", ".x"
 		},

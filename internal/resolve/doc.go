@@ -14,8 +14,40 @@
 //
 // The rules Solve applies:
 //
-//   - One version per extension per cluster. Every installation of an
-//     extension must agree on it (CRDs and webhooks are cluster-wide).
+//   - One version per extension per cluster where the content reaches
+//     beyond namespaces. The installations of an extension share one
+//     version: content with a cluster-scoped object (a CRD, a webhook
+//     configuration, a ClusterRole, an APIService, a Namespace of its own)
+//     acts on the whole cluster, and two versions of it would overwrite
+//     each other. An explanation of such a conflict names the object when
+//     it is known ("team-a/x wants x ^1 (one version of x serves the whole
+//     cluster: x 1.0.0 has the cluster-scoped CustomResourceDefinition
+//     widgets.example.com)").
+//   - Instances. An installation whose content is namespaced only
+//     (Installation.Separable) shares the version too when it can; when
+//     it cannot — its range, its policy or its dependencies conflict with
+//     the shared version — it is solved apart, as an instance with a
+//     version of its own, side by side with the others (two databases of
+//     one operator for two teams, an app at two versions in two
+//     namespaces). Its Selection is Plan.Selected[InstanceKey(x,
+//     "namespace/name")]; Plan.For finds any installation's. In a
+//     conflict, an installation that may run apart and admits none of the
+//     versions another installation of its extension, or a dependency on
+//     it, admits is solved apart from then on; one that may run apart and
+//     is set aside for another reason is taken back apart if it fits only
+//     so. Whether an installation may run apart comes from its content as
+//     the controller rendered it (status.content, see Separable): rendered
+//     content is what reaches the cluster, whatever a chart's values
+//     switch on or off. An installation of which nothing is installed and
+//     whose content is not known yet may run apart until it renders; the
+//     controller applies nothing cluster-scoped at a version another
+//     installation of the extension runs differently, records the object,
+//     and the next solve shares the version.
+//   - Dependencies are met by the shared version: another extension's
+//     dependency on x constrains x's shared version, never an instance of
+//     x, and an instance's own dependencies are met by the shared
+//     versions of what it needs, together with everyone else's. When no
+//     installation of x can share the version dependents need, x is added.
 //   - Dependencies are on extensions, with Masterminds semver v3 ranges (^,
 //     ~, x, *, ||, hyphen ranges, comma or space for AND). A pre-release
 //     matches only a range that names a pre-release.

@@ -161,6 +161,8 @@ func (n *narrator) visit(pkg int) {
 		return ia - ib
 	})
 	wanters := map[int]bool{}
+	why := n.sharedBecause(ids)
+	noted := -1 // the part that says why one version serves the cluster
 	for _, id := range ids {
 		r := n.s.reqs[n.s.incs[id].req]
 		n.used[id] = true
@@ -172,8 +174,18 @@ func (n *narrator) visit(pkg int) {
 		n.narrow(pkg, r.set, text)
 		wanters[r.inst] = true
 		if len(wanters) == 2 {
-			n.parts[len(n.parts)-1] += " (one version of " + n.name(pkg) + " serves the whole cluster)"
+			n.parts[len(n.parts)-1] += " (one version of " + n.name(pkg) + " serves the whole cluster" + why + ")"
+			noted = len(n.parts) - 1
 		}
+	}
+	// One installation against a dependency: it shares the version the
+	// dependents need because its content is cluster-scoped, and the
+	// text says so when that is known.
+	if noted < 0 && len(ids) > 0 && why != "" && slices.ContainsFunc(n.leaves, func(id int) bool {
+		inc := &n.s.incs[id]
+		return inc.kind == causeDependency && inc.group.to == pkg
+	}) {
+		n.parts[len(n.parts)-1] += " (one version of " + n.name(pkg) + " serves the whole cluster" + why + ")"
 	}
 	for _, id := range n.leavesWhere(func(inc *incompat) bool { return inc.kind == causeKube && inc.terms[0].pkg == pkg }) {
 		inc := &n.s.incs[id]
@@ -220,6 +232,19 @@ func (n *narrator) visit(pkg int) {
 	for _, id := range n.leavesWhere(func(inc *incompat) bool { return inc.kind == causeDependency && inc.group.to == pkg }) {
 		n.visit(n.s.incs[id].group.from)
 	}
+}
+
+// sharedBecause returns ": " and what makes the installations of the
+// requirements ids share their extension's version (the first
+// cluster-scoped object known of their content, the failed installation's
+// first), or "" when none is known.
+func (n *narrator) sharedBecause(ids []int) string {
+	for _, id := range ids {
+		if text := n.pr.insts[n.s.reqs[n.s.incs[id].req].inst].ClusterScoped; text != "" {
+			return ": " + text
+		}
+	}
+	return ""
 }
 
 // leavesWhere returns the untold leaves matching f, in derivation order.

@@ -33,6 +33,13 @@ type Index struct {
 
 	rangeMu   sync.Mutex
 	rangeMemo map[rangeKey]installRange // see Index.installRange
+
+	// An Index made by withInstances has base set: its extensions are
+	// base's followed by one copy per instance, and instances maps an
+	// instance's key (InstanceKey) to its copy's id.
+	base      *Index
+	instances map[string]int
+	copies    []instanceOf // in id order, after base's extensions
 }
 
 // maxRangeMemo bounds the installation ranges an Index remembers.
@@ -271,6 +278,9 @@ func (rc rangeCache) parse(text string) (*semver.Constraints, bool) {
 // remembers the answers (up to maxRangeMemo) for every Solve; the set is
 // shared and must not be modified.
 func (ix *Index) installRange(pkg int, text string) (vset, *semver.Constraints, error) {
+	if ix.base != nil {
+		return ix.base.installRange(ix.origin(pkg), text)
+	}
 	key := rangeKey{pkg, text}
 	ix.rangeMu.Lock()
 	r, ok := ix.rangeMemo[key]
@@ -288,6 +298,109 @@ func (ix *Index) installRange(pkg int, text string) (vset, *semver.Constraints, 
 	}
 	ix.rangeMu.Unlock()
 	return r.set, r.c, r.err
+}
+
+// withInstances returns an Index that adds to ix one copy of an extension
+// per instance, named by its key ("x@namespace/name", see InstanceKey), in
+// the order given (see addCopy). ix is not changed; the result shares
+// ix's parsed catalog and range memo and is meant for one Solve.
+func (ix *Index) withInstances(instances []instanceOf) *Index {
+	n := len(ix.exts)
+	out := &Index{
+		exts:       make([]extIndex, n, n+len(instances)),
+		byName:     ix.byName,
+		skipped:    ix.skipped,
+		groups:     ix.groups,
+		maxWords:   ix.maxWords,
+		kubeRanges: ix.kubeRanges,
+		base:       ix,
+		instances:  make(map[string]int, len(instances)),
+	}
+	copy(out.exts, ix.exts)
+	for _, in := range instances {
+		out.addCopy(in)
+	}
+	return out
+}
+
+// addCopy adds to an Index made by withInstances a copy of extension
+// in.pkg for one instance: the extension's versions, kubeVersions and
+// dependencies under an id of its own, so the solver chooses its version
+// apart from the extension's. Its dependencies point at the shared
+// extensions, and no dependency points at it. Solvers pooled before grow
+// to the new size when they are used again (see newSolver).
+func (ix *Index) addCopy(in instanceOf) {
+	id := len(ix.exts)
+	e := ix.base.exts[in.pkg] // a copy; the slices it shares are re-made below where they name the id
+	e.kube = slices.Clone(e.kube)
+	for k := range e.kube {
+		e.kube[k].terms = []term{{id, true, e.kube[k].versions}}
+	}
+	// Each dependency group is copied with the copy as its source, under
+	// a new group id; versions point at the copied groups.
+	copied := map[*depGroup]*depGroup{}
+	regroup := func(g *depGroup) *depGroup {
+		if c, ok := copied[g]; ok {
+			return c
+		}
+		c := *g
+		c.id, c.from = ix.groups, id
+		if c.to == in.pkg {
+			c.to = id // a self-dependency stays one
+		}
+		ix.groups++
+		copied[g] = &c
+		return &c
+	}
+	e.versions = slices.Clone(e.versions)
+	for i := range e.versions {
+		v := &e.versions[i]
+		deps := make([]*depGroup, len(v.deps))
+		for k, g := range v.deps {
+			deps[k] = regroup(g)
+		}
+		v.deps = deps
+	}
+	e.deps = slices.Clone(e.deps)
+	for k := range e.deps {
+		g := regroup(e.deps[k].group)
+		e.deps[k].group = g
+		e.deps[k].terms, _ = depIncompat(g)
+	}
+	e.targets = slices.Clone(e.targets)
+	for k, to := range e.targets {
+		if to == in.pkg {
+			e.targets[k] = id
+		}
+	}
+	ix.exts = append(ix.exts, e)
+	ix.instances[in.key] = id
+	ix.copies = append(ix.copies, in)
+}
+
+// instanceOf is an instance to add to an Index: its key and the id of its
+// extension.
+type instanceOf struct {
+	key string
+	pkg int
+}
+
+// origin returns the catalog extension a copy was made from; pkg itself
+// for an extension of the catalog.
+func (ix *Index) origin(pkg int) int {
+	if ix.base == nil || pkg < len(ix.base.exts) {
+		return pkg
+	}
+	return ix.copies[pkg-len(ix.base.exts)].pkg
+}
+
+// key returns the key of extension pkg's Selection: its name, or an
+// instance's key.
+func (ix *Index) key(pkg int) string {
+	if ix.base == nil || pkg < len(ix.base.exts) {
+		return ix.exts[pkg].name
+	}
+	return ix.copies[pkg-len(ix.base.exts)].key
 }
 
 // Skipped is the number of catalog versions NewIndex left out.

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -11,23 +12,74 @@ import (
 
 // ProblemFor states a cluster's installations for the solver, sorted by
 // name: each one's range, installed version and upgrade policy (automatic
-// upgrades default to on, as in the API).
+// upgrades default to on, as in the API), whether it is Separable, and
+// otherwise the cluster-scoped object its content last had.
 func ProblemFor(clusterVersion string, insts []*v1alpha1.ExtensionInstallation) Problem {
 	p := Problem{ClusterVersion: clusterVersion, Installations: make([]Installation, 0, len(insts))}
 	for _, inst := range insts {
-		p.Installations = append(p.Installations, Installation{
+		in := Installation{
 			Name:           inst.Namespace + "/" + inst.Name,
 			Extension:      inst.Spec.Extension,
 			Range:          inst.Spec.Version,
 			Installed:      inst.Status.InstalledVersion,
 			Automatic:      inst.Spec.Upgrade.Automatic == nil || *inst.Spec.Upgrade.Automatic,
 			AllowDowngrade: inst.Spec.Upgrade.AllowDowngrade,
-		})
+			Separable:      Separable(inst),
+		}
+		if !in.Separable {
+			in.ClusterScoped = ClusterScopedText(inst.Spec.Extension, inst.Status.Content)
+		}
+		p.Installations = append(p.Installations, in)
 	}
 	// In name order, so that the same installations make the same problem
 	// whatever order a cache listed them in.
 	slices.SortFunc(p.Installations, func(a, b Installation) int { return strings.Compare(a.Name, b.Name) })
 	return p
+}
+
+// Separable reports whether inst may run a version of its own when it
+// cannot share its extension's (see Installation.Separable), from what its
+// status says of its content (status.content):
+//
+//   - content rendered for the current generation: separable when it is
+//     namespaced only, not when it has a cluster-scoped object;
+//   - nothing installed and the content for the current generation not
+//     known yet: separable. Rendering tells; the controller applies
+//     nothing cluster-scoped at a version another installation of the
+//     extension runs differently, and records the content, so that the
+//     next solve shares the version;
+//   - installed, with content rendered for an earlier generation: as that
+//     content was;
+//   - installed before Annex recorded content: not separable, until it
+//     renders.
+func Separable(inst *v1alpha1.ExtensionInstallation) bool {
+	c := inst.Status.Content
+	switch {
+	case c != nil && c.ObservedGeneration == inst.Generation:
+		return c.ClusterScoped == nil
+	case !hasInstalled(inst):
+		return true
+	case c != nil:
+		return c.ClusterScoped == nil
+	}
+	return false
+}
+
+// hasInstalled reports whether anything of inst may be on its cluster: an
+// installed version, an apply under way, or an inventory.
+func hasInstalled(inst *v1alpha1.ExtensionInstallation) bool {
+	return inst.Status.InstalledVersion != "" || inst.Status.Pending != nil || len(inst.Status.Inventory) > 0
+}
+
+// ClusterScopedText names the cluster-scoped object of an installation's
+// content, for texts: "x 1.0.0 has the cluster-scoped
+// CustomResourceDefinition widgets.example.com"; "" when the content is
+// not known or has none.
+func ClusterScopedText(extension string, c *v1alpha1.ContentScope) string {
+	if c == nil || c.ClusterScoped == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s %s has the cluster-scoped %s %s", extension, c.Version, c.ClusterScoped.Kind, c.ClusterScoped.Name)
 }
 
 // UniverseOf collects the versions of Extensions.
@@ -40,10 +92,12 @@ func UniverseOf(extensions []v1alpha1.Extension) Universe {
 }
 
 // SolveDistinct is Solve with installations that ask for exactly the same
-// thing — extension, range, installed version and policy — merged into one
-// requirement, each of them given the outcome of its group. A thousand
-// installations of one extension then cost what one does. A failed group's
-// explanation is given to every member with the member's own name.
+// thing — extension, range, installed version, policy, separable or not —
+// merged into one requirement, each of them given the outcome of its
+// group. A thousand installations of one extension then cost what one
+// does. A failed group's explanation is given to every member with the
+// member's own name; a group solved as an instance gives each member a
+// Selection of its own, under its own key.
 func (ix *Index) SolveDistinct(p Problem) *Plan {
 	groups := map[Installation][]string{}
 	var reps []Installation
@@ -74,7 +128,29 @@ func (ix *Index) SolveDistinct(p Problem) *Plan {
 			plan.Failed[m] = renamed(ex, rep.Name, m)
 		}
 	}
+	expanded := map[string][]string{} // an instance group's key → every member's key
+	for _, rep := range reps {
+		key := InstanceKey(rep.Extension, rep.Name)
+		sel, ok := plan.Selected[key]
+		if !ok {
+			continue
+		}
+		for _, m := range members[rep.Name] {
+			mine := sel
+			mine.Instance, mine.RequiredBy = m, []string{m}
+			plan.Selected[InstanceKey(rep.Extension, m)] = mine
+			expanded[key] = append(expanded[key], InstanceKey(rep.Extension, m))
+		}
+	}
+	if len(expanded) > 0 {
+		plan.InstallOrder = expandKeys(plan.InstallOrder, expanded)
+		plan.UninstallOrder = slices.Clone(plan.InstallOrder)
+		slices.Reverse(plan.UninstallOrder)
+	}
 	for ext, sel := range plan.Selected {
+		if sel.Instance != "" {
+			continue
+		}
 		var names []string
 		for _, n := range sel.RequiredBy {
 			if ms, ok := members[n]; ok {
@@ -88,6 +164,20 @@ func (ix *Index) SolveDistinct(p Problem) *Plan {
 		plan.Selected[ext] = sel
 	}
 	return plan
+}
+
+// expandKeys returns order with each key of expanded replaced by its
+// keys.
+func expandKeys(order []string, expanded map[string][]string) []string {
+	out := make([]string, 0, len(order))
+	for _, key := range order {
+		if keys, ok := expanded[key]; ok {
+			out = append(out, keys...)
+		} else {
+			out = append(out, key)
+		}
+	}
+	return out
 }
 
 // renamed returns ex told for installation to instead of from: the names

@@ -188,6 +188,14 @@ var testHookPropagate func(s *solver, start int) int
 // returns it once nothing reads its incompatibilities any more.
 func newSolver(ix *Index, kube *kubeCheck, reqs []requirement, prefer []int, extra []incompat) *solver {
 	s, _ := ix.solvers.Get().(*solver)
+	if s != nil {
+		// Pooled before the Index gained copies (see addCopy): room for them.
+		for len(s.pkgs) < len(ix.exts) {
+			s.watches = append(s.watches, nil)
+			s.pkgs = append(s.pkgs, pkgState{decided: -1})
+			s.inReach = append(s.inReach, false)
+		}
+	}
 	if s == nil {
 		n := len(ix.exts)
 		s = &solver{

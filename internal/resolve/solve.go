@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -28,7 +29,24 @@ type Installation struct {
 	Installed      string // the installed version; "" when not installed
 	Automatic      bool   // the installed version may move up (within Range)
 	AllowDowngrade bool   // the installed version may move down
+	// Separable lets the installation run a version of its own, apart
+	// from the other installations of its extension, when it cannot share
+	// theirs: its content is namespaced only (see the package doc and
+	// resolve.Separable). Solved apart it is an instance: its Selection is
+	// Plan.Selected[InstanceKey(Extension, Name)], its dependencies are met
+	// by the shared versions, and it meets no other extension's
+	// dependency.
+	Separable bool
+	// ClusterScoped says, for texts, what makes an installation that is
+	// not Separable share its extension's version: "x 1.0.0 has the
+	// cluster-scoped CustomResourceDefinition widgets.example.com". ""
+	// when nothing is known.
+	ClusterScoped string
 }
+
+// InstanceKey is the key of an instance's Selection in Plan.Selected:
+// "x@namespace/name".
+func InstanceKey(extension, installation string) string { return extension + "@" + installation }
 
 // Problem is every installation on one cluster and the cluster's version.
 type Problem struct {
@@ -49,23 +67,40 @@ type Selection struct {
 	// Kept is true when the installed version was kept although a higher
 	// one satisfies every installation's range and the cluster.
 	Kept bool
+	// Instance names the installation ("namespace/name") that a Selection
+	// serves alone, as an instance; "" for the version the extension's
+	// shared installations and its dependents agree on.
+	Instance string
 }
 
 // Plan is the outcome of a Solve.
 type Plan struct {
 	// Selected holds one version per extension on the cluster, requested
-	// or added.
+	// or added, by extension name, and one per instance, by
+	// InstanceKey. Use For to find an installation's.
 	Selected map[string]Selection
 	// Added are the dependencies no installation requests, sorted by
 	// extension; the caller creates installations for them.
 	Added []Selection
-	// InstallOrder lists extension names, dependencies first, ties by name;
+	// InstallOrder lists the keys of Selected, dependencies first, ties by
+	// extension name (an extension's instances after its shared version);
 	// UninstallOrder is its reverse.
 	InstallOrder   []string
 	UninstallOrder []string
 	// Failed maps an installation name to why it cannot be satisfied
 	// together with the installations that did not fail.
 	Failed map[string]*Explanation
+}
+
+// For returns the Selection that serves installation ("namespace/name")
+// of extension: its own when it was solved as an instance, else the
+// extension's shared one.
+func (p *Plan) For(extension, installation string) (Selection, bool) {
+	if sel, ok := p.Selected[InstanceKey(extension, installation)]; ok {
+		return sel, true
+	}
+	sel, ok := p.Selected[extension]
+	return sel, ok
 }
 
 // problem is one Solve call: the installations sorted by name, each with its
@@ -79,6 +114,7 @@ type problem struct {
 	installed  []int // per installation: version index of Installed, -1
 	reqs       [][]requirement
 	prefer     []int
+	apart      []bool // per installation: solved as an instance, on its own copy of its extension
 }
 
 // attempt is one solve over a set of installations.
@@ -133,36 +169,43 @@ func (ix *Index) Solve(p Problem) *Plan {
 	}
 	pr.installed = make([]int, len(insts))
 	pr.reqs = make([][]requirement, len(insts))
+	pr.apart = make([]bool, len(insts))
 	var active []int
 	for i := range insts {
-		reqs, ex := pr.requirements(i)
-		if ex != nil {
+		if ex := pr.require(i); ex != nil {
 			plan.Failed[insts[i].Name] = ex
 			continue
-		}
-		pr.reqs[i] = reqs
-		if pkg, in := reqs[0].pkg, pr.installed[i]; in >= 0 && pr.prefer[pkg] < 0 {
-			pr.prefer[pkg] = in
 		}
 		active = append(active, i)
 	}
 
-	// Drop one installation named in each conflict until the rest solve;
-	// then take back every dropped one that fits with the final set, so
-	// that each failure conflicts with installations that did not fail.
+	// Drop one installation named in each conflict until the rest solve
+	// (or, for a Separable one that leaves the conflict so, solve it apart
+	// from then on); then take back every dropped one that fits with the
+	// final set, apart if it fits only so, so that each failure conflicts
+	// with installations that did not fail.
 	var dropped []int
 	final := pr.solve(active, pr.kube)
 	for !final.ok() {
-		victim := pr.victim(pr.named(final), active)
+		victim, separate := pr.victim(final, active)
 		final.release()
-		dropped = append(dropped, victim)
-		active = slices.DeleteFunc(active, func(i int) bool { return i == victim })
+		if separate {
+			pr.separate(victim)
+		} else {
+			dropped = append(dropped, victim)
+			active = slices.DeleteFunc(active, func(i int) bool { return i == victim })
+		}
 		final = pr.solve(active, pr.kube)
 	}
 	for _, d := range dropped {
 		with := append(slices.Clone(active), d)
 		slices.Sort(with)
 		a := pr.solve(with, pr.kube)
+		if !a.ok() && insts[d].Separable && !pr.apart[d] {
+			a.release()
+			pr.separate(d)
+			a = pr.solve(with, pr.kube)
+		}
 		if a.ok() {
 			final.release()
 			active, final = with, a
@@ -174,6 +217,57 @@ func (ix *Index) Solve(p Problem) *Plan {
 	pr.fillPlan(plan, active, final.chosen)
 	final.release()
 	return plan
+}
+
+// separate solves installation i apart from now on, on its own copy of
+// its extension. The problem's Index gains a copy per separated
+// installation, so a problem without conflicts costs none.
+func (pr *problem) separate(i int) {
+	pr.apart[i] = true
+	in := pr.insts[i]
+	if pr.ix.base == nil {
+		pr.ix = pr.ix.forInstances([]Installation{in})
+	} else {
+		pr.ix.addCopy(instanceOf{key: InstanceKey(in.Extension, in.Name), pkg: pr.ix.byName[in.Extension]})
+	}
+	for len(pr.prefer) < len(pr.ix.exts) {
+		pr.prefer = append(pr.prefer, -1)
+	}
+	_ = pr.require(i) // it passed on the shared extension, so it passes on a copy
+}
+
+// require states installation i's requirements (see requirements), on
+// its own copy of its extension when it is solved apart, and notes its
+// installed version as the one to prefer.
+func (pr *problem) require(i int) *Explanation {
+	reqs, ex := pr.requirements(i)
+	if ex != nil {
+		return ex
+	}
+	pr.reqs[i] = reqs
+	if pkg, in := reqs[0].pkg, pr.installed[i]; in >= 0 && pr.prefer[pkg] < 0 {
+		pr.prefer[pkg] = in
+	}
+	return nil
+}
+
+// forInstances returns ix with a copy of the extension of each Separable
+// installation among insts (see withInstances), to solve it apart, or ix
+// itself when there is none.
+func (ix *Index) forInstances(insts []Installation) *Index {
+	var copies []instanceOf
+	for _, in := range insts {
+		if !in.Separable {
+			continue
+		}
+		if pkg, known := ix.byName[in.Extension]; known {
+			copies = append(copies, instanceOf{key: InstanceKey(in.Extension, in.Name), pkg: pkg})
+		}
+	}
+	if len(copies) == 0 {
+		return ix
+	}
+	return ix.withInstances(copies)
 }
 
 // requirements turns an installation into constraints on its extension:
@@ -191,6 +285,9 @@ func (pr *problem) requirements(i int) ([]requirement, *Explanation) {
 				"`kubectl get extensions`, or add a Catalog that offers %s.", in.Extension, in.Name, in.Extension),
 			Installations: []string{in.Name},
 		}
+	}
+	if pr.apart[i] {
+		pkg = pr.ix.instances[InstanceKey(in.Extension, in.Name)]
 	}
 	e := &pr.ix.exts[pkg]
 	inRange, c, err := pr.ix.installRange(pkg, in.Range)
@@ -431,20 +528,59 @@ func (pr *problem) reaches(p int, chosen []int, target, seen map[int]bool) bool 
 	return false
 }
 
-// victim picks which named installation to drop: one not yet installed
-// before one that is running, then the last by name.
-func (pr *problem) victim(named []int, active []int) int {
+// victim picks which installation named in a failure to set aside, and
+// whether to separate it rather than drop it: first one that may run
+// apart and cannot share its extension's version with what else the
+// failure asks of it (another installation's requirement, or a
+// dependency, admits none of the versions it admits); then one not yet
+// installed before one that is running; then the last by name. Other
+// Separable ones are dropped and, if they fit only so, taken back apart.
+func (pr *problem) victim(a attempt, active []int) (int, bool) {
+	named := pr.named(a)
 	if len(named) == 0 {
-		return active[len(active)-1] // cannot happen: a failure always rests on a requirement
+		return active[len(active)-1], false // cannot happen: a failure always rests on a requirement
+	}
+	var leaves []int
+	if a.stuck == nil {
+		leaves = a.s.leaves(a.fail)
+	}
+	cannotShare := func(i int) bool {
+		if !pr.insts[i].Separable || pr.apart[i] {
+			return false
+		}
+		pkg := pr.reqs[i][0].pkg
+		mine := fullSet(len(pr.ix.exts[pkg].versions))
+		for _, r := range pr.reqs[i] {
+			mine = mine.and(r.set)
+		}
+		for _, id := range leaves {
+			inc := &a.s.incs[id]
+			switch inc.kind {
+			case causeRange, causePin, causeNoDowngrade:
+				if r := a.s.reqs[inc.req]; r.inst != i && r.pkg == pkg && r.set.disjoint(mine) {
+					return true
+				}
+			case causeDependency:
+				if g := inc.group; g.to == pkg && g.from != pkg && g.allowed.disjoint(mine) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	separate := map[int]bool{}
+	for _, i := range named {
+		separate[i] = cannotShare(i)
 	}
 	best := named[0]
 	for _, i := range named[1:] {
+		lb, li := separate[best], separate[i]
 		bi, ii := pr.insts[best].Installed != "", pr.insts[i].Installed != ""
-		if bi && !ii || bi == ii && i > best {
+		if li && !lb || li == lb && (bi && !ii || bi == ii && i > best) {
 			best = i
 		}
 	}
-	return best
+	return best, separate[best]
 }
 
 // leaves returns the external incompatibilities a derivation rests on, in
@@ -506,12 +642,15 @@ func (pr *problem) fillPlan(plan *Plan, active []int, chosen []int) {
 		if names, ok := requested[p]; ok {
 			sel.RequiredBy = names // active is sorted by name already
 			sel.Kept = pr.kept(p, v, active)
+			if ix.origin(p) != p {
+				sel.Instance = names[0] // a copy serves one installation
+			}
 		} else {
 			sel.RequiredBy = neededBy[p]
 			sort.Strings(sel.RequiredBy)
 			plan.Added = append(plan.Added, sel)
 		}
-		plan.Selected[sel.Extension] = sel
+		plan.Selected[ix.key(p)] = sel
 	}
 	plan.InstallOrder = installOrder(ix, chosen)
 	if n := len(plan.InstallOrder); n > 0 {
@@ -547,8 +686,26 @@ func (pr *problem) kept(pkg, v int, active []int) bool {
 }
 
 // installOrder sorts the chosen extensions topologically, dependencies
-// first, ties by name (Kahn's algorithm taking the lowest id each time).
+// first, ties by name, an extension before its instances (Kahn's algorithm
+// taking the lowest rank each time; ids are ranks but for instances).
 func installOrder(ix *Index, chosen []int) []string {
+	rank := func(p int) int { return p }
+	if ix.base != nil {
+		ranks := make([]int, len(chosen))
+		var ids []int
+		for p, v := range chosen {
+			if v >= 0 {
+				ids = append(ids, p)
+			}
+		}
+		slices.SortFunc(ids, func(a, b int) int {
+			return cmp.Or(cmp.Compare(ix.exts[a].name, ix.exts[b].name), cmp.Compare(ix.key(a), ix.key(b)))
+		})
+		for r, p := range ids {
+			ranks[p] = r
+		}
+		rank = func(p int) int { return ranks[p] }
+	}
 	indeg := make([]int, len(chosen))
 	users := make([][]int, len(chosen))
 	for p, v := range chosen {
@@ -562,7 +719,7 @@ func installOrder(ix *Index, chosen []int) []string {
 			}
 		}
 	}
-	ready := minHeap[int]{less: func(a, b int) bool { return a < b }}
+	ready := minHeap[int]{less: func(a, b int) bool { return rank(a) < rank(b) }}
 	n := 0
 	for p, v := range chosen {
 		if v < 0 {
@@ -570,13 +727,13 @@ func installOrder(ix *Index, chosen []int) []string {
 		}
 		n++
 		if indeg[p] == 0 {
-			ready.items = append(ready.items, p) // ascending: already a heap
+			ready.push(p)
 		}
 	}
 	out := make([]string, 0, n)
 	for ready.len() > 0 {
 		p := ready.pop()
-		out = append(out, ix.exts[p].name)
+		out = append(out, ix.key(p))
 		for _, u := range users[p] {
 			if indeg[u]--; indeg[u] == 0 {
 				ready.push(u)

@@ -96,6 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.checkDependencies,
 		r.fetch,
 		r.render,
+		r.checkScope,
 		r.apply,
 		r.waitHealthy,
 		r.scheduleResync,

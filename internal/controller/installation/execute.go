@@ -113,7 +113,7 @@ func (r *Reconciler) dependencyReady(s *scope, t plan.Task) plan.StepResult {
 	dep := t.Dependency
 	present := map[string][]resolve.Present{}
 	for _, other := range s.cluster.installations {
-		if other == s.inst {
+		if other == s.inst || s.isInstance(other) {
 			continue
 		}
 		present[other.Spec.Extension] = append(present[other.Spec.Extension], resolve.Present{

@@ -246,7 +246,10 @@ func (r *Reconciler) choosePlans(s *scope, p *pkg.Package, installed, params map
 	if upgrade && last.Version != version {
 		trigger = fmt.Sprintf("upgrade %s → %s", last.Version, version)
 	} else if upgrade && len(changed) == 0 {
-		trigger = "new package content (a new base version)"
+		trigger = "new content of " + version
+		if s.choice.Version.Extends != nil {
+			trigger = "new content of " + version + " (a new base version)"
+		}
 	}
 	if len(plans) == 0 {
 		plans = []string{firstPlan(p, pkg.PlanUpdate, pkg.PlanDeploy)}

@@ -623,7 +623,7 @@ func TestPackageExtendsABaseFromAnotherCatalog(t *testing.T) {
 	if extended := configMapData(t, ns, "store-config", "extended"); extended != "yes" {
 		t.Errorf("the patch is lost after the base update: %q", extended)
 	}
-	if trig := findPlanStatus(got, "deploy").Trigger; !strings.Contains(trig, "base") {
+	if trig := findPlanStatus(got, "deploy").Trigger; !strings.Contains(trig, "a new base version") {
 		t.Errorf("deploy trigger after the base update: %q", trig)
 	}
 }

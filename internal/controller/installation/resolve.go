@@ -72,7 +72,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 		setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.reason, s.block.message)
 		return ctrl.Result{}, nil
 	}
-	sel, ok := plan.Selected[s.inst.Spec.Extension]
+	sel, ok := plan.For(s.inst.Spec.Extension, nameOf(s.inst))
 	if !ok {
 		return ctrl.Result{}, fmt.Errorf("the resolver chose no version of %s and gave no reason", s.inst.Spec.Extension)
 	}
@@ -87,20 +87,34 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 }
 
 // requiredBy lists the installations whose chosen version depends on inst's
-// extension, sorted.
+// extension, sorted. An instance of an extension serves no dependency
+// (the shared version does), so nothing requires it.
 func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.ExtensionInstallation, plan *resolve.Plan) []string {
-	dependentExts := map[string]bool{}
-	for ext, sel := range plan.Selected {
+	if sel, ok := plan.For(inst.Spec.Extension, nameOf(inst)); ok && sel.Instance != "" {
+		return nil
+	}
+	dependentExts := map[string]bool{} // shared versions that depend on it
+	dependentInstances := map[string]bool{}
+	for _, sel := range plan.Selected {
 		for _, dep := range sel.Version.Dependencies {
-			if dep.Name == inst.Spec.Extension {
-				dependentExts[ext] = true
+			switch {
+			case dep.Name != inst.Spec.Extension:
+			case sel.Instance != "":
+				dependentInstances[sel.Instance] = true
+			default:
+				dependentExts[sel.Extension] = true
 			}
 		}
 	}
 	var out []string
 	for _, other := range insts {
-		if other != inst && dependentExts[other.Spec.Extension] {
-			out = append(out, nameOf(other))
+		if other == inst {
+			continue
+		}
+		name := nameOf(other)
+		_, isInstance := plan.Selected[resolve.InstanceKey(other.Spec.Extension, name)]
+		if dependentInstances[name] || dependentExts[other.Spec.Extension] && !isInstance {
+			out = append(out, name)
 		}
 	}
 	sort.Strings(out)
@@ -127,9 +141,13 @@ func (r *Reconciler) releaseIfUnneeded(ctx context.Context, s *scope) (ctrl.Resu
 // as added for dependencies and owned by the installations in its namespace
 // that need it; Annex removes it when the last of them goes.
 func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Result, error) {
+	// An instance serves no dependency: a dependency on an extension of
+	// which only instances run gets an installation of its own.
 	present := map[string]bool{}
 	for _, other := range s.cluster.installations {
-		present[other.Spec.Extension] = true
+		if sel, ok := s.plan.For(other.Spec.Extension, nameOf(other)); !ok || sel.Instance == "" {
+			present[other.Spec.Extension] = true
+		}
 	}
 	var created []string
 	for _, dep := range s.choice.Version.Dependencies {
@@ -248,7 +266,9 @@ func contains(list []string, s string) bool {
 
 // heldBy lists the installations that still use inst's extension: their
 // installed version depends on it and no other live installation of the
-// extension remains. Deleting inst waits until they are gone.
+// extension remains (one that runs as an instance serves the dependents
+// as soon as the resolver finds it can, or Annex adds one that does).
+// Deleting inst waits until they are gone.
 func heldBy(inst *v1alpha1.ExtensionInstallation, st *clusterState) []string {
 	for _, other := range st.installations {
 		if other != inst && other.Spec.Extension == inst.Spec.Extension && other.DeletionTimestamp.IsZero() {

@@ -59,6 +59,16 @@ func (s *scope) observe(h Health) {
 	}
 }
 
+// isInstance reports whether other runs a version of its own, apart from
+// its extension's shared one: it meets no dependency.
+func (s *scope) isInstance(other *v1alpha1.ExtensionInstallation) bool {
+	if s.plan == nil {
+		return false
+	}
+	sel, ok := s.plan.For(other.Spec.Extension, nameOf(other))
+	return ok && sel.Instance != ""
+}
+
 func (s *scope) owner() Owner { return Owner{Name: s.inst.Name, Namespace: s.inst.Namespace} }
 
 func (s *scope) targetNamespace() string {

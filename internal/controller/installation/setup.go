@@ -204,7 +204,8 @@ func requests(items []v1alpha1.ExtensionInstallation, keep func(*v1alpha1.Extens
 
 // clusterRelevantChange passes what can change another installation's
 // resolution or readiness: creation, deletion, a spec change, and a change of
-// installed version or Ready condition.
+// installed version, Ready condition or content scope (which decides
+// whether it shares its extension's version).
 func clusterRelevantChange() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return true },
@@ -215,6 +216,7 @@ func clusterRelevantChange() predicate.Funcs {
 			return o.Generation != n.Generation ||
 				o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
 				o.Status.InstalledVersion != n.Status.InstalledVersion ||
+				!equality.Semantic.DeepEqual(o.Status.Content, n.Status.Content) ||
 				!equality.Semantic.DeepEqual(findCondition(o, v1alpha1.ConditionReady), findCondition(n, v1alpha1.ConditionReady))
 		},
 	}

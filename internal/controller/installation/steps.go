@@ -57,7 +57,7 @@ func (r *Reconciler) checkDependencies(ctx context.Context, s *scope) (ctrl.Resu
 	// An installation being deleted still counts: deleting one that others
 	// need is held, so it keeps running until they are gone.
 	for _, other := range s.cluster.installations {
-		if other == s.inst {
+		if other == s.inst || s.isInstance(other) {
 			continue
 		}
 		present[other.Spec.Extension] = append(present[other.Spec.Extension], resolve.Present{

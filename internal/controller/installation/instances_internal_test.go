@@ -1,0 +1,197 @@
+package installation
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/resolve"
+)
+
+// scopeTarget is a Target whose applier only tells scopes: the kinds in
+// clusterKinds are cluster-scoped. Nothing else of it may be called.
+type scopeTarget struct{ Target }
+
+func (scopeTarget) Applier() Applier { return scopeApplier{} }
+
+type scopeApplier struct{ Applier }
+
+var clusterKinds = map[string]bool{"CustomResourceDefinition": true, "ClusterRole": true, "Namespace": true,
+	"ValidatingWebhookConfiguration": true, "APIService": true}
+
+func (scopeApplier) Refs(objects []*unstructured.Unstructured, ns string) []v1alpha1.ObjectReference {
+	var out []v1alpha1.ObjectReference
+	for _, o := range objects {
+		if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {
+			continue // as the applier: hooks are no inventory
+		}
+		gvk := o.GroupVersionKind()
+		ref := v1alpha1.ObjectReference{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Name: o.GetName(), Namespace: o.GetNamespace()}
+		switch {
+		case clusterKinds[gvk.Kind]:
+			ref.Namespace = ""
+		case ref.Namespace == "":
+			ref.Namespace = ns
+		}
+		out = append(out, ref)
+	}
+	return out
+}
+
+func object(apiVersion, kind, name string, annotations map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetName(name)
+	if annotations != nil {
+		u.SetAnnotations(annotations)
+	}
+	return u
+}
+
+var (
+	crd         = v1alpha1.ObjectReference{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}
+	clusterRole = v1alpha1.ObjectReference{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "widget-reader"}
+	webhook     = v1alpha1.ObjectReference{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration", Name: "widgets"}
+	ownNS       = v1alpha1.ObjectReference{Version: "v1", Kind: "Namespace", Name: "aaa"}
+	configMap   = v1alpha1.ObjectReference{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "config"}
+)
+
+// The object named is the one that best says why: CRDs first, then
+// webhooks and APIServices, then the rest by group, kind and name.
+func TestFirstClusterScoped(t *testing.T) {
+	tests := []struct {
+		name string
+		refs []v1alpha1.ObjectReference
+		want *v1alpha1.ObjectReference
+	}{
+		// Namespaced only.
+		{name: "none", refs: []v1alpha1.ObjectReference{configMap}},
+		// A CRD before anything else, wherever it is listed.
+		{name: "crd first", refs: []v1alpha1.ObjectReference{ownNS, configMap, clusterRole, webhook, crd}, want: &crd},
+		// A webhook before a ClusterRole or a Namespace.
+		{name: "webhook next", refs: []v1alpha1.ObjectReference{clusterRole, ownNS, webhook}, want: &webhook},
+		// Otherwise by group, kind and name: a chart's own Namespace
+		// (core group) before a ClusterRole.
+		{name: "by group", refs: []v1alpha1.ObjectReference{clusterRole, ownNS}, want: &ownNS},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := firstClusterScoped(tt.refs)
+			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// What decides status.content: a chart's rendered set, hooks included; a
+// package's plans, with what its installed revision holds and the plans do
+// not delete, less the target namespace Annex created.
+func TestContentRefs(t *testing.T) {
+	inst := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "x"}}
+	chart := &scope{inst: inst, target: scopeTarget{}, rendered: &render.Result{
+		Objects: []*unstructured.Unstructured{
+			object("v1", "ConfigMap", "config", nil),
+			object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", map[string]string{"helm.sh/hook": "pre-install"}),
+		},
+	}}
+	refs, ok := contentRefs(chart)
+	if got := firstClusterScoped(refs); !ok || got == nil || *got != crd {
+		t.Errorf("chart: a CRD created by a hook is content; got %+v", refs)
+	}
+
+	pkgInst := inst.DeepCopy()
+	pkgInst.Status.Inventory = []v1alpha1.ObjectReference{
+		crd, configMap, {Version: "v1", Kind: "Namespace", Name: "team-a"}, clusterRole,
+	}
+	update := plan.Plan{Name: "update", Phases: []plan.Phase{{Name: "p", Steps: []plan.Step{{Name: "s", Tasks: []plan.Task{
+		{Name: "config", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{object("v1", "ConfigMap", "config", nil)}},
+		{Name: "drop", Kind: plan.TaskDelete, Objects: []*unstructured.Unstructured{object("rbac.authorization.k8s.io/v1", "ClusterRole", "widget-reader", nil)}},
+	}}}}}}
+	pkg := &scope{inst: pkgInst, target: scopeTarget{}, release: &release{plans: []plan.Plan{update}}}
+	refs, ok = contentRefs(pkg)
+	if !ok || len(refs) != 2 || refs[0] != configMap || refs[1] != crd {
+		t.Errorf("package: got %+v, want the plan's ConfigMap and the installed CRD", refs)
+	}
+	// Without a plan to run, the installed revision decides.
+	pkg.release.plans = nil
+	refs, _ = contentRefs(pkg)
+	if got := firstClusterScoped(refs); got == nil || *got != crd {
+		t.Errorf("package without plans: got %+v", refs)
+	}
+	// Nothing rendered (a package whose render stopped): nothing to decide.
+	if _, ok := contentRefs(&scope{inst: inst, target: scopeTarget{}}); ok {
+		t.Error("nothing rendered, yet content to decide from")
+	}
+}
+
+// An instance whose content turns out cluster-scoped is stopped when
+// another installation of the extension, not known to be namespaced only,
+// runs or is resolved to another version; the message names the object
+// and each of them.
+func TestCheckScopeConflict(t *testing.T) {
+	mk := func(ns, installed string, content *v1alpha1.ContentScope) *v1alpha1.ExtensionInstallation {
+		i := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x", Generation: 1}}
+		i.Spec.Extension, i.Status.InstalledVersion, i.Status.Content = "x", installed, content
+		return i
+	}
+	version := func(v string) resolve.Selection {
+		return resolve.Selection{Extension: "x", Version: v1alpha1.ExtensionVersion{Version: v}}
+	}
+	self := mk("team-b", "", nil)
+	others := []*v1alpha1.ExtensionInstallation{
+		mk("team-a", "1.0.0", &v1alpha1.ContentScope{Version: "1.0.0", ClusterScoped: &crd}), // runs 1.0.0
+		mk("team-c", "", nil),      // resolved to 1.0.0, content unknown
+		mk("team-d", "1.5.0", nil), // failed, keeps 1.5.0
+		mk("team-e", "1.0.0", &v1alpha1.ContentScope{Version: "1.0.0"}),                          // namespaced only: shares nothing
+		mk("team-f", "2.0.0", &v1alpha1.ContentScope{Version: "2.0.0", ClusterScoped: &webhook}), // at our version
+	}
+	instance := version("2.0.0")
+	instance.Instance = "team-b/x"
+	shared := version("1.0.0")
+	p := &resolve.Plan{
+		Selected: map[string]resolve.Selection{"x": shared, resolve.InstanceKey("x", "team-b/x"): instance, resolve.InstanceKey("x", "team-f/x"): version("2.0.0")},
+		Failed:   map[string]*resolve.Explanation{"team-d/x": {Message: "no"}},
+	}
+	s := &scope{inst: self, target: scopeTarget{}, plan: p, choice: instance,
+		cluster:  &clusterState{installations: append([]*v1alpha1.ExtensionInstallation{self}, others...)},
+		rendered: &render.Result{CRDs: []*unstructured.Unstructured{object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", nil)}},
+	}
+	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	if c := self.Status.Content; c == nil || c.Version != "2.0.0" || c.ObservedGeneration != 1 || c.ClusterScoped == nil || *c.ClusterScoped != crd {
+		t.Errorf("status.content %+v", c)
+	}
+	want := "x 2.0.0 has the cluster-scoped CustomResourceDefinition widgets.example.com, so one version of x serves the whole cluster, " +
+		"and team-a/x runs 1.0.0, team-c/x is resolved to 1.0.0, team-d/x runs 1.5.0; " +
+		"set spec.version of team-b/x, or of team-a/x and team-c/x and team-d/x, so that they share a version. Nothing of x 2.0.0 was applied."
+	if s.block == nil || s.block.kind != blockTerminal || s.block.reason != v1alpha1.ReasonNoMatchingVersion || s.block.message != want {
+		t.Fatalf("block %+v\nwant %s", s.block, want)
+	}
+	if c := findCondition(self, v1alpha1.ConditionResolved); c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
+		t.Errorf("Resolved %+v", c)
+	}
+
+	// Shared, it agrees with the others by construction: no check.
+	self.Status = v1alpha1.ExtensionInstallationStatus{}
+	s.block, s.choice = nil, shared
+	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil || s.block != nil {
+		t.Errorf("a shared installation was stopped: %v %+v", err, s.block)
+	}
+	// Namespaced only, apart: it says so.
+	s.rendered, s.choice = &render.Result{}, instance
+	setCondition(self, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "chose x 2.0.0")
+	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil || s.block != nil {
+		t.Fatalf("%v %+v", err, s.block)
+	}
+	if c := findCondition(self, v1alpha1.ConditionResolved); !strings.HasSuffix(c.Message, "a version of its own, apart from the other installations of x: its content is namespaced only") {
+		t.Errorf("Resolved %q", c.Message)
+	}
+}
