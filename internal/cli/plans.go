@@ -35,38 +35,28 @@ type PlanRequestOptions struct {
 // With Wait it prints each change of the plan's state until it is
 // COMPLETE (nil) or stops otherwise (an error naming the failed step).
 func RunPlan(ctx context.Context, c client.Client, o PlanRequestOptions) error {
-	inst, err := packageInstallation(ctx, c, o)
-	if err != nil {
-		return err
-	}
-	id := requestID(o.Now)
-	patch := client.MergeFrom(inst.DeepCopy())
-	if inst.Spec.Plans == nil {
-		inst.Spec.Plans = &v1alpha1.PlanRequests{}
-	}
-	inst.Spec.Plans.Run = &v1alpha1.PlanRequest{Name: o.Plan, ID: id}
-	if err := c.Patch(ctx, inst, patch); err != nil {
-		return fmt.Errorf("setting spec.plans.run of %s/%s: %w", o.Namespace, o.Installation, err)
-	}
-	fmt.Fprintf(o.Out, "requested plan %s of %s/%s (request %s)\n", o.Plan, o.Namespace, o.Installation, id)
-	if !o.Wait {
-		return nil
-	}
-	return follow(ctx, c, o, func(inst *v1alpha1.ExtensionInstallation) bool {
-		done := inst.Status.PlanRequests
-		return done != nil && done.Run != nil && done.Run.ID == id
-	})
+	return request(ctx, c, o, "requested plan", "spec.plans.run",
+		func(p *v1alpha1.PlanRequests) **v1alpha1.PlanRequest { return &p.Run })
 }
 
 // AbandonPlan asks Annex to stop a running plan where it is, by setting
 // spec.plans.abandon with a new ID. What the plan's finished steps applied
 // stays, listed in the plan's status (leftBehind).
 func AbandonPlan(ctx context.Context, c client.Client, o PlanRequestOptions) error {
+	return request(ctx, c, o, "asked to abandon plan", "spec.plans.abandon",
+		func(p *v1alpha1.PlanRequests) **v1alpha1.PlanRequest { return &p.Abandon })
+}
+
+// request sets the plan request field selects picks to o.Plan with a new
+// ID and, with o.Wait, follows the plan until Annex carried the request
+// out and the plan stopped running.
+func request(ctx context.Context, c client.Client, o PlanRequestOptions, told, field string,
+	selects func(*v1alpha1.PlanRequests) **v1alpha1.PlanRequest) error {
 	inst, err := packageInstallation(ctx, c, o)
 	if err != nil {
 		return err
 	}
-	if st := findPlan(inst, o.Plan); st != nil && !running(st.State) {
+	if st := findPlan(inst, o.Plan); field == "spec.plans.abandon" && !running(st.State) {
 		return fmt.Errorf("plan %s of %s/%s is %s, not running: there is nothing to abandon", o.Plan, o.Namespace, o.Installation, st.State)
 	}
 	id := requestID(o.Now)
@@ -74,17 +64,21 @@ func AbandonPlan(ctx context.Context, c client.Client, o PlanRequestOptions) err
 	if inst.Spec.Plans == nil {
 		inst.Spec.Plans = &v1alpha1.PlanRequests{}
 	}
-	inst.Spec.Plans.Abandon = &v1alpha1.PlanRequest{Name: o.Plan, ID: id}
+	*selects(inst.Spec.Plans) = &v1alpha1.PlanRequest{Name: o.Plan, ID: id}
 	if err := c.Patch(ctx, inst, patch); err != nil {
-		return fmt.Errorf("setting spec.plans.abandon of %s/%s: %w", o.Namespace, o.Installation, err)
+		return fmt.Errorf("setting %s of %s/%s: %w", field, o.Namespace, o.Installation, err)
 	}
-	fmt.Fprintf(o.Out, "asked to abandon plan %s of %s/%s (request %s)\n", o.Plan, o.Namespace, o.Installation, id)
+	fmt.Fprintf(o.Out, "%s %s of %s/%s (request %s)\n", told, o.Plan, o.Namespace, o.Installation, id)
 	if !o.Wait {
 		return nil
 	}
 	return follow(ctx, c, o, func(inst *v1alpha1.ExtensionInstallation) bool {
 		done := inst.Status.PlanRequests
-		return done != nil && done.Abandon != nil && done.Abandon.ID == id
+		if done == nil {
+			return false
+		}
+		last := *selects(done)
+		return last != nil && last.ID == id
 	})
 }
 
