@@ -237,7 +237,13 @@ func (r *Reconciler) choosePlans(s *scope, p *pkg.Package, installed, params map
 	upgrade := last.Version != version || last.ArtifactDigest != s.artifactDigest
 	changed := pkg.Changed(p, installed, params)
 	if !upgrade && len(changed) == 0 && last.ValuesDigest == valuesDigest {
-		if req := newRunRequest(inst); req != nil && inst.Status.Pending == nil {
+		if pending := inst.Status.Pending; pending != nil {
+			// Back to the recorded inputs while a revision for others ran:
+			// its plans run again with these inputs, putting back what it
+			// changed.
+			return pending.Plans, fmt.Sprintf("back to the inputs of revision %d", last.Number), nil
+		}
+		if req := newRunRequest(inst); req != nil {
 			return []string{req.Name}, "requested (" + req.ID + ")", req
 		}
 		return nil, "", nil

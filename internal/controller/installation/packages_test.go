@@ -52,6 +52,9 @@ tasks:
   - name: marker
     kind: Apply
     spec: {resources: [marker.yaml]}
+  - name: workers
+    kind: Apply
+    spec: {resources: [workers.yaml]}
   - name: migrate-run
     kind: Apply
     spec: {resources: [migration.yaml]}
@@ -90,6 +93,11 @@ plans:
       - name: main
         steps:
           - {name: backup, tasks: [backup]}
+  scale:
+    phases:
+      - name: main
+        steps:
+          - {name: workers, tasks: [workers]}
   migrate:
     strategy: serial
     phases:
@@ -131,6 +139,10 @@ parameters:
   - name: BACKUP_NAME
     default: first
     trigger: backup
+  - name: WORKERS
+    type: integer
+    default: 0
+    trigger: scale
 ` + extraParams,
 		"templates/app.yaml": `apiVersion: v1
 kind: ConfigMap
@@ -156,8 +168,20 @@ metadata:
 data:
   name: {{ .Params.BACKUP_NAME | quote }}
 `,
-		"templates/farewell.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-farewell\n",
-		"templates/marker.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-stuck-marker\n",
+		"templates/farewell.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-farewell\n",
+		"templates/marker.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-stuck-marker\n",
+		"templates/workers.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Name }}-workers
+spec:
+  replicas: {{ .Params.WORKERS }}
+  selector: {matchLabels: {app: workers}}
+  template:
+    metadata: {labels: {app: workers}}
+    spec:
+      containers: [{name: w, image: "registry.example/w:1"}]
+`,
 		"templates/migration.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-migration\n",
 	}
 }
@@ -275,7 +299,7 @@ func TestPackagePlansRunAtTheRightMoment(t *testing.T) {
 	got := waitPlan(t, ns, "db", "deploy", v1alpha1.PlanComplete, 1)
 	waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
 	states := planStates(got)
-	for _, name := range []string{"update", "resize", "backup", "migrate", "stuck", "broken", "cleanup"} {
+	for _, name := range []string{"update", "resize", "backup", "scale", "migrate", "stuck", "broken", "cleanup"} {
 		if !strings.HasPrefix(states[name], string(v1alpha1.PlanNeverRun)) {
 			t.Errorf("plan %s after install: %s, want NEVER_RUN", name, states[name])
 		}
@@ -404,6 +428,25 @@ func TestPackagePlanAbandonAndFatal(t *testing.T) {
 	update(t, ns, "db", withValues(map[string]any{"MESSAGE": "again"}))
 	got = waitPlan(t, ns, "db", "update", v1alpha1.PlanComplete, 4)
 	waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+
+	// A plan that waits (a Deployment that no controller makes Available
+	// here) is superseded when the parameter goes back: its plan runs again
+	// with the recorded inputs and puts back what it changed.
+	update(t, ns, "db", withValues(map[string]any{"MESSAGE": "again", "WORKERS": 1}))
+	waitPlan(t, ns, "db", "scale", v1alpha1.PlanInProgress, 5)
+	update(t, ns, "db", withValues(map[string]any{"MESSAGE": "again", "WORKERS": 0}))
+	got = waitPlan(t, ns, "db", "scale", v1alpha1.PlanComplete, 6)
+	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	if trig := findPlanStatus(got, "scale").Trigger; !strings.Contains(trig, "back to the inputs of revision 4") {
+		t.Errorf("scale trigger: %q", trig)
+	}
+	deploy, err := get(t, deploymentGVK, ns, "db-workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replicas, _, _ := unstructured.NestedInt64(deploy.Object, "spec", "replicas"); replicas != 0 {
+		t.Errorf("db-workers has %d replicas, want 0 again", replicas)
+	}
 }
 
 func TestPackageUpgradeWithNewRequiredParameter(t *testing.T) {
