@@ -36,6 +36,11 @@ type ExtensionSpec struct {
 	// +optional
 	Keywords []string `json:"keywords,omitempty"`
 
+	// DefaultChannel is an operator package's default channel (OLM's
+	// defaultChannel): the channel of an installation that names none.
+	// +optional
+	DefaultChannel string `json:"defaultChannel,omitempty"`
+
 	// Versions lists every installable version, highest first.
 	// +listType=map
 	// +listMapKey=version
@@ -89,6 +94,50 @@ type ExtensionVersion struct {
 	// Deprecated versions are chosen only when nothing else fits.
 	// +optional
 	Deprecated bool `json:"deprecated,omitempty"`
+
+	// Channels lists, for an operator bundle (engine Bundle), the channels
+	// it is in and its upgrade edges in each.
+	// +optional
+	Channels []ChannelEntry `json:"channels,omitempty"`
+
+	// Operator describes an operator bundle: its install modes and the
+	// APIs it owns and requires.
+	// +optional
+	Operator *OperatorInfo `json:"operator,omitempty"`
+}
+
+// ChannelEntry is one channel an operator bundle is in, with its upgrade
+// edges there (OLM's replaces, skips and skipRange).
+type ChannelEntry struct {
+	// Name of the channel, e.g. stable.
+	Name string `json:"name"`
+	// Replaces is the bundle version this one upgrades directly.
+	// +optional
+	Replaces string `json:"replaces,omitempty"`
+	// Skips are bundle versions this one upgrades directly too.
+	// +optional
+	Skips []string `json:"skips,omitempty"`
+	// SkipRange is a range of bundle versions this one upgrades directly.
+	// +optional
+	SkipRange string `json:"skipRange,omitempty"`
+	// Deprecated is set when the catalog deprecates the channel.
+	// +optional
+	Deprecated bool `json:"deprecated,omitempty"`
+}
+
+// OperatorInfo is what an operator bundle declares about itself.
+type OperatorInfo struct {
+	// InstallModes the bundle supports: OwnNamespace, SingleNamespace,
+	// MultiNamespace, AllNamespaces.
+	// +optional
+	InstallModes []string `json:"installModes,omitempty"`
+	// OwnedAPIs are the APIs (group/version/Kind) whose CRDs the bundle
+	// brings.
+	// +optional
+	OwnedAPIs []string `json:"ownedAPIs,omitempty"`
+	// RequiredAPIs are the APIs the operator needs from others.
+	// +optional
+	RequiredAPIs []string `json:"requiredAPIs,omitempty"`
 }
 
 // Engine is how an artifact turns into objects.
