@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,7 +51,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 	ns := s.targetNamespace()
 	switch t.Kind {
 	case plan.TaskApply:
-		applied, err := applier.Apply(ctx, s.owner(), ns, Set{Objects: t.Objects},
+		applied, err := applier.Apply(ctx, s.owner(), ns, Set{Objects: s.withNamespace(t.Objects)},
 			ApplyOptions{SkipHooks: true, TakeOwnership: s.inst.Spec.TakeOwnership})
 		if err != nil {
 			if applyBlock(err).kind == blockTerminal {
@@ -139,4 +140,13 @@ func pipeOutputs(p *plan.Pipe) []*unstructured.Unstructured {
 		out = append(out, u)
 	}
 	return out
+}
+
+// withNamespace puts the target namespace Annex creates (if it does) in
+// front of objs: applying it again costs a read.
+func (s *scope) withNamespace(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	if s.release == nil || len(s.release.namespace) == 0 {
+		return objs
+	}
+	return append(slices.Clone(s.release.namespace), objs...)
 }

@@ -32,7 +32,11 @@ type release struct {
 	request *v1alpha1.PlanRequest
 	// cleanup is the rendered cleanup plan, kept in the record for the
 	// uninstall; nil when the package has none.
-	cleanup  *plan.Plan
+	cleanup *plan.Plan
+	// namespace holds the target namespace when Annex creates it (it does
+	// not exist on the target cluster, or an earlier revision created it):
+	// applied with every Apply task, recorded, removed on uninstall.
+	namespace []*unstructured.Unstructured
 	warnings []string
 }
 
@@ -110,6 +114,7 @@ func (r *Reconciler) renderPackage(ctx context.Context, s *scope) (ctrl.Result, 
 		}
 	}
 	s.release = rel
+	rel.namespace = r.objectsToApply(ctx, s, len(names) > 0)
 	if len(rel.warnings) > 0 {
 		setCondition(inst, v1alpha1.ConditionWarnings, metav1.ConditionTrue, "PackageWarnings", strings.Join(rel.warnings, "; "))
 	} else {
@@ -382,7 +387,8 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	desired, appliedBy := stateAfter(prev.objects, decodePackageRecord(prev.pkg).AppliedBy, s.release.plans, s.target.Applier(), s.targetNamespace())
+	desired, appliedBy := stateAfter(slices.Concat(s.release.namespace, prev.objects), decodePackageRecord(prev.pkg).AppliedBy,
+		s.release.plans, s.target.Applier(), s.targetNamespace())
 	extra, err := json.Marshal(packageRecord{Params: s.release.params, Cleanup: s.release.cleanup, AppliedBy: appliedBy})
 	if err != nil {
 		return err

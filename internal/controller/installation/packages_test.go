@@ -693,3 +693,33 @@ func TestPackagePatchMatchingNothingIsReported(t *testing.T) {
 		t.Fatalf("Warnings condition: %+v", c)
 	}
 }
+
+// A package whose target namespace does not exist creates it, records it,
+// and removes it with the rest.
+func TestPackageCreatesItsTargetNamespace(t *testing.T) {
+	ns := packageNamespace(t)
+	dir := t.TempDir()
+	writePackage(t, dir, "plans-0.1.0", plansPackage("0.1.0", ""))
+	setupDirectoryCatalog(t, ns, dir)
+	target := ns + "-target"
+	install(t, ns, "db", "plans", "", func(i *v1alpha1.ExtensionInstallation) { i.Spec.TargetNamespace = target })
+	got := waitPlan(t, ns, "db", "deploy", v1alpha1.PlanComplete, 1)
+	waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	if m := configMapData(t, target, "db-app", "plan"); m != "deploy" {
+		t.Errorf("db-app in %s: %q", target, m)
+	}
+	if !inventoryHas(got, target) {
+		t.Errorf("the target namespace is not in the inventory: %v", got.Status.Inventory)
+	}
+	if err := env.Client.Delete(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		n := &corev1.Namespace{}
+		err := env.Client.Get(context.Background(), client.ObjectKey{Name: target}, n)
+		if apierrors.IsNotFound(err) || (err == nil && !n.DeletionTimestamp.IsZero()) {
+			return nil
+		}
+		return fmt.Errorf("namespace %s still there: %v", target, err)
+	})
+}
