@@ -1,0 +1,172 @@
+package bundle
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/annex-platform/annex/internal/plan"
+)
+
+// TestConvertRefusals converts the fixture bundle, changed by each case,
+// and expects an *UnsupportedError naming the field.
+func TestConvertRefusals(t *testing.T) {
+	ownOnly := []InstallMode{{Type: OwnNamespace, Supported: true}, {Type: AllNamespaces, Supported: false}}
+	cases := []struct {
+		name    string
+		change  func(b *Bundle, o *Options)
+		field   string
+		message string // a fragment of the message
+	}{
+		// OLM v1 refuses owned APIServices; so does Annex.
+		{"owned APIService", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.APIServiceDefinitions.Owned = []APIServiceDescription{{Name: "v1alpha1.metrics.example.com", Group: "metrics.example.com", Version: "v1alpha1", Kind: "Metric"}}
+		}, "spec.apiservicedefinitions.owned", `APIService "v1alpha1.metrics.example.com" is not supported`},
+		// A required APIService is a dependency nothing resolves.
+		{"required APIService", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.APIServiceDefinitions.Required = []APIServiceDescription{{Name: "v1beta1.metrics.k8s.io"}}
+		}, "spec.apiservicedefinitions.required", "resolves no API dependencies"},
+		// Required CRDs: no extension is resolved to provide them.
+		{"required CRD", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.CustomResourceDefinitions.Required = []CRDDescription{{Name: "certificates.cert-manager.io", Version: "v1", Kind: "Certificate"}}
+		}, "spec.customresourcedefinitions.required", `requires CRD "certificates.cert-manager.io"`},
+		// Webhooks need serving certificates, which this engine does not issue yet.
+		{"webhook", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.WebhookDefinitions = []WebhookDefinition{{GenerateName: "vmemcached.kb.io", Type: "ValidatingAdmissionWebhook", DeploymentName: "memcached-operator-controller-manager"}}
+		}, "spec.webhookdefinitions", "webhooks need serving certificates"},
+		// All namespaces requested, but the CSV supports only OwnNamespace.
+		{"AllNamespaces unsupported", func(b *Bundle, o *Options) {
+			b.CSV.Spec.InstallModes = ownOnly
+			o.WatchNamespaces = nil
+		}, "spec.watchNamespaces", "selects install mode AllNamespaces, which the CSV's spec.installModes do not support (supported: OwnNamespace); set spec.watchNamespaces to [operators]"},
+		// Another namespace requested, but only OwnNamespace is supported.
+		{"SingleNamespace unsupported", func(b *Bundle, o *Options) {
+			b.CSV.Spec.InstallModes = ownOnly
+			o.WatchNamespaces = []string{"team-a"}
+		}, "spec.watchNamespaces", "install mode SingleNamespace"},
+		// Several namespaces need MultiNamespace.
+		{"MultiNamespace unsupported", func(b *Bundle, o *Options) {
+			b.CSV.Spec.InstallModes = ownOnly
+			o.WatchNamespaces = []string{"team-a", "team-b"}
+		}, "spec.watchNamespaces", "install mode MultiNamespace"},
+		// A CSV without installModes supports nothing.
+		{"no install modes", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.InstallModes = nil
+		}, "spec.watchNamespaces", "supported: none"},
+		// "" is how OLM spells all namespaces; Annex spells it as an empty list.
+		{"empty watch namespace", func(_ *Bundle, o *Options) {
+			o.WatchNamespaces = []string{"team-a", ""}
+		}, "spec.watchNamespaces", "leave spec.watchNamespaces empty to watch all namespaces"},
+		// Deployments need a name to be created and referred to.
+		{"deployment without name", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.Install.Spec.Deployments[1].Name = ""
+		}, "spec.install.spec.deployments[1].name", "is empty"},
+		// A name that is not a DNS subdomain cannot be a Deployment's.
+		{"deployment bad name", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.Install.Spec.Deployments[0].Name = "Manager_1"
+		}, "spec.install.spec.deployments[0].name", "is not a DNS subdomain"},
+		// Two deployments of one name would overwrite each other.
+		{"duplicate deployment", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.Install.Spec.Deployments[1].Name = b.CSV.Spec.Install.Spec.Deployments[0].Name
+		}, "spec.install.spec.deployments[1].name", "appears twice"},
+		// No deployments: nothing would run the operator.
+		{"no deployments", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.Install.Spec.Deployments = nil
+		}, "spec.install.spec.deployments", "is empty"},
+		// An owned CRD the bundle does not ship.
+		{"owned CRD missing", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.CustomResourceDefinitions.Owned[0].Name = "memcached.cache.example.com"
+		}, "spec.customresourcedefinitions.owned[0].name", `CRD "memcached.cache.example.com" is owned by the CSV but not in the bundle's manifests`},
+		// The same CRD twice: which one applies would be ambiguous.
+		{"duplicate CRD", func(b *Bundle, _ *Options) {
+			b.CRDs = append(b.CRDs, b.CRDs[0])
+		}, "manifests", "appears twice"},
+		// The install namespace must be a namespace name.
+		{"bad install namespace", func(_ *Bundle, o *Options) {
+			o.InstallNamespace = ""
+		}, "spec.namespace", "is not a namespace name"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := loadFixture(t, "memcached-operator")
+			o := Options{InstallNamespace: "operators", WatchNamespaces: []string{"operators"}, Name: "memcached"}
+			tc.change(b, &o)
+			_, err := Convert(b, o)
+			var ue *UnsupportedError
+			if !errors.As(err, &ue) {
+				t.Fatalf("got %v, want an *UnsupportedError", err)
+			}
+			if ue.Field != tc.field || !strings.Contains(ue.Message, tc.message) {
+				t.Errorf("got field %q message %q, want field %q and a message containing %q", ue.Field, ue.Message, tc.field, tc.message)
+			}
+			if !strings.HasPrefix(err.Error(), "bundle memcached-operator.v0.2.0: "+tc.field+": ") {
+				t.Errorf("error %q does not name the CSV and the field", err)
+			}
+		})
+	}
+}
+
+// TestGeneratedNames checks RBAC names are DNS labels, bounded, stable
+// and distinct per installation.
+func TestGeneratedNames(t *testing.T) {
+	b := loadFixture(t, "memcached-operator")
+	names := func(o Options) []string {
+		p, err := Convert(b, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, obj := range p.Objects(plan.TaskApply) {
+			if strings.HasSuffix(obj.GetKind(), "Role") && obj.GetNamespace() == "" && !strings.HasPrefix(obj.GetName(), "memcached-operator-") {
+				out = append(out, obj.GetName())
+			}
+		}
+		return out
+	}
+	long := Options{InstallNamespace: "operators", Name: strings.Repeat("a-very-long-installation-name", 3)}
+	first := names(long)
+	if len(first) == 0 {
+		t.Fatal("no generated ClusterRoles")
+	}
+	for _, n := range first {
+		if len(n) > 63 || strings.Contains(n, "--") || strings.HasSuffix(n, "-") {
+			t.Errorf("name %q is not a bounded DNS label", n)
+		}
+	}
+	if again := names(long); strings.Join(again, ",") != strings.Join(first, ",") {
+		t.Errorf("names changed between runs: %v then %v", first, again)
+	}
+	// The same installation name in another namespace gets other cluster names.
+	other := long
+	other.InstallNamespace = "operators-2"
+	for i, n := range names(other) {
+		if n == first[i] {
+			t.Errorf("cluster-scoped name %q is shared by installations in two namespaces", n)
+		}
+	}
+}
+
+// TestConvertDoesNotChangeBundle checks Convert leaves its input alone, so a
+// cached bundle can be converted again.
+func TestConvertDoesNotChangeBundle(t *testing.T) {
+	b := loadFixture(t, "memcached-operator")
+	before := dumpBundle(t, b)
+	for _, watch := range [][]string{nil, {"operators"}, {"team-a"}} {
+		if _, err := Convert(b, Options{InstallNamespace: "operators", WatchNamespaces: watch, Name: "memcached"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := dumpBundle(t, b); after != before {
+		t.Errorf("Convert changed the bundle:\n%s\nthen\n%s", before, after)
+	}
+}
+
+func dumpBundle(t *testing.T, b *Bundle) string {
+	t.Helper()
+	raw, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
