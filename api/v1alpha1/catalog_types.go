@@ -31,7 +31,7 @@ type CatalogSpec struct {
 }
 
 // CatalogSource names exactly one kind of source.
-// +kubebuilder:validation:XValidation:rule="[has(self.helm), has(self.oci), has(self.directory), has(self.builtin)].filter(x, x).size() == 1",message="spec.source: set exactly one of helm, oci, directory or builtin"
+// +kubebuilder:validation:XValidation:rule="[has(self.helm), has(self.oci), has(self.directory), has(self.builtin), has(self.olm)].filter(x, x).size() == 1",message="spec.source: set exactly one of helm, oci, directory, builtin or olm"
 type CatalogSource struct {
 	// Helm is an HTTP(S) Helm repository: an index.yaml and chart archives.
 	// +optional
@@ -46,6 +46,41 @@ type CatalogSource struct {
 	// Annex is upgraded.
 	// +optional
 	Builtin *BuiltinSource `json:"builtin,omitempty"`
+	// OLM is an OLM File-Based Catalog of operator bundles; each package
+	// becomes an Extension of engine Bundle.
+	// +optional
+	OLM *OLMSource `json:"olm,omitempty"`
+}
+
+// OLMSource is an OLM File-Based Catalog (FBC): olm.package, olm.channel,
+// olm.bundle and olm.deprecations blobs as JSON or YAML documents. Exactly
+// one of url, path and image is set.
+// +kubebuilder:validation:XValidation:rule="[has(self.url), has(self.path), has(self.image)].filter(x, x).size() == 1",message="spec.source.olm: set exactly one of url, path or image"
+type OLMSource struct {
+	// URL of the whole catalog as one stream of JSON or YAML documents, as
+	// `opm render` writes it (one file, not an index of files).
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +optional
+	URL string `json:"url,omitempty"`
+	// Path is an absolute path to a catalog folder on the manager's disk;
+	// every .json, .yaml and .yml file below it is read.
+	// +kubebuilder:validation:Pattern=`^/`
+	// +optional
+	Path string `json:"path,omitempty"`
+	// Image is a catalog image reference without scheme, e.g.
+	// quay.io/operatorhubio/catalog:latest or a digest reference; its
+	// configs folder (the label operators.operatorframework.io.index.configs.v1,
+	// default /configs) is read.
+	// +kubebuilder:validation:Pattern=`^[^\s:/]+(:[0-9]+)?/[^\s]+$`
+	// +optional
+	Image string `json:"image,omitempty"`
+	// SecretRef names a Secret with credentials for the URL's host or the
+	// image's registry (the keys of HelmSource.secretRef).
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+	// Insecure allows sending the credentials over plain http.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
 }
 
 // HelmSource is an HTTP(S) Helm repository.
@@ -125,7 +160,8 @@ type CatalogStatus struct {
 }
 
 // Catalog is a source of Extensions: a Helm repository, an OCI registry, a
-// directory, or the catalog built into Annex.
+// directory, the catalog built into Annex, or an OLM File-Based Catalog of
+// operator bundles.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=annex

@@ -34,6 +34,15 @@ type ExtensionInstallationSpec struct {
 	// +optional
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 
+	// WatchNamespaces are the namespaces an operator (engine Bundle)
+	// watches; empty means all namespaces. They choose its install mode
+	// (OwnNamespace, SingleNamespace, MultiNamespace, AllNamespaces),
+	// which its bundle must support.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=set
+	// +optional
+	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
+
 	// Values override the chart's defaults, as in "helm install --values".
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional

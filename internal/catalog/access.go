@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,6 +106,11 @@ func AccessFor(ctx context.Context, lookup CatalogLookup, cat *v1alpha1.Catalog)
 		ref, rawURL, field = src.Helm.SecretRef, src.Helm.URL, "spec.source.helm.secretRef"
 	case src.OCI != nil:
 		ref, rawURL, field = src.OCI.SecretRef, src.OCI.Repository, "spec.source.oci.secretRef"
+	case src.OLM != nil:
+		ref, rawURL, field = src.OLM.SecretRef, src.OLM.URL, "spec.source.olm.secretRef"
+		if src.OLM.Image != "" {
+			rawURL = "oci://" + src.OLM.Image
+		}
 	}
 	if ref == nil {
 		return nil, nil
@@ -132,9 +138,9 @@ func AccessFor(ctx context.Context, lookup CatalogLookup, cat *v1alpha1.Catalog)
 	if a.Token != "" && (a.Username != "" || a.Password != "") {
 		return nil, fmt.Errorf("catalog %q: %s: Secret %s/%s has both %s and %s/%s; keep one kind of credentials", cat.Name, field, ref.Namespace, ref.Name, SecretToken, SecretUsername, SecretPassword)
 	}
-	a.AllowHTTP = cat.Spec.Source.Helm != nil && cat.Spec.Source.Helm.Insecure
+	a.AllowHTTP = cat.Spec.Source.Helm != nil && cat.Spec.Source.Helm.Insecure || cat.Spec.Source.OLM != nil && cat.Spec.Source.OLM.Insecure
 	if u.Scheme == "http" && a.hasCredentials() && !a.AllowHTTP {
-		return nil, fmt.Errorf("catalog %q: %s: credentials are not sent over plain http; use an https:// URL, or set spec.source.helm.insecure", cat.Name, field)
+		return nil, fmt.Errorf("catalog %q: %s: credentials are not sent over plain http; use an https:// URL, or set %s", cat.Name, field, strings.Replace(field, "secretRef", "insecure", 1))
 	}
 	return a, nil
 }

@@ -37,6 +37,9 @@ type Index struct {
 	// Skipped holds one line per malformed entry that was left out, e.g.
 	// `entry "foo" 1.x: version is not semver`.
 	Skipped []string
+	// OtherBlobs counts the blobs of an OLM catalog whose schema Annex
+	// does not read (FBC allows any); they are not errors.
+	OtherBlobs int `json:",omitempty"`
 	// FetchedAt is when the source last confirmed this content; zero for
 	// content that is not fetched (the built-in catalog) or just parsed.
 	FetchedAt time.Time `json:"-"`

@@ -25,6 +25,10 @@ type Limits struct {
 	MaxFileBytes int64
 	// MaxFiles bounds the entries of a chart archive (default 10,000).
 	MaxFiles int
+	// MaxCatalogBytes bounds everything read from one OLM catalog source:
+	// the stream, the folder's files, or the catalog image's extracted
+	// file system (default DefaultMaxOLMCatalogBytes, 1 GiB).
+	MaxCatalogBytes int64
 }
 
 // Defaults of Limits.

@@ -86,7 +86,7 @@ func (s *Sources) Index(ctx context.Context, cat *v1alpha1.Catalog) (*Index, err
 // conditional request.
 func (s *Sources) read(ctx context.Context, cat *v1alpha1.Catalog, prev *lastGood) (*lastGood, error) {
 	var access *Access
-	if cat.Spec.Source.Helm != nil && cat.Spec.Source.Helm.SecretRef != nil || cat.Spec.Source.OCI != nil && cat.Spec.Source.OCI.SecretRef != nil {
+	if hasSecretRef(cat.Spec.Source) {
 		if s.Lookup == nil {
 			return nil, fmt.Errorf("catalog %q: this manager cannot read Secrets for secretRef", cat.Name)
 		}
@@ -126,8 +126,21 @@ func (s *Sources) read(ctx context.Context, cat *v1alpha1.Catalog, prev *lastGoo
 			return nil, err
 		}
 		return &lastGood{FetchedAt: now, Index: index}, nil
+	case src.OLM != nil:
+		index, err := s.Fetcher.OLMIndex(ctx, src.OLM, cat.Name, access)
+		if err != nil {
+			return nil, err
+		}
+		return &lastGood{FetchedAt: now, Index: index}, nil
 	}
 	return nil, ErrSourceNotSupported
+}
+
+// hasSecretRef reports whether the source names a credentials Secret.
+func hasSecretRef(src v1alpha1.CatalogSource) bool {
+	return src.Helm != nil && src.Helm.SecretRef != nil ||
+		src.OCI != nil && src.OCI.SecretRef != nil ||
+		src.OLM != nil && src.OLM.SecretRef != nil
 }
 
 // sourceKey identifies what a catalog reads, so that a changed spec does
@@ -140,6 +153,8 @@ func sourceKey(cat *v1alpha1.Catalog) string {
 		return "oci " + src.OCI.Repository
 	case src.Directory != nil:
 		return "directory " + src.Directory.Path
+	case src.OLM != nil:
+		return "olm " + src.OLM.URL + src.OLM.Path + src.OLM.Image
 	}
 	return ""
 }

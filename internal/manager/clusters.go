@@ -8,6 +8,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/apply"
+	"github.com/annex-platform/annex/internal/catalog"
 	"github.com/annex-platform/annex/internal/cluster"
 	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/plan"
@@ -101,4 +102,15 @@ func applySet(set installation.Set) apply.Set { return apply.Set{CRDs: set.CRDs,
 func (w applierAdapter) RunPipe(ctx context.Context, o installation.Owner, ns string, p plan.Pipe) (installation.PipeResult, error) {
 	res, err := w.a.RunPipe(ctx, apply.Owner(o), ns, p)
 	return installation.PipeResult{Done: res.Done, Message: res.Message}, err
+}
+
+// installationFetcher serves the installation controller's artifacts
+// through the caches, and operator bundles from their catalog or image.
+type installationFetcher struct {
+	*catalog.MemoryCache
+	bundles *catalog.Fetcher
+}
+
+func (f installationFetcher) FetchBundle(ctx context.Context, src v1alpha1.ArtifactSource) (map[string][]byte, error) {
+	return f.bundles.FetchBundle(ctx, src)
 }

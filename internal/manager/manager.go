@@ -126,7 +126,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Client:             mgr.GetClient(),
 		Reader:             mgr.GetAPIReader(),
 		Resolver:           &indexedResolver{},
-		Fetcher:            artifacts,
+		Fetcher:            installationFetcher{artifacts, fetcher},
 		Renderer:           helmRenderer{},
 		Records:            recordCodec{},
 		Clusters:           installationClusters{clusters},

@@ -27,6 +27,9 @@ type Resolver interface {
 // Fetcher downloads an artifact and verifies its digest.
 type Fetcher interface {
 	FetchArtifact(ctx context.Context, src v1alpha1.ArtifactSource) ([]byte, error)
+	// FetchBundle returns an operator bundle's registry+v1 tree
+	// (metadata/annotations.yaml, manifests/...) by path.
+	FetchBundle(ctx context.Context, src v1alpha1.ArtifactSource) (map[string][]byte, error)
 }
 
 // Renderer turns an artifact and values into objects. It performs no I/O.

@@ -37,7 +37,7 @@ type release struct {
 	// not exist on the target cluster, or an earlier revision created it):
 	// applied with every Apply task, recorded, removed on uninstall.
 	namespace []*unstructured.Unstructured
-	warnings []string
+	warnings  []string
 }
 
 // packageRecord is the package engine's part of a revision record.

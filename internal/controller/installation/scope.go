@@ -23,6 +23,7 @@ type scope struct {
 	plan    *resolve.Plan // the cluster-wide resolution
 	choice  resolve.Selection
 	archive []byte
+	bundle  map[string][]byte // an operator bundle's files, by path
 	// artifactDigest is the sha256 of archive, recorded with the revision.
 	artifactDigest string
 	rendered       *render.Result

@@ -78,7 +78,7 @@ func (r *Reconciler) checkDependencies(ctx context.Context, s *scope) (ctrl.Resu
 
 // fetch downloads the chosen version's artifact.
 func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
-	data, err := r.Fetcher.FetchArtifact(ctx, s.choice.Version.Source)
+	data, err := r.fetchArtifact(ctx, s)
 	if err != nil {
 		msg := fmt.Sprintf("fetching %s %s from %s: %v", s.inst.Spec.Extension, s.choice.Version.Version, s.choice.Version.Source.URL, err)
 		var permanent interface{ Permanent() bool }
@@ -97,11 +97,30 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
+// fetchArtifact downloads the chosen version's artifact: a chart's or a
+// package's archive, or an operator bundle's registry+v1 tree, kept as
+// files (s.bundle) and returned as its canonical JSON, which the
+// revision's digest covers.
+func (r *Reconciler) fetchArtifact(ctx context.Context, s *scope) ([]byte, error) {
+	if !isBundle(s) {
+		return r.Fetcher.FetchArtifact(ctx, s.choice.Version.Source)
+	}
+	files, err := r.Fetcher.FetchBundle(ctx, s.choice.Version.Source)
+	if err != nil {
+		return nil, err
+	}
+	s.bundle = files
+	return json.Marshal(files) // map keys sorted: the same tree, the same bytes
+}
+
 // render composes the values and renders the artifact. Invalid values stop
 // here, before anything touches the cluster.
 func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if isPackage(s) {
 		return r.renderPackage(ctx, s)
+	}
+	if isBundle(s) {
+		return r.renderBundle(ctx, s)
 	}
 	values, b, err := r.composeValues(ctx, s.inst)
 	if err != nil {
@@ -260,7 +279,7 @@ func (r *Reconciler) readValuesKey(ctx context.Context, namespace string, ref v1
 // checked instead.
 func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
-	if isPackage(s) {
+	if runsPlans(s) {
 		return r.runPackage(ctx, s)
 	}
 	if isFailedTarget(s) {
@@ -556,7 +575,7 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	since := s.inst.Status.History[0].AppliedAt.Time
 	timeout := timeoutOf(s.inst)
-	if isPackage(s) {
+	if runsPlans(s) {
 		// A package's plans waited for health step by step; what is not
 		// healthy now broke afterwards, and rolling back plans is not
 		// Annex's to decide.

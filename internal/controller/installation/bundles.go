@@ -1,0 +1,89 @@
+package installation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/engine/bundle"
+	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/render"
+)
+
+// isBundle reports whether the chosen version is an OLM operator bundle.
+func isBundle(s *scope) bool { return s.choice.Version.Engine == v1alpha1.EngineBundle }
+
+// runsPlans reports whether the chosen version's engine runs its own plans
+// across reconciles (packages and operator bundles); a chart's plan runs
+// within one apply.
+func runsPlans(s *scope) bool { return isPackage(s) || isBundle(s) }
+
+// renderBundle converts the chosen bundle into its install plan for the
+// install mode spec.watchNamespaces selects. What the bundle or the mode
+// cannot support stops here, naming the field, before anything is
+// applied. The plan runs when the inputs differ from the last revision's;
+// it replaces everything an earlier revision applied, so what left the
+// bundle is pruned.
+func (r *Reconciler) renderBundle(ctx context.Context, s *scope) (ctrl.Result, error) {
+	inst := s.inst
+	ref := fmt.Sprintf("%s %s", inst.Spec.Extension, s.choice.Version.Version)
+	b, err := bundle.Load(s.bundle)
+	if err != nil {
+		return r.stop(s, terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf(
+			"%s: the artifact is not a registry+v1 bundle: %v; fix the bundle in its catalog or choose another version", ref, err)), ctrl.Result{})
+	}
+	install, err := bundle.Convert(b, bundle.Options{
+		InstallNamespace: s.targetNamespace(),
+		WatchNamespaces:  inst.Spec.WatchNamespaces,
+		Name:             inst.Name,
+	})
+	if err != nil {
+		var unsupported *bundle.UnsupportedError
+		if errors.As(err, &unsupported) {
+			return r.stop(s, terminal(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s: %v", ref, err)), ctrl.Result{})
+		}
+		return r.stop(s, terminal(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s does not convert: %v", ref, err)), ctrl.Result{})
+	}
+	inputs := map[string]any{"installNamespace": s.targetNamespace(), "watchNamespaces": inst.Spec.WatchNamespaces}
+	valuesDigest, err := render.DigestOf(inputs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.rendered = &render.Result{ValuesDigest: valuesDigest}
+	rel := &release{}
+	if trigger, run := bundleChange(s, valuesDigest); run {
+		rel.plans, rel.trigger = []plan.Plan{install}, trigger
+	}
+	s.release = rel
+	rel.namespace = r.objectsToApply(ctx, s, len(rel.plans) > 0)
+	return ctrl.Result{}, nil
+}
+
+// bundleChange says whether the bundle's install plan runs for these
+// inputs, and why: an install, an upgrade (a new bundle), a new install
+// mode; a revision interrupted with the same inputs resumes.
+func bundleChange(s *scope, valuesDigest string) (string, bool) {
+	inst := s.inst
+	version := s.choice.Version.Version
+	if p := inst.Status.Pending; p != nil && p.Version == version && p.ArtifactDigest == s.artifactDigest && p.ValuesDigest == valuesDigest {
+		return p.Trigger, true
+	}
+	if len(inst.Status.History) == 0 {
+		return "install", true
+	}
+	last := inst.Status.History[0]
+	switch {
+	case last.Version != version:
+		return fmt.Sprintf("upgrade %s → %s", last.Version, version), true
+	case last.ArtifactDigest != s.artifactDigest:
+		return "new content of " + version, true
+	case last.ValuesDigest != valuesDigest:
+		return "spec.watchNamespaces changed", true
+	case inst.Status.Pending != nil:
+		return fmt.Sprintf("back to the inputs of revision %d", last.Number), true
+	}
+	return "", false
+}
