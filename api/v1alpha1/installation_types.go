@@ -22,6 +22,17 @@ type ExtensionInstallationSpec struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 
+	// Channel is, for an operator (engine Bundle), the catalog channel
+	// whose bundles are candidates and whose upgrade edges (replaces,
+	// skips, skipRange) upgrades follow; default: the package's
+	// defaultChannel, which status.conditions[Resolved] then names. When
+	// the package has no defaultChannel either, every bundle is a
+	// candidate and the edges of every channel count. It must be empty
+	// for other extensions.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Channel string `json:"channel,omitempty"`
+
 	// Cluster is the ManagedCluster to install into; empty means the cluster
 	// Annex runs in.
 	// +optional
@@ -266,6 +277,17 @@ type UpgradePolicy struct {
 	// AllowDowngrade lets Annex install a lower version than the installed one.
 	// +optional
 	AllowDowngrade bool `json:"allowDowngrade,omitempty"`
+	// Graph says which versions an installed operator (engine Bundle) may
+	// move to. Successors (the default, as OLM does) follows the catalog's
+	// upgrade graph in the channel: only versions that upgrade edges
+	// (replaces, skips, skipRange) lead to from the installed one, walked
+	// one edge at a time, each version healthy before the next. AnyInRange
+	// moves straight to any version of the channel within spec.version.
+	// Other engines ignore it.
+	// +kubebuilder:validation:Enum=Successors;AnyInRange
+	// +kubebuilder:default=Successors
+	// +optional
+	Graph UpgradeGraph `json:"graph,omitempty"`
 	// Retries is how many times a failed upgrade is tried again before
 	// Annex rolls back to the last good revision.
 	// +kubebuilder:default=2
@@ -274,6 +296,18 @@ type UpgradePolicy struct {
 	// +optional
 	Retries *int32 `json:"retries,omitempty"`
 }
+
+// UpgradeGraph is how an installed operator bundle may move.
+type UpgradeGraph string
+
+const (
+	// UpgradeGraphSuccessors follows the channel's upgrade edges from the
+	// installed version, one edge at a time.
+	UpgradeGraphSuccessors UpgradeGraph = "Successors"
+	// UpgradeGraphAnyInRange allows any version of the channel within
+	// spec.version.
+	UpgradeGraphAnyInRange UpgradeGraph = "AnyInRange"
+)
 
 // UninstallPolicy controls what deletion removes.
 type UninstallPolicy struct {

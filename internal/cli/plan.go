@@ -75,7 +75,7 @@ func solve(ctx context.Context, c client.Reader, observe VersionObserver, o Plan
 	if err := applySets(&problem, o.Set); err != nil {
 		return nil, err
 	}
-	plan := resolve.NewIndex(resolve.UniverseOf(exts.Items)).Solve(problem)
+	plan := resolve.IndexOf(exts.Items).Solve(problem)
 	return &solved{observed: observed, kubeVersion: kubeVersion, installations: insts, problem: problem, plan: plan}, nil
 }
 

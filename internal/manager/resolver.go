@@ -62,7 +62,7 @@ func (r *indexedResolver) indexFor(extensions []v1alpha1.Extension) *resolve.Ind
 	if r.index != nil && r.fingerprint == fingerprint {
 		return r.index
 	}
-	r.index, r.fingerprint = resolve.NewIndex(resolve.UniverseOf(extensions)), fingerprint
+	r.index, r.fingerprint = resolve.IndexOf(extensions), fingerprint
 	r.plans = map[[sha256.Size]byte]*resolve.Plan{}
 	return r.index
 }
@@ -96,6 +96,8 @@ func problemKey(p resolve.Problem) [sha256.Size]byte {
 		flag(i.AllowDowngrade)
 		flag(i.Separable)
 		str(i.ClusterScoped)
+		str(i.Channel)
+		flag(i.AnyInRange)
 		h.Write(buf)
 		buf = buf[:0]
 	}

@@ -46,7 +46,7 @@ func Check(kubeVersion string, extensions []v1alpha1.Extension, installations []
 		return Report{}, err
 	}
 	return Report{KubeVersion: kubeVersion, Problem: problem, Removed: removed,
-		Plan: resolve.NewIndex(resolve.UniverseOf(extensions)).Solve(problem)}, nil
+		Plan: resolve.IndexOf(extensions).Solve(problem)}, nil
 }
 
 // RemovedObjects lists the objects in the installations' inventories

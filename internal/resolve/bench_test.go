@@ -326,3 +326,81 @@ func BenchmarkNewIndex10k(b *testing.B) {
 		NewIndex(u)
 	}
 }
+
+// operatorUniverse makes a catalog shaped like OperatorHub: pkgs operator
+// packages of 20 bundles each (1.0.0–1.9.0, 2.0.0–2.9.0), every bundle in
+// channel stable, a replaces chain through all of them, and every other
+// one in channel fast too, whose entries skip everything below them
+// (skipRange) and replace the previous fast bundle. Packages with an even
+// number have stable as their defaultChannel.
+func operatorUniverse(pkgs int) (Universe, map[string]string) {
+	u, defaults := Universe{}, map[string]string{}
+	for p := range pkgs {
+		name := fmt.Sprintf("op-%04d", p)
+		if p%2 == 0 {
+			defaults[name] = "stable"
+		}
+		prev, prevFast := "", ""
+		for k := range 20 {
+			version := fmt.Sprintf("%d.%d.0", 1+k/10, k%10)
+			v := ev(version, fmt.Sprintf(">=1.%d.0-0", 22+k/3))
+			v.Engine = v1alpha1.EngineBundle
+			v.Channels = []v1alpha1.ChannelEntry{{Name: "stable", Replaces: prev}}
+			if k%2 == 1 {
+				v.Channels = append(v.Channels, v1alpha1.ChannelEntry{Name: "fast", Replaces: prevFast,
+					SkipRange: ">=1.0.0 <" + version})
+				prevFast = version
+			}
+			prev = version
+			u[name] = append(u[name], v)
+		}
+	}
+	return u, defaults
+}
+
+// operatorProblem is 50 installations of operators: a third installed at
+// an old version and following the graph (several hops to go), some in
+// channel fast, some allowed any version in range, the rest new.
+func operatorProblem(pkgs int) Problem {
+	p := Problem{ClusterVersion: "v1.31.2-gke.1200"}
+	for i := range 50 {
+		in := Installation{Name: fmt.Sprintf("ops/op-%02d", i), Extension: fmt.Sprintf("op-%04d", i*pkgs/50)}
+		switch i % 6 {
+		case 0, 3:
+			in.Installed, in.Automatic = "1.2.0", true
+		case 1:
+			in.Channel, in.Range = "fast", "^1"
+		case 2:
+			in.Channel, in.Installed, in.Automatic = "stable", "1.4.0", true
+		case 4:
+			in.Installed, in.Automatic, in.AnyInRange = "1.1.0", true, true
+		}
+		p.Installations = append(p.Installations, in)
+	}
+	return p
+}
+
+// BenchmarkSolveOperators resolves 50 operator installations over an
+// OperatorHub-size catalog (300 packages, 6,000 bundles, two channels
+// each). The target is p99 < 10 ms.
+func BenchmarkSolveOperators(b *testing.B) {
+	u, defaults := operatorUniverse(300)
+	ix := newIndex(u, defaults)
+	p := operatorProblem(300)
+	plan := ix.Solve(p)
+	if len(plan.Failed) > 0 {
+		for name, ex := range plan.Failed {
+			b.Fatalf("%s failed: %s", name, ex.Message)
+		}
+	}
+	hops := 0
+	for _, sel := range plan.Selected {
+		if sel.Target != nil {
+			hops++
+		}
+	}
+	if hops == 0 {
+		b.Fatal("no installation has a hop to go")
+	}
+	benchSolve(b, ix, p)
+}

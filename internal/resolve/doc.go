@@ -56,6 +56,33 @@
 //     and "v1.33.4+k3s1" are 1.33.4), so Helm floors like ">=1.28.0-0" work.
 //   - Installed with automatic upgrades off pins the installed version;
 //     installed without allowDowngrade forbids lower versions.
+//   - Operator packages (versions with channels, engine Bundle) resolve
+//     in one channel: spec.channel, else the package's defaultChannel
+//     (Selection.DefaultChannelUsed says so; it reaches the Index through
+//     IndexOf), else, when the package has none, every channel together.
+//     Only the channel's bundles are candidates. A channel the package
+//     lacks fails, listing the channels; so does a range that admits no
+//     bundle of the channel, and spec.channel on an extension without
+//     channels. A bundle that only deprecated channels carry is preferred
+//     last, like a deprecated version.
+//   - Upgrade graph (spec.upgrade.graph). With Successors, the default
+//     and OLM's rule, an installed operator may move only to a version
+//     that the channel's upgrade edges lead to: an entry whose replaces or
+//     skips names the installed version or whose skipRange contains it is
+//     a direct successor, and edges chain. The highest reachable version
+//     in range is chosen as the target, but Selection.Version is the next
+//     hop, the highest direct successor from which the target is
+//     reachable; Selection.Target and Selection.Hop ("x 0.3.0 is not a
+//     successor of 0.1.0 in channel stable; 0.2.0 is — it will be
+//     installed first") tell the rest. The caller installs the hop, waits
+//     until it is healthy, and solves again. Hops on the way must run on
+//     the cluster but need not lie in spec.version: they are passed
+//     through. When no edge leads to a version in range, the installation
+//     fails, naming the installed version's successors. A channel switch
+//     under Successors needs the installed version to be in the new
+//     channel or to have a direct successor there; otherwise it fails.
+//     With AnyInRange the plain rules apply within the channel: any
+//     version of it in range, in one step.
 //   - Preferences, in order: keep the installed version unless a higher
 //     non-deprecated one is allowed; otherwise the highest version;
 //     deprecated versions only when nothing else is allowed. Among

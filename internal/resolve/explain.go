@@ -268,10 +268,14 @@ func (n *narrator) requirementText(r requirement) string {
 	case causeNoDowngrade:
 		return fmt.Sprintf("%s has %s %s installed and downgrades are not allowed", in.Name, in.Extension, in.Installed)
 	}
-	if rangeOrAny(in.Range) == "*" {
-		return fmt.Sprintf("%s wants any version of %s", in.Name, in.Extension)
+	where := ""
+	if c := n.pr.channels[r.inst].ch; c != nil && c.name != "" {
+		where = " " + c.phrase()
 	}
-	return fmt.Sprintf("%s wants %s %s", in.Name, in.Extension, strings.TrimSpace(in.Range))
+	if rangeOrAny(in.Range) == "*" {
+		return fmt.Sprintf("%s wants any version of %s%s", in.Name, in.Extension, where)
+	}
+	return fmt.Sprintf("%s wants %s %s%s", in.Name, in.Extension, strings.TrimSpace(in.Range), where)
 }
 
 func (n *narrator) dependencyText(g *depGroup) string {

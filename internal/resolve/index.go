@@ -69,6 +69,13 @@ type extIndex struct {
 	deps    []depIncompatibility
 	targets []int
 	unitDep bool // a dependency incompatibility has one term
+	// channels are an operator package's channels by name, all their
+	// union, channelNames the names sorted; nil for an extension whose
+	// versions have no channels. defaultChannel is the package's.
+	channels       map[string]*channelIndex
+	all            *channelIndex
+	channelNames   []string
+	defaultChannel string
 }
 
 // depIncompatibility is a dependency group as an incompatibility.
@@ -112,7 +119,22 @@ type depGroup struct {
 // already seen, and versions whose kubeVersion or dependency range does not
 // parse are left out (such a version could never be installed safely) and
 // counted in Skipped.
-func NewIndex(u Universe) *Index {
+func NewIndex(u Universe) *Index { return newIndex(u, nil) }
+
+// IndexOf is NewIndex over the Extensions' versions (UniverseOf) that also
+// knows each operator package's defaultChannel, the channel of an
+// installation that names none.
+func IndexOf(extensions []v1alpha1.Extension) *Index {
+	defaults := map[string]string{}
+	for i := range extensions {
+		if c := extensions[i].Spec.DefaultChannel; c != "" {
+			defaults[extensions[i].Name] = c
+		}
+	}
+	return newIndex(UniverseOf(extensions), defaults)
+}
+
+func newIndex(u Universe, defaultChannels map[string]string) *Index {
 	ix := &Index{byName: make(map[string]int, len(u)), rangeMemo: map[rangeKey]installRange{}}
 	var ok bool
 	names := make([]string, 0, len(u))
@@ -221,6 +243,7 @@ func NewIndex(u Universe) *Index {
 			}
 			e.kube[k].versions.add(i)
 		}
+		indexChannels(e, defaultChannels[e.name], ranges)
 		slices.SortFunc(e.kube, func(a, b kubeGroup) int { return strings.Compare(a.text, b.text) })
 		for k := range e.kube {
 			e.kube[k].terms = []term{{id, true, e.kube[k].versions}}

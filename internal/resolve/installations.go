@@ -25,6 +25,8 @@ func ProblemFor(clusterVersion string, insts []*v1alpha1.ExtensionInstallation) 
 			Automatic:      inst.Spec.Upgrade.Automatic == nil || *inst.Spec.Upgrade.Automatic,
 			AllowDowngrade: inst.Spec.Upgrade.AllowDowngrade,
 			Separable:      Separable(inst),
+			Channel:        inst.Spec.Channel,
+			AnyInRange:     inst.Spec.Upgrade.Graph == v1alpha1.UpgradeGraphAnyInRange,
 		}
 		if !in.Separable {
 			in.ClusterScoped = ClusterScopedText(inst.Spec.Extension, inst.Status.Content)

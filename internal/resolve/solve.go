@@ -42,6 +42,14 @@ type Installation struct {
 	// cluster-scoped CustomResourceDefinition widgets.example.com". ""
 	// when nothing is known.
 	ClusterScoped string
+	// Channel is spec.channel, for an operator package (versions with
+	// channels): "" means the package's defaultChannel, or, without one,
+	// every channel.
+	Channel string
+	// AnyInRange is spec.upgrade.graph AnyInRange: an installed operator
+	// may move to any version of its channel in Range, not only along the
+	// channel's upgrade edges.
+	AnyInRange bool
 }
 
 // InstanceKey is the key of an instance's Selection in Plan.Selected:
@@ -71,6 +79,21 @@ type Selection struct {
 	// serves alone, as an instance; "" for the version the extension's
 	// shared installations and its dependents agree on.
 	Instance string
+	// Channel is the channel an operator package was resolved in ("" for
+	// other extensions, and for a package without a defaultChannel whose
+	// installation names no channel: every channel counted);
+	// DefaultChannelUsed is set when it is the package's defaultChannel
+	// because spec.channel is empty.
+	Channel            string
+	DefaultChannelUsed bool
+	// Target is, when the chosen version is not a direct successor of the
+	// installed one, the version the upgrade graph leads to; Version is
+	// then the next hop, the first edge on the way. Install Version, wait
+	// until it is healthy, and solve again. Nil when Version is the
+	// target. Hop says so in words: "x 0.3.0 is not a successor of 0.1.0
+	// in channel stable; 0.2.0 is — it will be installed first".
+	Target *v1alpha1.ExtensionVersion
+	Hop    string
 }
 
 // Plan is the outcome of a Solve.
@@ -114,7 +137,8 @@ type problem struct {
 	installed  []int // per installation: version index of Installed, -1
 	reqs       [][]requirement
 	prefer     []int
-	apart      []bool // per installation: solved as an instance, on its own copy of its extension
+	apart      []bool          // per installation: solved as an instance, on its own copy of its extension
+	channels   []channelChoice // per installation: the channel it resolves in
 }
 
 // attempt is one solve over a set of installations.
@@ -170,6 +194,7 @@ func (ix *Index) Solve(p Problem) *Plan {
 	pr.installed = make([]int, len(insts))
 	pr.reqs = make([][]requirement, len(insts))
 	pr.apart = make([]bool, len(insts))
+	pr.channels = make([]channelChoice, len(insts))
 	var active []int
 	for i := range insts {
 		if ex := pr.require(i); ex != nil {
@@ -306,9 +331,12 @@ func (pr *problem) requirements(i int) ([]requirement, *Explanation) {
 			Installations: []string{in.Name},
 		}
 	}
-	reqs := []requirement{{inst: i, pkg: pkg, set: inRange, kind: causeRange}}
 	if in.Installed == "" {
-		return reqs, nil
+		set, ex := pr.channelRequirement(i, e, inRange, -1, nil)
+		if ex != nil {
+			return nil, ex
+		}
+		return []requirement{{inst: i, pkg: pkg, set: set, kind: causeRange}}, nil
 	}
 	// Installed is normally a catalog version as written, found without
 	// parsing; versions are unique and ascending, so those not below it
@@ -317,7 +345,12 @@ func (pr *problem) requirements(i int) ([]requirement, *Explanation) {
 	var iv *semver.Version
 	if !found {
 		if iv, err = semver.NewVersion(in.Installed); err != nil {
-			return reqs, nil // not a version Annex installed: treat as not installed
+			// not a version Annex installed: treat as not installed
+			set, ex := pr.channelRequirement(i, e, inRange, -1, nil)
+			if ex != nil {
+				return nil, ex
+			}
+			return []requirement{{inst: i, pkg: pkg, set: set, kind: causeRange}}, nil
 		}
 		idx = -1
 		for k := range e.versions {
@@ -327,6 +360,15 @@ func (pr *problem) requirements(i int) ([]requirement, *Explanation) {
 		}
 	}
 	pr.installed[i] = idx
+	isv := iv
+	if idx >= 0 {
+		isv = e.versions[idx].sv
+	}
+	set, ex := pr.channelRequirement(i, e, inRange, idx, isv)
+	if ex != nil {
+		return nil, ex
+	}
+	reqs := []requirement{{inst: i, pkg: pkg, set: set, kind: causeRange}}
 	switch {
 	case !in.Automatic && idx < 0:
 		return nil, &Explanation{
@@ -644,6 +686,15 @@ func (pr *problem) fillPlan(plan *Plan, active []int, chosen []int) {
 			sel.Kept = pr.kept(p, v, active)
 			if ix.origin(p) != p {
 				sel.Instance = names[0] // a copy serves one installation
+			}
+			// The channel and next hop are the first installation's
+			// (by name); the installations sharing a version normally
+			// agree on both.
+			for _, i := range active {
+				if pr.reqs[i][0].pkg == p {
+					pr.hop(&sel, i, p, v)
+					break
+				}
 			}
 		} else {
 			sel.RequiredBy = neededBy[p]

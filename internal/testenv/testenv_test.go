@@ -26,7 +26,7 @@ func TestCRDValidation(t *testing.T) {
 		t.Fatalf("create namespace: %v", err)
 	}
 
-	const oneSource = "spec.source: set exactly one of helm, oci, directory or builtin"
+	const oneSource = "spec.source: set exactly one of helm, oci, directory, builtin or olm"
 	refused := []struct {
 		name string
 		obj  client.Object

@@ -23,15 +23,17 @@ import (
 // memcached-operator fixture, its Deployments scaled to zero (nothing
 // runs pods in this test's cluster) and MultiNamespace unsupported, as
 // one bundle of channel alpha.
-func memcachedCatalog(t *testing.T, dir string) {
+func memcachedCatalog(t *testing.T, dir, pkgName string, versions ...string) {
 	t.Helper()
+	if len(versions) == 0 {
+		versions = []string{"0.1.0"}
+	}
 	manifests := filepath.Join("..", "..", "engine", "bundle", "testdata", "bundles", "memcached-operator", "manifests")
 	entries, err := os.ReadDir(manifests)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var properties []map[string]any
-	properties = append(properties, map[string]any{"type": "olm.package", "value": map[string]any{"packageName": "memcached-operator", "version": "0.1.0"}})
+	var objects []map[string]any
 	for _, e := range entries {
 		data, err := os.ReadFile(filepath.Join(manifests, e.Name()))
 		if err != nil {
@@ -53,7 +55,7 @@ func memcachedCatalog(t *testing.T, dir string) {
 					_ = unstructured.SetNestedField(d.(map[string]any), int64(0), "spec", "replicas")
 				}
 				_ = unstructured.SetNestedSlice(obj, deployments, "spec", "install", "spec", "deployments")
-				_ = unstructured.SetNestedField(obj, "0.1.0", "spec", "version")
+
 				// This operator cannot watch several namespaces.
 				modes, _, _ := unstructured.NestedSlice(obj, "spec", "installModes")
 				for _, m := range modes {
@@ -63,19 +65,35 @@ func memcachedCatalog(t *testing.T, dir string) {
 				}
 				_ = unstructured.SetNestedSlice(obj, modes, "spec", "installModes")
 			}
-			raw, err := json.Marshal(obj)
+			objects = append(objects, obj)
+		}
+	}
+	// Each version replaces the one before it in channel alpha.
+	blobs := []map[string]any{{"schema": "olm.package", "name": pkgName, "defaultChannel": "alpha"}}
+	var entries2 []map[string]any
+	for i, v := range versions {
+		entry := map[string]any{"name": pkgName + ".v" + v}
+		if i > 0 {
+			entry["replaces"] = pkgName + ".v" + versions[i-1]
+		}
+		entries2 = append(entries2, entry)
+		properties := []map[string]any{{"type": "olm.package", "value": map[string]any{"packageName": pkgName, "version": v}}}
+		for _, obj := range objects {
+			u := (&unstructured.Unstructured{Object: obj}).DeepCopy()
+			if u.GetKind() == "ClusterServiceVersion" {
+				_ = unstructured.SetNestedField(u.Object, v, "spec", "version")
+				u.SetName(pkgName + ".v" + v)
+			}
+			raw, err := json.Marshal(u.Object)
 			if err != nil {
 				t.Fatal(err)
 			}
 			properties = append(properties, map[string]any{"type": "olm.bundle.object",
 				"value": map[string]any{"data": base64.StdEncoding.EncodeToString(raw)}})
 		}
+		blobs = append(blobs, map[string]any{"schema": "olm.bundle", "package": pkgName, "name": pkgName + ".v" + v, "properties": properties})
 	}
-	blobs := []map[string]any{
-		{"schema": "olm.package", "name": "memcached-operator", "defaultChannel": "alpha"},
-		{"schema": "olm.channel", "package": "memcached-operator", "name": "alpha", "entries": []map[string]any{{"name": "memcached-operator.v0.1.0"}}},
-		{"schema": "olm.bundle", "package": "memcached-operator", "name": "memcached-operator.v0.1.0", "properties": properties},
-	}
+	blobs = append(blobs, map[string]any{"schema": "olm.channel", "package": pkgName, "name": "alpha", "entries": entries2})
 	var out bytes.Buffer
 	for _, b := range blobs {
 		raw, _ := json.Marshal(b)
@@ -94,7 +112,7 @@ func memcachedCatalog(t *testing.T, dir string) {
 func TestBundleInstallsOperator(t *testing.T) {
 	ns := packageNamespace(t)
 	dir := t.TempDir()
-	memcachedCatalog(t, dir)
+	memcachedCatalog(t, dir, "memcached-operator")
 	cat := &v1alpha1.Catalog{
 		ObjectMeta: metav1.ObjectMeta{Name: ns},
 		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{OLM: &v1alpha1.OLMSource{Path: dir}}},
@@ -104,7 +122,7 @@ func TestBundleInstallsOperator(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(t.Context(), cat) })
 
-	install(t, ns, "memcached", "memcached-operator", "")
+	install(t, ns, "memcached", "memcached-operator", "", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Uninstall.DeleteCRDs = true })
 	got := waitPlan(t, ns, "memcached", "install", v1alpha1.PlanComplete, 1)
 	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
 	crd := schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
@@ -146,3 +164,56 @@ func TestBundleInstallsOperator(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// An upgrade across two edges of the catalog's graph walks them: 0.1.0 →
+// 0.2.0 (healthy) → 0.3.0, each its own revision, and the Resolved
+// condition names the channel the package's default gave.
+func TestBundleUpgradeWalksTheGraph(t *testing.T) {
+	ns := packageNamespace(t)
+	dir := t.TempDir()
+	memcachedCatalog(t, dir, "memcached-walk", "0.1.0", "0.2.0", "0.3.0")
+	cat := &v1alpha1.Catalog{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{OLM: &v1alpha1.OLMSource{Path: dir}}},
+	}
+	if err := env.Client.Create(t.Context(), cat); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(t.Context(), cat) })
+
+	install(t, ns, "memcached", "memcached-walk", "0.1.0", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Uninstall.DeleteCRDs = true })
+	got := waitPlan(t, ns, "memcached", "install", v1alpha1.PlanComplete, 1)
+	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionResolved); !strings.Contains(c.Message, "channel alpha (the package's default") {
+		t.Errorf("Resolved does not say which channel: %s", c.Message)
+	}
+
+	update(t, ns, "memcached", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Version = "0.3.0" })
+	eventually(t, 60*time.Second, func() error {
+		cur, err := getInstallation(t, ns, "memcached")
+		if err != nil {
+			return err
+		}
+		if cur.Status.InstalledVersion != "0.3.0" || !meta.IsStatusConditionTrue(cur.Status.Conditions, v1alpha1.ConditionReady) {
+			return errString("installed " + cur.Status.InstalledVersion)
+		}
+		got = cur
+		return nil
+	})
+	var walked []string
+	for i := len(got.Status.History) - 1; i >= 0; i-- {
+		walked = append(walked, got.Status.History[i].Version)
+	}
+	if strings.Join(walked, " → ") != "0.1.0 → 0.2.0 → 0.3.0" {
+		t.Errorf("revisions %v, want one per edge: 0.1.0 → 0.2.0 → 0.3.0", walked)
+	}
+	if err := env.Client.Delete(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		if _, err := getInstallation(t, ns, "memcached"); err == nil {
+			return errString("still there")
+		}
+		return nil
+	})
+}

@@ -204,9 +204,13 @@ func (r *Reconciler) pollInterval() time.Duration {
 }
 
 // scheduleResync looks at a healthy installation again after the resync
-// interval: its health may change without an event Annex watches.
+// interval: its health may change without an event Annex watches. An
+// operator on its way to a target along its upgrade graph goes on at once.
 func (r *Reconciler) scheduleResync(_ context.Context, s *scope) (ctrl.Result, error) {
 	switch {
+	case s.choice.Target != nil:
+		// One hop of an operator upgrade is healthy: take the next.
+		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
 	case s.inst.Spec.Interval.Duration > 0:
 		return ctrl.Result{RequeueAfter: s.inst.Spec.Interval.Duration}, nil
 	case r.ResyncInterval > 0:

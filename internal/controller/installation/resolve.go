@@ -82,6 +82,16 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	if sel.Kept {
 		msg += " (kept the installed version: spec.upgrade does not allow moving it)"
 	}
+	switch {
+	case sel.DefaultChannelUsed:
+		msg += fmt.Sprintf(", channel %s (the package's default; set spec.channel to choose another)", sel.Channel)
+	case sel.Channel != "":
+		msg += ", channel " + sel.Channel
+	}
+	if sel.Target != nil {
+		// An operator upgrade walks its catalog's graph one edge at a time.
+		msg += fmt.Sprintf("; on the way to %s: %s", sel.Target.Version, sel.Hop)
+	}
 	setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
 	return ctrl.Result{}, nil
 }
