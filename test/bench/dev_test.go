@@ -30,34 +30,8 @@ import (
 func BenchmarkDevN300(b *testing.B) {
 	const n = 300
 	ctx := b.Context()
-	binDir := testenv.RequireWorkloadsBinDir(b)
-	work := b.TempDir()
-	var out safeBuffer
-	start := time.Now()
-	dev := exec.Command(binary(b, "annex"), "dev", "--dir", filepath.Join(work, "dev"), "--bin-dir", binDir, "--nodes", "1")
-	dev.Stdout, dev.Stderr = &out, &out
-	must(b, dev.Start())
-	b.Cleanup(func() {
-		_ = dev.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = dev.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			_ = dev.Process.Kill()
-		}
-		if b.Failed() {
-			b.Logf("annex dev output:\n%s", out.String())
-		}
-	})
-	waitUntil(b, 2*time.Minute, func() error {
-		if !strings.Contains(out.String(), "Annex is running") {
-			return fmt.Errorf("annex dev has not said it is running")
-		}
-		return nil
-	})
-	startup := time.Since(start)
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(work, "dev", "kubeconfig"))
+	kubeconfig, startup := startDev(b, "--nodes", "1")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	must(b, err)
 	cfg.QPS = -1
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: annexmanager.Scheme()})
@@ -81,6 +55,40 @@ func BenchmarkDevN300(b *testing.B) {
 	b.ReportMetric(toDelete.Seconds(), "s-to-delete")
 	b.Logf("annex dev: started in %.1f s; %d installations Ready in %.2f s, gone in %.2f s; loadavg %s",
 		startup.Seconds(), n, toReady.Seconds(), toDelete.Seconds(), loadavg())
+}
+
+// startDev runs `annex dev` (with args) in a temporary folder until the
+// benchmark ends, waits until it says it is running, and returns its
+// admin kubeconfig and how long it took to start.
+func startDev(b *testing.B, args ...string) (kubeconfig string, startup time.Duration) {
+	b.Helper()
+	binDir := testenv.RequireWorkloadsBinDir(b)
+	dir := filepath.Join(b.TempDir(), "dev")
+	var out safeBuffer
+	start := time.Now()
+	dev := exec.Command(binary(b, "annex"), append([]string{"dev", "--dir", dir, "--bin-dir", binDir}, args...)...)
+	dev.Stdout, dev.Stderr = &out, &out
+	must(b, dev.Start())
+	b.Cleanup(func() {
+		_ = dev.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = dev.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			_ = dev.Process.Kill()
+		}
+		if b.Failed() {
+			b.Logf("annex dev output:\n%s", out.String())
+		}
+	})
+	waitUntil(b, 2*time.Minute, func() error {
+		if !strings.Contains(out.String(), "Annex is running") {
+			return fmt.Errorf("annex dev has not said it is running")
+		}
+		return nil
+	})
+	return filepath.Join(dir, "kubeconfig"), time.Since(start)
 }
 
 // safeBuffer is a bytes.Buffer a process writes to while the benchmark

@@ -2,10 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +14,6 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	annexmanager "github.com/annex-platform/annex/internal/manager"
-	"github.com/annex-platform/annex/internal/testenv"
 )
 
 // devDatabases is how many MySQL installations BenchmarkDevPackages runs.
@@ -33,32 +28,8 @@ const devDatabases = 10
 // then the uninstall until all are gone.
 func BenchmarkDevPackages(b *testing.B) {
 	ctx := b.Context()
-	binDir := testenv.RequireWorkloadsBinDir(b)
-	work := b.TempDir()
-	var out safeBuffer
-	dev := exec.Command(binary(b, "annex"), "dev", "--dir", filepath.Join(work, "dev"), "--bin-dir", binDir)
-	dev.Stdout, dev.Stderr = &out, &out
-	must(b, dev.Start())
-	b.Cleanup(func() {
-		_ = dev.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = dev.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			_ = dev.Process.Kill()
-		}
-		if b.Failed() {
-			b.Logf("annex dev output:\n%s", out.String())
-		}
-	})
-	waitUntil(b, 2*time.Minute, func() error {
-		if !strings.Contains(out.String(), "Annex is running") {
-			return fmt.Errorf("annex dev has not said it is running")
-		}
-		return nil
-	})
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(work, "dev", "kubeconfig"))
+	kubeconfig, _ := startDev(b)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	must(b, err)
 	cfg.QPS = -1
 	c, err := client.New(cfg, client.Options{Scheme: annexmanager.Scheme()})

@@ -2,7 +2,6 @@ package installation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,11 +40,9 @@ func (r *Reconciler) renderBundle(ctx context.Context, s *scope) (ctrl.Result, e
 		Name:             inst.Name,
 	})
 	if err != nil {
-		var unsupported *bundle.UnsupportedError
-		if errors.As(err, &unsupported) {
-			return r.stop(s, terminal(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s: %v", ref, err)), ctrl.Result{})
-		}
-		return r.stop(s, terminal(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s does not convert: %v", ref, err)), ctrl.Result{})
+		// Convert is pure: what it refuses (an *UnsupportedError names the
+		// CSV field or spec.watchNamespaces) is refused every time.
+		return r.stop(s, terminal(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s: %v", ref, err)), ctrl.Result{})
 	}
 	inputs := map[string]any{"installNamespace": s.targetNamespace(), "watchNamespaces": inst.Spec.WatchNamespaces}
 	valuesDigest, err := render.DigestOf(inputs)

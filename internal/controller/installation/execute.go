@@ -112,17 +112,8 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 // other dependencies; the task only waits for it.
 func (r *Reconciler) dependencyReady(s *scope, t plan.Task) plan.StepResult {
 	dep := t.Dependency
-	present := map[string][]resolve.Present{}
-	for _, other := range s.cluster.installations {
-		if other == s.inst || s.isInstance(other) {
-			continue
-		}
-		present[other.Spec.Extension] = append(present[other.Spec.Extension], resolve.Present{
-			Installation: nameOf(other), Version: other.Status.InstalledVersion, Ready: isReady(other),
-		})
-	}
 	version := v1alpha1.ExtensionVersion{Dependencies: []v1alpha1.Dependency{{Name: dep.Extension, Version: dep.Version}}}
-	if unmet := resolve.UnmetDependencies(s.inst.Spec.Extension, version, present); len(unmet) > 0 {
+	if unmet := resolve.UnmetDependencies(s.inst.Spec.Extension, version, s.presentOthers()); len(unmet) > 0 {
 		return plan.Waiting(t.Name, strings.Join(unmet, "; "))
 	}
 	return plan.StepResult{Done: true}

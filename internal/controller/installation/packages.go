@@ -1,6 +1,7 @@
 package installation
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,10 +80,11 @@ func (r *Reconciler) renderPackage(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	s.artifactDigest = digest
 	listPlans(inst, effective)
-	installed, err := r.installedPackageRecord(ctx, s)
+	prev, err := r.installedState(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	installed := decodePackageRecord(prev.pkg)
 	params, err := pkg.Resolve(effective, values, installed.Params)
 	if err != nil {
 		return r.stop(s, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: %v; see %s %s params.yaml",
@@ -150,7 +152,7 @@ func (r *Reconciler) loadPackage(ctx context.Context, s *scope) (*pkg.Package, s
 		if len(chain) > maxExtendsDepth {
 			return nil, "", terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s: the extends chain is longer than %d packages (or a cycle); shorten it", ref, maxExtendsDepth)), nil
 		}
-		name := cmpOr(ext.Operator, ext.Name)
+		name := cmp.Or(ext.Operator, ext.Name)
 		version, b := chooseBase(s.cluster.extensions, name, ext.Version)
 		if b != nil {
 			return nil, "", b, nil
@@ -181,7 +183,7 @@ func (r *Reconciler) loadPackage(ctx context.Context, s *scope) (*pkg.Package, s
 // or failing that appVersion, is in versionRange (KEP-0012's own example
 // names the base's appVersion).
 func chooseBase(extensions []v1alpha1.Extension, name, versionRange string) (*v1alpha1.ExtensionVersion, *block) {
-	constraint, err := semver.NewConstraint(cmpOr(versionRange, "*"))
+	constraint, err := semver.NewConstraint(cmp.Or(versionRange, "*"))
 	if err != nil {
 		return nil, terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("extends: version %q of %s is not a version range: %v", versionRange, name, err))
 	}
@@ -316,19 +318,6 @@ func markRequest(inst *v1alpha1.ExtensionInstallation, run, abandon *v1alpha1.Pl
 	}
 }
 
-// installedPackageRecord reads the package part of the installed
-// revision's record; empty on install.
-func (r *Reconciler) installedPackageRecord(ctx context.Context, s *scope) (packageRecord, error) {
-	if len(s.inst.Status.History) == 0 {
-		return packageRecord{}, nil
-	}
-	set, found, err := r.recordOf(ctx, s.inst, s.inst.Status.History[0].Number)
-	if err != nil || !found {
-		return packageRecord{}, err
-	}
-	return decodePackageRecord(set.Package), nil
-}
-
 func decodePackageRecord(data []byte) packageRecord {
 	var rec packageRecord
 	if len(data) > 0 {
@@ -383,7 +372,7 @@ func planNames(plans []plan.Plan) []string {
 // marked ABANDONED.
 func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	inst := s.inst
-	prev, err := r.installedSet(ctx, s)
+	prev, err := r.installedState(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -577,11 +566,11 @@ func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result,
 			return ctrl.Result{}, nil
 		}
 	}
-	set, found, err := r.recordOf(ctx, inst, last.Number)
-	if err != nil || !found {
+	prev, err := r.installedState(ctx, s)
+	if err != nil || !prev.found {
 		return ctrl.Result{}, err
 	}
-	return r.checkDrift(ctx, s, Set{Objects: driftable(set.Objects)})
+	return r.checkDrift(ctx, s, Set{Objects: driftable(prev.objects)})
 }
 
 // driftable leaves out run-to-completion objects (Jobs, Pods): a plan
@@ -600,19 +589,29 @@ func driftable(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 
 // installedState is the set and package record of the installed revision.
 type installedState struct {
-	objects []*unstructured.Unstructured
-	pkg     []byte
+	revision int64
+	found    bool
+	objects  []*unstructured.Unstructured
+	pkg      []byte
 }
 
-func (r *Reconciler) installedSet(ctx context.Context, s *scope) (installedState, error) {
+// installedState reads the installed revision's record once per
+// reconcile (render, the start of a revision and the drift check all need
+// it); empty on install.
+func (r *Reconciler) installedState(ctx context.Context, s *scope) (installedState, error) {
 	if len(s.inst.Status.History) == 0 {
 		return installedState{}, nil
 	}
-	set, found, err := r.recordOf(ctx, s.inst, s.inst.Status.History[0].Number)
-	if err != nil || !found {
+	n := s.inst.Status.History[0].Number
+	if s.installed != nil && s.installed.revision == n {
+		return *s.installed, nil
+	}
+	set, found, err := r.recordOf(ctx, s.inst, n)
+	if err != nil {
 		return installedState{}, err
 	}
-	return installedState{objects: set.Objects, pkg: set.Package}, nil
+	s.installed = &installedState{revision: n, found: found, objects: set.Objects, pkg: set.Package}
+	return *s.installed, nil
 }
 
 // stateAfter returns the objects a package leaves once plans ran, in
@@ -744,13 +743,6 @@ func listPlans(inst *v1alpha1.ExtensionInstallation, p *pkg.Package) {
 			inst.Status.Plans = append(inst.Status.Plans, plan.NeverRun(name))
 		}
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // cleanupTrigger marks the cleanup plan's run on deletion.

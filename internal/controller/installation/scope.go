@@ -28,6 +28,7 @@ type scope struct {
 	artifactDigest string
 	rendered       *render.Result
 	release        *release                   // a package's plans for this reconcile's inputs
+	installed      *installedState            // the installed revision's record, once read
 	mergeWarnings  []string                   // what merging a package onto its bases warned of
 	inventory      []v1alpha1.ObjectReference // after apply: what the installed revision owns
 	observedHealth *Health                    // the inventory's health as this reconcile's apply or drift check saw it
@@ -58,6 +59,23 @@ func (s *scope) observe(h Health) {
 	if h.Total == len(s.inventory) {
 		s.observedHealth = &h
 	}
+}
+
+// presentOthers lists the other installations on the cluster that can
+// meet a dependency, by extension: an installation being deleted still
+// counts (deleting one that others need is held, so it keeps running
+// until they are gone); one running a version of its own does not.
+func (s *scope) presentOthers() map[string][]resolve.Present {
+	present := map[string][]resolve.Present{}
+	for _, other := range s.cluster.installations {
+		if other == s.inst || s.isInstance(other) {
+			continue
+		}
+		present[other.Spec.Extension] = append(present[other.Spec.Extension], resolve.Present{
+			Installation: nameOf(other), Version: other.Status.InstalledVersion, Ready: isReady(other),
+		})
+	}
+	return present
 }
 
 // isInstance reports whether other runs a version of its own, apart from

@@ -53,20 +53,7 @@ func (r *Reconciler) checkDependencies(ctx context.Context, s *scope) (ctrl.Resu
 	if len(s.choice.Version.Dependencies) == 0 {
 		return ctrl.Result{}, nil
 	}
-	present := map[string][]resolve.Present{}
-	// An installation being deleted still counts: deleting one that others
-	// need is held, so it keeps running until they are gone.
-	for _, other := range s.cluster.installations {
-		if other == s.inst || s.isInstance(other) {
-			continue
-		}
-		present[other.Spec.Extension] = append(present[other.Spec.Extension], resolve.Present{
-			Installation: nameOf(other),
-			Version:      other.Status.InstalledVersion,
-			Ready:        isReady(other),
-		})
-	}
-	unmet := resolve.UnmetDependencies(s.inst.Spec.Extension, s.choice.Version, present)
+	unmet := resolve.UnmetDependencies(s.inst.Spec.Extension, s.choice.Version, s.presentOthers())
 	if len(unmet) == 0 {
 		return ctrl.Result{}, nil
 	}
