@@ -63,6 +63,9 @@ const (
 	ReasonHealthTimeout       = "HealthTimeout"
 	ReasonUninstalling        = "Uninstalling"
 	ReasonUninstallFailed     = "UninstallFailed"
+	// ReasonFinalizersPending: deletion has waited spec.uninstall.timeout
+	// for custom resources whose finalizers are not done.
+	ReasonFinalizersPending = "FinalizersPending"
 	ReasonDeletionHeld        = "DeletionHeld"
 	ReasonHookFailed          = "HookFailed"
 	ReasonRetrying            = "Retrying"
@@ -116,6 +119,9 @@ const (
 	// AnnotationDependencies on a Chart.yaml lists the extensions a chart
 	// needs, as a YAML list of {name, version}.
 	AnnotationDependencies = "annex.dev/dependencies"
+	// AnnotationReadyCondition on an applied object names the status
+	// condition whose True means it is ready (spec.resources[].readyCondition).
+	AnnotationReadyCondition = "annex.dev/ready-condition"
 	// AnnotationDisplayName on a Chart.yaml is the extension's display name.
 	AnnotationDisplayName = "annex.dev/display-name"
 

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // ExtensionInstallationSpec is "this extension, this version range, these
@@ -53,6 +54,20 @@ type ExtensionInstallationSpec struct {
 	// +listType=set
 	// +optional
 	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
+
+	// Resources are custom resources Annex creates for this installation
+	// once the extension is up — for an operator (engine Bundle), the
+	// resources that tell it what to run, of the APIs its bundle owns.
+	// They are applied like the extension's own objects (drift is
+	// corrected, a resource removed from the list is deleted), after the
+	// operator's Deployments are Available; the installation is Ready only
+	// when they are, and status.resources repeats each one's state and
+	// message. On deletion they go first, and the operator stays until
+	// their finalizers are done (see spec.uninstall.timeout).
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Resources []CustomResource `json:"resources,omitempty"`
 
 	// Values override the chart's defaults, as in "helm install --values".
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -217,6 +232,46 @@ type StepStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
+// CustomResource is one resource of spec.resources.
+type CustomResource struct {
+	// Object is the resource as it is applied: apiVersion, kind,
+	// metadata.name, and its spec. metadata.namespace defaults to the
+	// target namespace for a namespaced kind; labels and annotations are
+	// kept.
+	// +kubebuilder:validation:EmbeddedResource
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:XValidation:rule="has(self.metadata.name) && self.metadata.name != ''",message="object.metadata.name is required: Annex applies and tracks each resource by its name (generateName is not supported)"
+	// +required
+	Object runtime.RawExtension `json:"object"`
+	// ReadyCondition is the type of the status condition that says the
+	// resource is ready, for operators that do not write Ready (e.g.
+	// Available, Synced): True is ready, anything else is not, with the
+	// condition's reason and message. Empty: kstatus rules — Ready, else
+	// Available, with Stalled and Reconciling and observedGeneration
+	// taken into account.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_.-]*$`
+	// +kubebuilder:validation:MaxLength=316
+	// +optional
+	ReadyCondition string `json:"readyCondition,omitempty"`
+}
+
+// ResourceStatus is the state of one of spec.resources.
+type ResourceStatus struct {
+	// APIVersion, Kind, Namespace and Name identify the resource.
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Ready is True when the resource is ready, False when it is not
+	// (yet), Unknown when it does not exist.
+	Ready metav1.ConditionStatus `json:"ready"`
+	// Message is the resource's own account of why it is not ready: its
+	// condition's reason and message.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
 // ValuesReference selects values from a key of a Secret or ConfigMap.
 type ValuesReference struct {
 	// Kind of the object holding the values.
@@ -315,7 +370,35 @@ type UninstallPolicy struct {
 	// installed, and with them every custom resource of those kinds.
 	// +optional
 	DeleteCRDs bool `json:"deleteCRDs,omitempty"`
+
+	// Timeout bounds how long deletion waits for custom resources to be
+	// finalized — by the operator that is still installed while they go —
+	// before it reports Stalled, naming each resource and the finalizers
+	// it waits for. Annex keeps waiting after that (removing the operator
+	// would leave them stuck), unless OnTimeout is RemoveFinalizers.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +optional
+	Timeout metav1.Duration `json:"timeout,omitzero"`
+
+	// OnTimeout says what happens when custom resources are still being
+	// finalized after Timeout: Wait reports Stalled and keeps waiting;
+	// RemoveFinalizers removes the finalizers of the installation's own
+	// resources and goes on — what those finalizers guarded (external
+	// resources, data) is then not cleaned up by the operator.
+	// +kubebuilder:validation:Enum=Wait;RemoveFinalizers
+	// +kubebuilder:default=Wait
+	// +optional
+	OnTimeout string `json:"onTimeout,omitempty"`
 }
+
+const (
+	// UninstallWait keeps waiting for custom resources' finalizers.
+	UninstallWait = "Wait"
+	// UninstallRemoveFinalizers removes them after spec.uninstall.timeout.
+	UninstallRemoveFinalizers = "RemoveFinalizers"
+)
 
 // ObjectReference names one applied object.
 type ObjectReference struct {
@@ -476,6 +559,11 @@ type ExtensionInstallationStatus struct {
 	// before anything is applied).
 	// +optional
 	Content *ContentScope `json:"content,omitempty"`
+
+	// Resources is the state of each of spec.resources, in order, as last
+	// read.
+	// +optional
+	Resources []ResourceStatus `json:"resources,omitempty"`
 }
 
 // ExtensionInstallation installs one Extension into one cluster and keeps it

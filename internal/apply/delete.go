@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -293,4 +294,35 @@ func inDeleteOrder(objs []*unstructured.Unstructured, crds crdGroupKinds) []*uns
 		return int(phaseOf(y.GroupVersionKind().GroupKind(), crds) - phaseOf(x.GroupVersionKind().GroupKind(), crds))
 	})
 	return objs
+}
+
+// RemoveFinalizers removes the finalizers of the objects of refs that
+// carry owner's labels and are being deleted, so that their deletion
+// completes without the controller that put them there: what those
+// finalizers guarded is then not cleaned up. Objects not being deleted,
+// not owned, or gone are left alone. The patch carries the object's
+// resourceVersion, so a controller that changed the finalizers meanwhile
+// wins and the next call looks again. Errors are joined *ObjectErrors.
+func (a *Applier) RemoveFinalizers(ctx context.Context, owner Owner, refs []v1alpha1.ObjectReference) error {
+	live, err := a.liveOwned(ctx, owner, refs)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, obj := range live {
+		if obj.GetDeletionTimestamp() == nil || len(obj.GetFinalizers()) == 0 {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"finalizers": nil, "resourceVersion": obj.GetResourceVersion(),
+		}})
+		if err != nil {
+			return err
+		}
+		err = a.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, &ObjectError{Op: "remove the finalizers of", Object: refOf(obj), Err: err})
+		}
+	}
+	return errors.Join(errs...)
 }

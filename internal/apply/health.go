@@ -91,14 +91,23 @@ func healthOf(inventory []v1alpha1.ObjectReference, objs []*unstructured.Unstruc
 	return h
 }
 
-// objectStatus computes the kstatus status of obj and its message, with two
-// additions. A Deployment, StatefulSet or ReplicaSet scaled to zero
-// replicas is Current once its controller has seen its generation, or when
-// no controller has written a status yet, since there is nothing to wait
-// for. A custom resource follows customResourceStatus.
+// objectStatus computes the kstatus status of obj and its message, with
+// these additions. An object being deleted says which finalizers it waits
+// for. A Deployment, StatefulSet or ReplicaSet scaled to zero replicas is
+// Current once its controller has seen its generation, or when no
+// controller has written a status yet, since there is nothing to wait
+// for. An object annotated annex.dev/ready-condition is ready when that
+// condition is True (readyConditionStatus). A custom resource follows
+// customResourceStatus.
 func objectStatus(obj *unstructured.Unstructured) (string, string) {
+	if obj.GetDeletionTimestamp() != nil {
+		return string(status.TerminatingStatus), terminatingMessage(obj)
+	}
 	if scaledToZero(obj) {
 		return string(status.CurrentStatus), "scaled to zero replicas"
+	}
+	if typ := obj.GetAnnotations()[v1alpha1.AnnotationReadyCondition]; typ != "" {
+		return readyConditionStatus(obj, typ)
 	}
 	if isCustomGroup(obj.GroupVersionKind().Group) {
 		return customResourceStatus(obj)
@@ -151,41 +160,79 @@ func isCustomGroup(group string) bool {
 //   - without any of these conditions the resource is Current.
 func customResourceStatus(obj *unstructured.Unstructured) (string, string) {
 	inProgress := string(status.InProgressStatus)
-	if obj.GetDeletionTimestamp() != nil {
-		return string(status.TerminatingStatus), "being deleted"
+	if msg, behind := generationBehind(obj); behind {
+		return inProgress, msg
 	}
-	generation := obj.GetGeneration()
-	if observed, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration"); found && observed < generation {
-		return inProgress, fmt.Sprintf("status.observedGeneration %d is behind metadata.generation %d", observed, generation)
-	}
-	conds := map[string]condition{}
-	for _, c := range conditions(obj) {
-		conds[c.typ] = c
-	}
+	conds := conditionsByType(obj)
 	if c, ok := conds["Stalled"]; ok && c.status == "True" {
 		return inProgress, "Stalled: " + reasonAndMessage(c)
 	}
 	for _, typ := range []string{"Ready", "Available"} {
-		c, ok := conds[typ]
-		if !ok {
-			continue
+		if c, ok := conds[typ]; ok {
+			return conditionDecides(obj, c)
 		}
-		if c.status != "True" {
-			msg := fmt.Sprintf("%s condition is %s", typ, cmp.Or(c.status, "unset"))
-			if rm := reasonAndMessage(c); rm != "" {
-				msg += ": " + rm
-			}
-			return inProgress, msg
-		}
-		if c.observedGeneration != 0 && c.observedGeneration < generation {
-			return inProgress, fmt.Sprintf("%s condition describes generation %d, not %d", typ, c.observedGeneration, generation)
-		}
-		return string(status.CurrentStatus), ""
 	}
 	if c, ok := conds["Reconciling"]; ok && c.status == "True" {
 		return inProgress, "Reconciling: " + reasonAndMessage(c)
 	}
 	return string(status.CurrentStatus), ""
+}
+
+// readyConditionStatus decides by the condition of type typ alone: True
+// is Current (unless it describes an older generation); anything else,
+// or no such condition, is InProgress.
+func readyConditionStatus(obj *unstructured.Unstructured, typ string) (string, string) {
+	if msg, behind := generationBehind(obj); behind {
+		return string(status.InProgressStatus), msg
+	}
+	c, ok := conditionsByType(obj)[typ]
+	if !ok {
+		return string(status.InProgressStatus), fmt.Sprintf("no %s condition yet", typ)
+	}
+	return conditionDecides(obj, c)
+}
+
+// conditionDecides turns the deciding condition c into a status: True is
+// Current unless c's observedGeneration is behind, anything else is
+// InProgress with c's reason and message.
+func conditionDecides(obj *unstructured.Unstructured, c condition) (string, string) {
+	if c.status != "True" {
+		msg := fmt.Sprintf("%s condition is %s", c.typ, cmp.Or(c.status, "unset"))
+		if rm := reasonAndMessage(c); rm != "" {
+			msg += ": " + rm
+		}
+		return string(status.InProgressStatus), msg
+	}
+	if generation := obj.GetGeneration(); c.observedGeneration != 0 && c.observedGeneration < generation {
+		return string(status.InProgressStatus), fmt.Sprintf("%s condition describes generation %d, not %d", c.typ, c.observedGeneration, generation)
+	}
+	return string(status.CurrentStatus), ""
+}
+
+// generationBehind reports a status.observedGeneration behind
+// metadata.generation: the controller has not seen the latest spec.
+func generationBehind(obj *unstructured.Unstructured) (string, bool) {
+	generation := obj.GetGeneration()
+	if observed, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration"); found && observed < generation {
+		return fmt.Sprintf("status.observedGeneration %d is behind metadata.generation %d", observed, generation), true
+	}
+	return "", false
+}
+
+func conditionsByType(obj *unstructured.Unstructured) map[string]condition {
+	conds := map[string]condition{}
+	for _, c := range conditions(obj) {
+		conds[c.typ] = c
+	}
+	return conds
+}
+
+// terminatingMessage says what an object being deleted waits for.
+func terminatingMessage(obj *unstructured.Unstructured) string {
+	if fins := obj.GetFinalizers(); len(fins) > 0 {
+		return "being deleted, waiting for finalizers " + strings.Join(fins, ", ")
+	}
+	return "being deleted"
 }
 
 // reasonAndMessage joins a condition's reason and message.

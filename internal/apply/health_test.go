@@ -205,6 +205,52 @@ status:
 			message: "Reconciling: Progressing: creating",
 		},
 		{
+			// spec.resources[].readyCondition: Synced decides, Ready is ignored.
+			name: "custom resource with a configured ready condition, not true",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 1, annotations: {annex.dev/ready-condition: Synced}}
+status:
+  conditions:
+  - {type: Ready, status: "True", reason: Up}
+  - {type: Synced, status: "False", reason: Conflict, message: ConfigMap hi-greeting belongs to someone else}`,
+			want:    "InProgress",
+			message: "Synced condition is False: Conflict: ConfigMap hi-greeting belongs to someone else",
+		},
+		{
+			name: "custom resource with a configured ready condition, true",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 2, annotations: {annex.dev/ready-condition: Synced}}
+status:
+  conditions: [{type: Synced, status: "True", observedGeneration: 2}]`,
+			want: "Current",
+		},
+		{
+			// Without the configured condition there is nothing to go by yet.
+			name: "custom resource with a configured ready condition, absent",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 1, annotations: {annex.dev/ready-condition: Synced}}
+status:
+  conditions: [{type: Ready, status: "True"}]`,
+			want:    "InProgress",
+			message: "no Synced condition yet",
+		},
+		{
+			// Uninstall waits for it: the message names what it waits for.
+			name: "custom resource being deleted",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, deletionTimestamp: "2026-01-01T00:00:00Z", finalizers: [demo.annex.dev/cleanup]}`,
+			want:    "Terminating",
+			message: "being deleted, waiting for finalizers demo.annex.dev/cleanup",
+		},
+		{
 			// A ConfigMap has no status: it is Current once it exists.
 			name: "configmap",
 			obj: `

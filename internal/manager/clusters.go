@@ -93,7 +93,15 @@ func (w applierAdapter) Health(ctx context.Context, inv []v1alpha1.ObjectReferen
 }
 
 func healthOf(h apply.Health) installation.Health {
-	return installation.Health{Total: h.Total, Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}
+	out := installation.Health{Total: h.Total, Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}
+	for _, p := range h.Pending {
+		out.NotReady = append(out.NotReady, installation.ObjectHealth{Object: p.Ref, Status: p.Status, Message: p.Message})
+	}
+	return out
+}
+
+func (w applierAdapter) RemoveFinalizers(ctx context.Context, o installation.Owner, refs []v1alpha1.ObjectReference) error {
+	return w.a.RemoveFinalizers(ctx, apply.Owner(o), refs)
 }
 
 // applySet is the applier's view of a set: its objects.

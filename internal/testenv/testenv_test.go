@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -67,6 +68,28 @@ func TestCRDValidation(t *testing.T) {
 				Spec:       annexv1alpha1.ExtensionInstallationSpec{Extension: ""},
 			},
 			want: []string{"spec.extension", "at least 1 chars long"},
+		},
+		{
+			// Annex applies and tracks each of spec.resources by its name.
+			name: "installation with a resource without a name",
+			obj: &annexv1alpha1.ExtensionInstallation{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "nameless-resource"},
+				Spec: annexv1alpha1.ExtensionInstallationSpec{Extension: "memcached-operator", Resources: []annexv1alpha1.CustomResource{{
+					Object: runtime.RawExtension{Raw: []byte(`{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","metadata":{"generateName":"cache-"}}`)},
+				}}},
+			},
+			want: []string{"spec.resources[0].object", "object.metadata.name is required"},
+		},
+		{
+			// An object without a kind is no object.
+			name: "installation with a resource without a kind",
+			obj: &annexv1alpha1.ExtensionInstallation{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "kindless-resource"},
+				Spec: annexv1alpha1.ExtensionInstallationSpec{Extension: "memcached-operator", Resources: []annexv1alpha1.CustomResource{{
+					Object: runtime.RawExtension{Raw: []byte(`{"apiVersion":"cache.example.com/v1alpha1","metadata":{"name":"cache"}}`)},
+				}}},
+			},
+			want: []string{"spec.resources[0].object.kind", "Required value"},
 		},
 		{
 			// "1.x" is a range, not a version an artifact can have.
@@ -168,6 +191,9 @@ func expectInstallationDefaults(t *testing.T, got *annexv1alpha1.ExtensionInstal
 	}
 	if got.Spec.Timeout.Duration != 5*time.Minute {
 		t.Errorf("spec.timeout = %s, want the default 5m", got.Spec.Timeout.Duration)
+	}
+	if got.Spec.Uninstall.Timeout.Duration != 5*time.Minute || got.Spec.Uninstall.OnTimeout != annexv1alpha1.UninstallWait {
+		t.Errorf("spec.uninstall = %+v, want the defaults timeout 5m, onTimeout Wait", got.Spec.Uninstall)
 	}
 	if got.Spec.Upgrade.Automatic == nil || !*got.Spec.Upgrade.Automatic {
 		t.Errorf("spec.upgrade.automatic = %v, want the default true", got.Spec.Upgrade.Automatic)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -34,17 +35,20 @@ func (r *Reconciler) renderBundle(ctx context.Context, s *scope) (ctrl.Result, e
 		return r.stop(s, terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf(
 			"%s: the artifact is not a registry+v1 bundle: %v; fix the bundle in its catalog or choose another version", ref, err)), ctrl.Result{})
 	}
-	install, err := bundle.Convert(b, bundle.Options{
-		InstallNamespace: s.targetNamespace(),
-		WatchNamespaces:  inst.Spec.WatchNamespaces,
-		Name:             inst.Name,
-	})
+	install, err := convertBundle(b, s)
 	if err != nil {
 		// Convert is pure: what it refuses (an *UnsupportedError names the
-		// CSV field or spec.watchNamespaces) is refused every time.
+		// CSV field, spec.watchNamespaces or spec.resources[i]) is refused
+		// every time.
 		return r.stop(s, terminal(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s: %v", ref, err)), ctrl.Result{})
 	}
+	s.resources = s.resourceRefs(stepObjects(install, bundle.StepResources))
 	inputs := map[string]any{"installNamespace": s.targetNamespace(), "watchNamespaces": inst.Spec.WatchNamespaces}
+	if len(inst.Spec.Resources) > 0 {
+		// Only when set, so that installations from before spec.resources
+		// keep their digest.
+		inputs["resources"] = inst.Spec.Resources
+	}
 	valuesDigest, err := render.DigestOf(inputs)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -57,6 +61,20 @@ func (r *Reconciler) renderBundle(ctx context.Context, s *scope) (ctrl.Result, e
 	s.release = rel
 	rel.namespace = r.objectsToApply(ctx, s, len(rel.plans) > 0)
 	return ctrl.Result{}, nil
+}
+
+// convertBundle converts b for the installation's options and resources.
+func convertBundle(b *bundle.Bundle, s *scope) (plan.Plan, error) {
+	resources, err := specResources(s.inst)
+	if err != nil {
+		return plan.Plan{}, err
+	}
+	return bundle.Convert(b, bundle.Options{
+		InstallNamespace: s.targetNamespace(),
+		WatchNamespaces:  s.inst.Spec.WatchNamespaces,
+		Name:             s.inst.Name,
+		Resources:        resources,
+	})
 }
 
 // bundleChange says whether the bundle's install plan runs for these
@@ -78,9 +96,26 @@ func bundleChange(s *scope, valuesDigest string) (string, bool) {
 	case last.ArtifactDigest != s.artifactDigest:
 		return "new content of " + version, true
 	case last.ValuesDigest != valuesDigest:
-		return "spec.watchNamespaces changed", true
+		return "spec.watchNamespaces or spec.resources changed", true
 	case inst.Status.Pending != nil:
 		return fmt.Sprintf("back to the inputs of revision %d", last.Number), true
 	}
 	return "", false
+}
+
+// stepObjects returns the objects of p's step named name.
+func stepObjects(p plan.Plan, name string) []*unstructured.Unstructured {
+	for _, ph := range p.Phases {
+		for _, st := range ph.Steps {
+			if st.Name != name {
+				continue
+			}
+			var objs []*unstructured.Unstructured
+			for _, t := range st.Tasks {
+				objs = append(objs, t.Objects...)
+			}
+			return objs
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/engine/bundle"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
@@ -58,6 +59,9 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 				return plan.Fatal(t.Name, err)
 			}
 			return plan.Failed(t.Name, err)
+		}
+		if t.Name == bundle.StepResources && isBundle(s) {
+			s.observeResources(applied.Health, applied.Inventory)
 		}
 		switch h := applied.Health; {
 		case h.Failed:

@@ -78,6 +78,10 @@ type Applier interface {
 	Delete(ctx context.Context, owner Owner, inventory []v1alpha1.ObjectReference, deleteCRDs bool) (remaining int, err error)
 	// Health reports whether every inventory object is healthy.
 	Health(ctx context.Context, inventory []v1alpha1.ObjectReference) (Health, error)
+	// RemoveFinalizers removes the finalizers of the objects of refs that
+	// carry owner's labels and are being deleted, so that their deletion
+	// completes without their controller.
+	RemoveFinalizers(ctx context.Context, owner Owner, refs []v1alpha1.ObjectReference) error
 	// RunPipe advances a package's Pipe task by one pass: it starts the
 	// pod, then, once it runs, copies its files into Secrets or ConfigMaps
 	// and deletes it. An error with a Permanent() method returning true
@@ -143,4 +147,17 @@ type Health struct {
 	Failed bool
 	// Summary names the objects that are not ready, in stable words.
 	Summary string
+	// NotReady are the objects that are not ready, in inventory order.
+	NotReady []ObjectHealth
+}
+
+// ObjectHealth is the health of one object that is not ready.
+type ObjectHealth struct {
+	Object v1alpha1.ObjectReference
+	// Status is a kstatus status: InProgress, Failed, Terminating,
+	// NotFound or Unknown.
+	Status string
+	// Message is the object's own account: its condition's reason and
+	// message, or the finalizers it waits for.
+	Message string
 }

@@ -32,6 +32,7 @@ type scope struct {
 	mergeWarnings  []string                   // what merging a package onto its bases warned of
 	inventory      []v1alpha1.ObjectReference // after apply: what the installed revision owns
 	observedHealth *Health                    // the inventory's health as this reconcile's apply or drift check saw it
+	resources      []v1alpha1.ObjectReference // spec.resources as the bundle engine places them
 
 	// Records: those listed by a takeover, the leftovers it superseded
 	// (deleted once the status recording this apply is written), and the
@@ -160,8 +161,11 @@ func summarize(s *scope, err error) {
 		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionStalled)
 		inst.Status.ObservedGeneration = inst.Generation
 	case b == nil && s.healthy:
-		setCondition(inst, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
-			fmt.Sprintf("%s %s is installed and healthy (%d objects)", inst.Spec.Extension, inst.Status.InstalledVersion, len(inst.Status.Inventory)))
+		msg := fmt.Sprintf("%s %s is installed and healthy (%d objects)", inst.Spec.Extension, inst.Status.InstalledVersion, len(inst.Status.Inventory))
+		if len(inst.Status.Resources) > 0 {
+			msg += resourcesSummary(inst.Status.Resources)
+		}
+		setCondition(inst, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
 		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionReconciling)
 		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionStalled)
 		inst.Status.ObservedGeneration = inst.Generation

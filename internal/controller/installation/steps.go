@@ -554,6 +554,9 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 			return ctrl.Result{}, s.block
 		}
 	}
+	if isBundle(s) {
+		s.observeResources(h, s.inventory)
+	}
 	if h.Ready {
 		s.healthy = true
 		s.inst.Status.Failures, s.inst.Status.FailedTarget = 0, nil

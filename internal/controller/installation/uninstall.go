@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,8 +75,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 			return ctrl.Result{}, s.block
 		}
 		if remaining > 0 {
-			s.block = wait(v1alpha1.ReasonUninstalling, fmt.Sprintf("waiting for %d of %d objects to be deleted", remaining, len(inst.Status.Inventory)))
-			return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+			return r.waitForDeletion(ctx, s, applier, remaining)
 		}
 	}
 	if haveRecord {
@@ -94,6 +94,64 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	s.gone = true
 	return ctrl.Result{}, nil
+}
+
+// waitForDeletion waits for the inventory's objects to go. Custom
+// resources go first and their operator stays until they are gone, so
+// finalizers run. Past spec.uninstall.timeout (counted from the deletion
+// request) the objects still being deleted are named with the finalizers
+// they wait for: the installation is Stalled and keeps waiting, or, with
+// spec.uninstall.onTimeout RemoveFinalizers, their finalizers are
+// removed and deletion goes on.
+func (r *Reconciler) waitForDeletion(ctx context.Context, s *scope, applier Applier, remaining int) (ctrl.Result, error) {
+	inst := s.inst
+	msg := fmt.Sprintf("waiting for %d of %d objects to be deleted", remaining, len(inst.Status.Inventory))
+	timeout := uninstallTimeoutOf(inst)
+	if r.now().Sub(inst.DeletionTimestamp.Time) <= timeout {
+		s.block = wait(v1alpha1.ReasonUninstalling, msg)
+		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+	}
+	h, err := applier.Health(ctx, inst.Status.Inventory)
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("%s; reading them: %v", msg, err))
+		return ctrl.Result{}, s.block
+	}
+	var lingering []v1alpha1.ObjectReference
+	var named []string
+	for _, o := range h.NotReady {
+		if o.Status == "Terminating" {
+			lingering = append(lingering, o.Object)
+			named = append(named, fmt.Sprintf("%s %s: %s", o.Object.Kind, namespacedName(o.Object.Namespace, o.Object.Name), o.Message))
+		}
+	}
+	if len(lingering) == 0 {
+		s.block = wait(v1alpha1.ReasonUninstalling, msg)
+		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+	}
+	if inst.Spec.Uninstall.OnTimeout == v1alpha1.UninstallRemoveFinalizers {
+		if err := applier.RemoveFinalizers(ctx, s.owner(), lingering); err != nil {
+			s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("removing the finalizers of %d objects after spec.uninstall.timeout (%s): %v", len(lingering), timeout, err))
+			return ctrl.Result{}, s.block
+		}
+		r.event(s, corev1.EventTypeWarning, "FinalizersRemoved", fmt.Sprintf(
+			"removed the finalizers of %s after spec.uninstall.timeout (%s), as spec.uninstall.onTimeout says; what they guarded was not cleaned up",
+			strings.Join(named, "; "), timeout))
+		s.block = wait(v1alpha1.ReasonUninstalling, msg)
+		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+	}
+	s.block = &block{kind: blockStalled, reason: v1alpha1.ReasonFinalizersPending, message: fmt.Sprintf(
+		"deletion has waited more than spec.uninstall.timeout (%s) for %s; the operator that owns them is kept until they are gone — see why it does not finish them (its logs, the resources' events), "+
+			"or set spec.uninstall.onTimeout: RemoveFinalizers to remove the finalizers and go on (what they guard is then not cleaned up)",
+		timeout, strings.Join(named, "; "))}
+	return ctrl.Result{RequeueAfter: 5 * r.pollInterval()}, nil
+}
+
+// uninstallTimeoutOf is spec.uninstall.timeout, or its default.
+func uninstallTimeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
+	if t := inst.Spec.Uninstall.Timeout.Duration; t > 0 {
+		return t
+	}
+	return defaultTimeout
 }
 
 // takeRecords reads an installation's records, newest first: the

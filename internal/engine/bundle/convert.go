@@ -26,6 +26,9 @@ type Options struct {
 	WatchNamespaces []string
 	// Name is the installation's name; generated RBAC names derive from it.
 	Name string
+	// Resources are the custom resources to create once the operator is
+	// up (spec.resources).
+	Resources []Resource
 }
 
 // UnsupportedError reports a bundle, or a choice of watched namespaces,
@@ -99,6 +102,8 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 //     which are for UIs and can be large) under the template's own, plus
 //     olm.targetNamespaces (watched namespaces comma-joined, "" for all)
 //     and olm.operatorNamespace.
+//  5. resources: the custom resources of Options.Resources (see
+//     resources), once the step before made the operator Available.
 //
 // Generated RBAC names are <Name>-<serviceAccount> cut to fit 63
 // characters with an 8-character hash of the installation, scope, service
@@ -110,7 +115,7 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 // required APIServices, webhooks, required CRDs (Annex resolves no GVK
 // dependencies), owned CRDs missing from the bundle, and Deployments with
 // no, invalid or duplicate names. Bad Options are *UnsupportedError on
-// the options' field.
+// the options' field (spec.watchNamespaces, spec.resources[i]...).
 func Convert(b *Bundle, o Options) (plan.Plan, error) {
 	targets, err := checkOptions(b, o)
 	if err != nil {
@@ -120,11 +125,16 @@ func Convert(b *Bundle, o Options) (plan.Plan, error) {
 		return plan.Plan{}, err
 	}
 	c := converter{b: b, o: o, targets: targets}
+	resources, err := c.resources()
+	if err != nil {
+		return plan.Plan{}, err
+	}
 	steps := []plan.Step{
 		step(StepCRDs, clone(b.CRDs)),
 		step(StepRBAC, c.rbac()),
 		step(StepManifests, c.manifests()),
 		step(StepOperator, c.deployments()),
+		step(StepResources, resources),
 	}
 	steps = slices.DeleteFunc(steps, func(s plan.Step) bool { return len(s.Tasks[0].Objects) == 0 })
 	return plan.Plan{

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/annex-platform/annex/internal/plan"
 )
 
@@ -82,6 +84,26 @@ func TestConvertRefusals(t *testing.T) {
 		{"duplicate CRD", func(b *Bundle, _ *Options) {
 			b.CRDs = append(b.CRDs, b.CRDs[0])
 		}, "manifests", "appears twice"},
+		// spec.resources creates what this operator manages, nothing else.
+		{"resource of an API the bundle does not define", func(_ *Bundle, o *Options) {
+			o.Resources = []Resource{memcachedResource("cache.example.com/v1alpha1", "Memcache", "", "cache")}
+		}, "spec.resources[0].object.kind", "Memcache (cache.example.com/v1alpha1) is not an API this operator's bundle defines; it defines Memcached (cache.example.com/v1alpha1)"},
+		{"resource of a version the CRD does not serve", func(_ *Bundle, o *Options) {
+			o.Resources = []Resource{memcachedResource("cache.example.com/v1", "Memcached", "", "cache")}
+		}, "spec.resources[0].object.apiVersion", "cache.example.com/v1 is not a served version of memcacheds.cache.example.com; use one of v1alpha1"},
+		// Nobody would ever reconcile it.
+		{"resource in a namespace the operator does not watch", func(_ *Bundle, o *Options) {
+			o.Resources = []Resource{memcachedResource("cache.example.com/v1alpha1", "Memcached", "team-a", "cache")}
+		}, "spec.resources[0].object.metadata.namespace", "team-a is not watched by the operator (spec.watchNamespaces: [operators])"},
+		{"resource twice", func(_ *Bundle, o *Options) {
+			o.Resources = []Resource{
+				memcachedResource("cache.example.com/v1alpha1", "Memcached", "", "cache"),
+				memcachedResource("cache.example.com/v1alpha1", "Memcached", "operators", "cache"),
+			}
+		}, "spec.resources[1].object", "Memcached operators/cache is spec.resources[0] already"},
+		{"resource with a bad name", func(_ *Bundle, o *Options) {
+			o.Resources = []Resource{memcachedResource("cache.example.com/v1alpha1", "Memcached", "", "Cache_1")}
+		}, "spec.resources[0].object.metadata.name", "is not a valid object name"},
 		// The install namespace must be a namespace name.
 		{"bad install namespace", func(_ *Bundle, o *Options) {
 			o.InstallNamespace = ""
@@ -105,6 +127,16 @@ func TestConvertRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+func memcachedResource(apiVersion, kind, namespace, name string) Resource {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(apiVersion)
+	obj.SetKind(kind)
+	obj.SetNamespace(namespace)
+	obj.SetName(name)
+	_ = unstructured.SetNestedField(obj.Object, int64(3), "spec", "size")
+	return Resource{Object: obj}
 }
 
 // TestGeneratedNames checks RBAC names are DNS labels, bounded, stable

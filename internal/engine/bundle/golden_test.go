@@ -112,12 +112,19 @@ func TestConvertGolden(t *testing.T) {
 		{"single", []string{"team-a"}},
 		// Unsorted and with a duplicate: the plan is the same as for the sorted set.
 		{"multi", []string{"team-b", "team-a", "team-b"}},
+		// spec.resources: the last step, defaulted into the install namespace.
+		{"own-resources", []string{"operators"}},
 	}
 	for _, bundleName := range []string{"memcached-operator"} {
 		b := loadFixture(t, bundleName)
 		for _, m := range modes {
 			t.Run(bundleName+"-"+m.name, func(t *testing.T) {
 				o := Options{InstallNamespace: "operators", WatchNamespaces: m.watch, Name: "memcached"}
+				if strings.HasSuffix(m.name, "-resources") {
+					ready := memcachedResource("cache.example.com/v1alpha1", "Memcached", "", "cache")
+					ready.ReadyCondition = "Available"
+					o.Resources = []Resource{ready, memcachedResource("cache.example.com/v1alpha1", "Memcached", "operators", "sessions")}
+				}
 				p, err := Convert(b, o)
 				if err != nil {
 					t.Fatal(err)

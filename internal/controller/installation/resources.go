@@ -1,0 +1,104 @@
+package installation
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/engine/bundle"
+)
+
+// specResources decodes spec.resources for the bundle engine, which
+// checks them against the bundle. The API server has made sure each
+// object is an object with apiVersion, kind and a name.
+func specResources(inst *v1alpha1.ExtensionInstallation) ([]bundle.Resource, error) {
+	out := make([]bundle.Resource, 0, len(inst.Spec.Resources))
+	for i, r := range inst.Spec.Resources {
+		obj := &unstructured.Unstructured{}
+		if err := json.Unmarshal(r.Object.Raw, &obj.Object); err != nil {
+			return nil, fmt.Errorf("spec.resources[%d].object: %w", i, err)
+		}
+		out = append(out, bundle.Resource{Object: obj, ReadyCondition: r.ReadyCondition})
+	}
+	return out, nil
+}
+
+// resourceRefs are the inventory entries of the plan's resources step.
+func (s *scope) resourceRefs(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference {
+	if len(objs) == 0 {
+		return nil
+	}
+	return s.target.Applier().Refs(objs, s.targetNamespace())
+}
+
+// observeResources sets status.resources from h, a health read that
+// covered them: each resource is ready unless h lists it, and then it
+// carries its own message. Resources h did not cover keep their state.
+func (s *scope) observeResources(h Health, covered []v1alpha1.ObjectReference) {
+	if len(s.resources) == 0 {
+		s.inst.Status.Resources = nil
+		return
+	}
+	inCovered := map[string]bool{}
+	for _, ref := range covered {
+		inCovered[refKey(ref)] = true
+	}
+	notReady := map[string]ObjectHealth{}
+	for _, o := range h.NotReady {
+		notReady[refKey(o.Object)] = o
+	}
+	previous := map[string]v1alpha1.ResourceStatus{}
+	for _, st := range s.inst.Status.Resources {
+		previous[st.Kind+"/"+st.Namespace+"/"+st.Name] = st
+	}
+	statuses := make([]v1alpha1.ResourceStatus, 0, len(s.resources))
+	for _, ref := range s.resources {
+		st := v1alpha1.ResourceStatus{
+			APIVersion: apiVersionOf(ref), Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
+			Ready: metav1.ConditionUnknown, Message: "not created yet: it is created once the operator is up",
+		}
+		key := refKey(ref)
+		switch o, pending := notReady[key]; {
+		case !inCovered[key]:
+			if prev, ok := previous[ref.Kind+"/"+ref.Namespace+"/"+ref.Name]; ok {
+				st = prev
+			}
+		case !pending:
+			st.Ready, st.Message = metav1.ConditionTrue, ""
+		case o.Status == "NotFound":
+			st.Message = o.Message
+		default:
+			st.Ready, st.Message = metav1.ConditionFalse, o.Message
+		}
+		statuses = append(statuses, st)
+	}
+	s.inst.Status.Resources = statuses
+}
+
+// resourcesSummary is the end of the Ready message of an installation
+// with spec.resources: how many are ready, naming them.
+func resourcesSummary(statuses []v1alpha1.ResourceStatus) string {
+	names := make([]string, 0, len(statuses))
+	for _, st := range statuses {
+		names = append(names, fmt.Sprintf("%s %s", st.Kind, namespacedName(st.Namespace, st.Name)))
+	}
+	return fmt.Sprintf("; %d of its resources ready: %s", len(statuses), strings.Join(names, ", "))
+}
+
+func apiVersionOf(ref v1alpha1.ObjectReference) string {
+	if ref.Group == "" {
+		return ref.Version
+	}
+	return ref.Group + "/" + ref.Version
+}
+
+func namespacedName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
