@@ -411,7 +411,16 @@ func TestDelete(t *testing.T) {
 		}
 	}
 
-	deleteUntilGone(t, a, owner, inventory, true)
+	// The kept CRD belongs to no one: another installation applies it.
+	if owned := installationOf(read(t, a, crd)); owned != "" {
+		t.Errorf("kept CRD still belongs to installation %s", owned)
+	}
+	next := Owner{Name: "demo-again", Namespace: "team-a"}
+	again, err := a.Apply(ctx, next, ns, Set{CRDs: objects(t, crdDoc(group))})
+	if err != nil {
+		t.Fatalf("a new installation cannot apply the kept CRD: %v", err)
+	}
+	deleteUntilGone(t, a, next, again, true)
 	if read(t, a, crd) != nil {
 		t.Error("CRD exists after Delete with deleteCRDs")
 	}

@@ -80,7 +80,10 @@ func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha
 // when that phase's objects are gone, so that an operator still runs while its custom
 // resources are finalized. An object counts as gone when the server says
 // its delete removed it at once; one that waits for finalizers is read
-// again by the next call. Errors are joined *ObjectErrors.
+// again by the next call. Once everything is gone, CRDs kept (deleteCRDs
+// false) lose owner's labels: they belong to no installation any more,
+// and the next one to apply them takes them. Errors are joined
+// *ObjectErrors.
 func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.ObjectReference, deleteCRDs bool) (remaining int, err error) {
 	crds, err := a.definedKindsOf(ctx, inventory)
 	if err != nil {
@@ -128,7 +131,43 @@ func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.
 		}
 		start = end
 	}
+	if !deleteCRDs {
+		// Everything else is gone: the kept CRDs belong to no one now, so
+		// that a later installation of the extension applies them again
+		// instead of refusing objects of a deleted installation.
+		return 0, a.releaseCRDs(ctx, owner, inventory)
+	}
 	return 0, nil
+}
+
+// releaseCRDs removes owner's labels from the CRDs of inventory that
+// carry them.
+func (a *Applier) releaseCRDs(ctx context.Context, owner Owner, inventory []v1alpha1.ObjectReference) error {
+	var crds []v1alpha1.ObjectReference
+	for _, ref := range inventory {
+		if gvkOf(ref).GroupKind() == crdGroupKind {
+			crds = append(crds, ref)
+		}
+	}
+	live, err := a.liveOwned(ctx, owner, crds)
+	if err != nil {
+		return err
+	}
+	release := map[string]any{}
+	for k := range owner.labels() {
+		release[k] = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": release}})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, obj := range live {
+		if err := a.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, &ObjectError{Op: "release", Object: refOf(obj), Err: err})
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // definedKindsOf reads the CRDs listed in refs and returns the kinds they

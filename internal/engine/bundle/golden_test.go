@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/plan"
 )
 
@@ -90,11 +91,11 @@ func dumpPlan(t *testing.T, p plan.Plan, o Options) []byte {
 			}
 		}
 	}
-	grants, err := yaml.Marshal(Permissions(p))
+	grants, err := yaml.Marshal(gate.Derive(p.Objects(plan.TaskApply), o.InstallNamespace))
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf.WriteString("# Permissions(plan):\n")
+	buf.WriteString("# gate.Derive(the plan's objects):\n")
 	for line := range strings.Lines(string(grants)) {
 		buf.WriteString("#   " + line)
 	}
