@@ -13,9 +13,9 @@ CONTROLLER_GEN := go tool controller-gen
 GO_TEST_FLAGS ?=
 BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|IngestOLM|ParseHelmIndex|N100|RecordStorage|RenderPlan|MergeRender)
 BENCH_COUNT ?= 6
-BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/ ./internal/apply/ ./internal/engine/pkg/ ./test/bench/
+BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/helm/ ./internal/catalog/olm/ ./internal/apply/ ./internal/engine/pkg/ ./test/bench/
 FUZZTIME ?= 60s
-FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/:FuzzParseHelmIndex ./internal/catalog/:FuzzFastDecoder ./internal/catalog/:FuzzCheckArchive ./internal/catalog/:FuzzAddPackageToIndex ./internal/render/:FuzzRender ./internal/render/:FuzzRenderChart ./internal/apply/:FuzzDecodeRecord ./internal/engine/pkg/:FuzzLoadArchive ./internal/engine/pkg/:FuzzLoadFiles
+FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/helm/:FuzzParseHelmIndex ./internal/catalog/helm/:FuzzFastDecoder ./internal/catalog/:FuzzCheckArchive ./internal/catalog/helm/:FuzzAddPackageToIndex ./internal/render/:FuzzRender ./internal/render/:FuzzRenderChart ./internal/apply/:FuzzDecodeRecord ./internal/engine/pkg/:FuzzLoadArchive ./internal/engine/pkg/:FuzzLoadFiles
 
 .PHONY: all
 all: build
@@ -60,8 +60,12 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 60s).
 ##@ Building
 
 .PHONY: build
-build: ## Build bin/annex.
+build: example-operator ## Build bin/annex and bin/example-operator.
 	go build -o bin/annex ./cmd/annex
+
+.PHONY: example-operator
+example-operator: ## Build bin/example-operator, the built-in example operator that `annex dev` runs for the Pods of its image.
+	go build -o bin/example-operator ./cmd/example-operator
 
 .PHONY: envtest-assets
 envtest-assets: ## Build the control plane (kube-apiserver, etcd, controller-manager, scheduler) and kwok into bin/k8s/<version>, and an older kube-apiserver for upgrade tests (once; ~20-25 min the first time).

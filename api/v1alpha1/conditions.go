@@ -63,9 +63,6 @@ const (
 	ReasonHealthTimeout       = "HealthTimeout"
 	ReasonUninstalling        = "Uninstalling"
 	ReasonUninstallFailed     = "UninstallFailed"
-	// ReasonFinalizersPending: deletion has waited spec.uninstall.timeout
-	// for custom resources whose finalizers are not done.
-	ReasonFinalizersPending = "FinalizersPending"
 	ReasonDeletionHeld        = "DeletionHeld"
 	ReasonHookFailed          = "HookFailed"
 	ReasonRetrying            = "Retrying"
@@ -76,6 +73,11 @@ const (
 	ReasonRecordTooLarge      = "RecordTooLarge"
 	ReasonValuesNotShared     = "ValuesNotShared"
 	ReasonUpgradeBlocked      = "UpgradeBlocked"
+
+	// ReasonFinalizersPending: deletion has waited spec.uninstall.timeout
+	// for custom resources whose finalizers are not done.
+	ReasonFinalizersPending = "FinalizersPending"
+
 	// Packages and their plans.
 	ReasonPlanRunning   = "PlanRunning"
 	ReasonPlanFailed    = "PlanFailed"
@@ -122,6 +124,11 @@ const (
 	// AnnotationReadyCondition on an applied object names the status
 	// condition whose True means it is ready (spec.resources[].readyCondition).
 	AnnotationReadyCondition = "annex.dev/ready-condition"
+	// AnnotationAwaitStatus on an applied custom resource (every one of
+	// spec.resources) says it is not ready before its controller has
+	// written a status: kstatus alone takes a resource without conditions
+	// as ready.
+	AnnotationAwaitStatus = "annex.dev/await-status"
 	// AnnotationDisplayName on a Chart.yaml is the extension's display name.
 	AnnotationDisplayName = "annex.dev/display-name"
 

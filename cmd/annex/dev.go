@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/exampleoperator"
 	"github.com/annex-platform/annex/internal/localcluster"
 	"github.com/annex-platform/annex/internal/manager"
 )
@@ -28,6 +29,9 @@ type devOptions struct {
 	metricsAddr string
 	nodes       int
 	clusters    string
+	// exampleOperator is the binary that runs the Pods of the built-in
+	// example operator's image.
+	exampleOperator string
 }
 
 func newDevCommand() *cobra.Command {
@@ -37,7 +41,9 @@ func newDevCommand() *cobra.Command {
 		Short: "Run a local control plane, the Annex manager and the built-in catalog, until Ctrl-C",
 		Long: `dev starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 kwok (with --nodes fake nodes, so that Deployments become Available and Jobs
-complete without a kubelet) from --bin-dir with their state in --dir, installs
+complete without a kubelet) from --bin-dir with their state in --dir, runs the
+Pods of the built-in example operator's image as local processes
+(--example-operator), installs
 the Annex CRDs, creates the Catalog "builtin", runs the manager in this process
 and writes an admin kubeconfig to <dir>/kubeconfig. Ctrl-C or SIGTERM stops
 everything; the next run finds the same state.`,
@@ -51,7 +57,18 @@ everything; the next run finds the same state.`,
 		"(cluster-1…N, alternating between the hub's Kubernetes version and the newest other one built in bin/k8s), or name=version,… (e.g. edge-1=1.37.1,edge-2=1.36.4)")
 	cmd.Flags().IntVar(&o.apiPort, "api-port", 0, "kube-apiserver port on 127.0.0.1; 0 picks a free one once and keeps it")
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-bind-address", "0", `address of the manager's metrics endpoint; "0" turns it off`)
+	cmd.Flags().StringVar(&o.exampleOperator, "example-operator", defaultExampleOperator(),
+		"the example-operator binary (make builds it next to annex); it runs every Pod of the image "+exampleoperator.Image+":<version> as a local process, as the Pod's ServiceAccount")
 	return cmd
+}
+
+// defaultExampleOperator is example-operator next to this program.
+func defaultExampleOperator() string {
+	self, err := os.Executable()
+	if err != nil {
+		return "example-operator"
+	}
+	return filepath.Join(filepath.Dir(self), "example-operator")
 }
 
 func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
@@ -67,8 +84,9 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	images := exampleOperatorImage(o.exampleOperator, out)
 	cluster, err := localcluster.Start(ctx, localcluster.Options{
-		Dir: dir, BinDir: o.binDir, APIPort: o.apiPort, Log: out, Workloads: true, Nodes: o.nodes,
+		Dir: dir, BinDir: o.binDir, APIPort: o.apiPort, Log: out, Workloads: true, Nodes: o.nodes, Images: images,
 	})
 	if err != nil {
 		return err
@@ -95,7 +113,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	managed, startErr := startDevClusters(ctx, cfg, clusters, dir, binRoot, o.nodes, out)
+	managed, startErr := startDevClusters(ctx, cfg, clusters, dir, binRoot, o.nodes, images, out)
 	defer func() {
 		if len(managed) > 0 {
 			fmt.Fprintln(out, "annex dev: stopping the managed clusters...")
@@ -114,6 +132,20 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		return err
 	}
 	return nil
+}
+
+// exampleOperatorImage runs the Pods of the example operator's image as
+// bin/example-operator with the image's tag as its version: kwok's fake
+// nodes run no containers, and this is what the image would contain. A
+// missing binary is said once; its Pods then stay without a process.
+func exampleOperatorImage(binary string, out io.Writer) []localcluster.Image {
+	if _, err := os.Stat(binary); err != nil {
+		fmt.Fprintf(out, "annex dev: %s is missing (make example-operator builds it); Pods of %s will not run\n", binary, exampleoperator.Image)
+	}
+	return []localcluster.Image{{
+		Repository: exampleoperator.Image,
+		Command:    func(tag string) []string { return []string{binary, "--version=" + tag} },
+	}}
 }
 
 // ensureBuiltinCatalog creates the Catalog "builtin" unless it exists (a
@@ -150,6 +182,9 @@ In another shell, from this folder:
   kubectl apply -f config/samples/hello.yaml
   kubectl wait --for=condition=Ready extensioninstallation --all -n default --timeout=2m
   kubectl get extensioninstallations,configmaps,greetings -n default
+
+  # An operator from the built-in OLM catalog (runs as bin/example-operator):
+  kubectl apply -f config/samples/example-operator.yaml
 
 Stop with Ctrl-C; the next run finds the same state.
 `, kubeconfig)

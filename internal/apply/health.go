@@ -97,8 +97,9 @@ func healthOf(inventory []v1alpha1.ObjectReference, objs []*unstructured.Unstruc
 // Current once its controller has seen its generation, or when no
 // controller has written a status yet, since there is nothing to wait
 // for. An object annotated annex.dev/ready-condition is ready when that
-// condition is True (readyConditionStatus). A custom resource follows
-// customResourceStatus.
+// condition is True (readyConditionStatus); one annotated
+// annex.dev/await-status is not ready before it has conditions or an
+// observedGeneration. A custom resource follows customResourceStatus.
 func objectStatus(obj *unstructured.Unstructured) (string, string) {
 	if obj.GetDeletionTimestamp() != nil {
 		return string(status.TerminatingStatus), terminatingMessage(obj)
@@ -108,6 +109,9 @@ func objectStatus(obj *unstructured.Unstructured) (string, string) {
 	}
 	if typ := obj.GetAnnotations()[v1alpha1.AnnotationReadyCondition]; typ != "" {
 		return readyConditionStatus(obj, typ)
+	}
+	if obj.GetAnnotations()[v1alpha1.AnnotationAwaitStatus] == "true" && !hasStatus(obj) {
+		return string(status.InProgressStatus), "no status yet: waiting for its controller to report"
 	}
 	if isCustomGroup(obj.GroupVersionKind().Group) {
 		return customResourceStatus(obj)
@@ -217,6 +221,13 @@ func generationBehind(obj *unstructured.Unstructured) (string, bool) {
 		return fmt.Sprintf("status.observedGeneration %d is behind metadata.generation %d", observed, generation), true
 	}
 	return "", false
+}
+
+// hasStatus reports whether a controller has reported on obj: it has
+// conditions or a status.observedGeneration.
+func hasStatus(obj *unstructured.Unstructured) bool {
+	_, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	return found || len(conditions(obj)) > 0
 }
 
 func conditionsByType(obj *unstructured.Unstructured) map[string]condition {

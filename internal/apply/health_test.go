@@ -251,6 +251,27 @@ metadata: {name: hi, namespace: demo, deletionTimestamp: "2026-01-01T00:00:00Z",
 			message: "being deleted, waiting for finalizers demo.annex.dev/cleanup",
 		},
 		{
+			// One of spec.resources: its operator has not reported yet.
+			name: "custom resource awaiting its first status",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 1, annotations: {annex.dev/await-status: "true"}}
+spec: {text: hello}`,
+			want:    "InProgress",
+			message: "no status yet: waiting for its controller to report",
+		},
+		{
+			// Once it has, kstatus rules decide.
+			name: "custom resource awaiting status, reported",
+			obj: `
+apiVersion: demo.annex.dev/v1
+kind: Greeting
+metadata: {name: hi, namespace: demo, generation: 1, annotations: {annex.dev/await-status: "true"}}
+status: {observedGeneration: 1}`,
+			want: "Current",
+		},
+		{
 			// A ConfigMap has no status: it is Current once it exists.
 			name: "configmap",
 			obj: `

@@ -145,8 +145,9 @@ func AccessFor(ctx context.Context, lookup CatalogLookup, cat *v1alpha1.Catalog)
 	return a, nil
 }
 
-// tlsConfig returns the TLS settings of a, nil when it has none.
-func (a *Access) tlsConfig() (*tls.Config, error) {
+// TLSConfig returns the TLS settings of a (its CA and client certificate),
+// nil when it has none.
+func (a *Access) TLSConfig() (*tls.Config, error) {
 	if a == nil || (len(a.CA) == 0 && len(a.Cert) == 0) {
 		return nil, nil
 	}
@@ -178,10 +179,11 @@ type clientCache struct {
 	clients map[string]*http.Client
 }
 
-// clientFor returns the client to reach u with access: the base client when
+// ClientFor returns the client to reach u with access: the base client when
 // access is nil or for another host (a chart URL may point elsewhere; its
 // credentials must not follow), else a client whose transport adds them.
-func (f *Fetcher) clientFor(access *Access, u *url.URL) (*http.Client, error) {
+// Clients are kept per Access, so connections are reused between syncs.
+func (f *Fetcher) ClientFor(access *Access, u *url.URL) (*http.Client, error) {
 	base := f.Client
 	if base == nil {
 		base = &http.Client{Timeout: 60 * time.Second}
@@ -195,7 +197,7 @@ func (f *Fetcher) clientFor(access *Access, u *url.URL) (*http.Client, error) {
 	if c, ok := f.clients.clients[key]; ok {
 		return c, nil
 	}
-	cfg, err := access.tlsConfig()
+	cfg, err := access.TLSConfig()
 	if err != nil {
 		return nil, fmt.Errorf("credentials for %s: %w", access.Host, err)
 	}

@@ -12,6 +12,10 @@ import (
 	"time"
 )
 
+// PackageOperatorFile is the file that makes a folder or an archive an
+// Annex (KUDO) package: operator.yaml at its root.
+const PackageOperatorFile = "operator.yaml"
+
 // ChartArchive packs a chart's files into a .tgz the way `helm package`
 // lays it out: every file under the folder chartName/. files maps a path
 // inside the chart ("Chart.yaml", "templates/cm.yaml") to its content.
@@ -42,6 +46,20 @@ func PackageArchive(files map[string][]byte) ([]byte, error) {
 		return nil, fmt.Errorf("package has no %s; a package folder holds operator.yaml, params.yaml and templates/", PackageOperatorFile)
 	}
 	return writeArchive("package", "", files)
+}
+
+// BundleArchive packs an OLM registry+v1 bundle's files into a .tgz with
+// manifests/ and metadata/ at its root, as a bundle image's layer holds
+// them. files maps "manifests/<file>" and "metadata/<file>" to their
+// content and must hold metadata/annotations.yaml. Like ChartArchive, the
+// bytes depend only on files. It refuses paths that are absolute or not
+// clean.
+func BundleArchive(files map[string][]byte) ([]byte, error) {
+	const annotations = "metadata/annotations.yaml"
+	if _, ok := files[annotations]; !ok {
+		return nil, fmt.Errorf("bundle has no %s; a registry+v1 bundle holds manifests/ and %[1]s", annotations)
+	}
+	return writeArchive("bundle", "", files)
 }
 
 // writeArchive writes files, each under prefix, as a deterministic .tgz;

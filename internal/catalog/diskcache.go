@@ -169,7 +169,7 @@ func (c *DiskCache) put(digest string, data []byte) {
 	if _, ok := c.entries[digest]; ok {
 		return
 	}
-	if err := writeFileAtomic(c.path(digest), data); err != nil {
+	if err := WriteFileAtomic(c.path(digest), data); err != nil {
 		return // a cache that cannot write only costs downloads
 	}
 	c.entries[digest] = c.order.PushFront(&diskEntry{digest: digest, size: int64(len(data))})
@@ -196,4 +196,26 @@ func (c *DiskCache) remove(el *list.Element) {
 // String describes the cache for logs.
 func (c *DiskCache) String() string {
 	return fmt.Sprintf("artifact cache in %s (at most %d bytes)", c.dir(), c.limit())
+}
+
+// WriteFileAtomic writes data to p through a temporary file and a rename,
+// so readers see the old or the new content, never a part. It creates p's
+// folder when missing.
+func WriteFileAtomic(p string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
 }

@@ -1,140 +1,57 @@
-// Package catalog turns catalog sources into Extension specs and fetches the
-// artifacts those specs point at. Parsing is pure (bytes in, values out);
-// only Fetcher does I/O.
+// Package catalog is the core the catalog sources share: the Index a
+// source yields (one Package per extension), the Fetcher every source
+// reads through (HTTP with limits, credentials per host, digests), the
+// archive checks, the caches of fetched artifacts, and Merge. Each source
+// kind lives in a package of its own and turns its format into an Index:
 //
-// # Helm repository index → Extension
+//   - helm: a Helm (or KUDO) repository index.yaml, fetched over HTTP with
+//     ETag / If-Modified-Since, and the KUDO package metadata it carries.
+//   - oci: the charts and packages of an OCI repository, and PushPackage.
+//   - directory: chart and package folders and packed archives in a folder.
+//   - olm: OLM File-Based Catalogs and registry+v1 bundles.
+//   - builtin: the charts and packages compiled into Annex.
 //
-// ParseHelmIndex reads a Helm repository's index.yaml. This mapping is the
-// contract catalog authors rely on:
+// Package sources reads a Catalog of any kind and serves the artifact URLs
+// every kind writes; it is the one place that knows them all. Every kind
+// but olm goes through helm.ParseIndex, so validation and sanitising are
+// the same.
 //
-//   - Every chart name in entries becomes one Package (one Extension object)
-//     named after the chart. The name must be a valid Kubernetes object name
-//     (a lower-case DNS-1123 subdomain); otherwise all its entries are skipped.
-//   - Every entry of a chart becomes one ExtensionVersion:
-//     version          → Version (must parse as a semantic version, Masterminds v3);
-//     appVersion       → AppVersion;
-//     kubeVersion      → KubeVersion (must parse as a version range);
-//     deprecated       → Deprecated;
-//     urls[0]          → Source.URL, resolved against the repository URL when relative;
-//     digest (64 hex)  → Source.Digest as "sha256:<hex>" (omitted when the index has none);
-//     catalog name     → Source.Catalog.
-//   - Dependencies on other extensions come from the Chart.yaml annotation
-//     annex.dev/dependencies, a YAML list of {name, version} where version is a
-//     range (see the example below). Chart.yaml's own dependencies are Helm
-//     subcharts rendered inside the chart; they are not Annex dependencies and
-//     are ignored here.
-//   - Display fields come from the highest valid version: description, icon,
-//     keywords, home, and the annotation annex.dev/display-name (DisplayName,
-//     default: the chart name).
-//   - ValuesSchema stays nil: a Helm index does not carry values.schema.json.
+// # Index and Merge
 //
-// A chart that needs cert-manager 1.14 or later says so in its Chart.yaml:
+// An Index lists Packages sorted by name, each with its versions highest
+// first, and the entries the source skipped with the reason. Merge
+// combines the indexes of several catalogs by spec.priority into one
+// ExtensionSpec per extension name.
 //
-//	annotations:
-//	  annex.dev/display-name: My Operator
-//	  annex.dev/dependencies: |
-//	    - name: cert-manager
-//	      version: ">=1.14.0"
+// # Credentials
 //
-// An entry that breaks a rule above is skipped, not fatal: the rest of the
-// index still syncs and Index.Skipped holds one line per skipped entry naming
-// the chart, the version and the reason, for example
-// `entry "foo" 1.x: version is not semver`. Skipped are entries with no name,
-// no urls, a name that differs from its key in entries, an invalid version, an
-// invalid kubeVersion, a malformed annex.dev/dependencies annotation, and the
-// second and later copies of the same (name, version).
-//
-// Packages are sorted by name and each package's versions highest first, so
-// the same index always yields the same Index.
-//
-// # Packages in a repository index
-//
-// An entry with operatorVersion is an Annex package (a KUDO operator
-// package, read by the package engine) instead of a Helm chart. KUDO
-// repositories publish exactly such entries (`kubectl kudo repo index`:
-// name, operatorVersion, appVersion, description, maintainers, urls,
-// digest), so their index.yaml reads as is. A package entry maps as a
-// chart entry does, except:
-//
-//	operatorVersion   → Version (semver), and Engine: Package; version must
-//	                    be absent or equal
-//	kubeVersion       → KubeVersion, a range, as for charts
-//	kubernetesVersion → KubeVersion ">=<kubernetesVersion>" when kubeVersion
-//	                    is absent: KUDO's minimum Kubernetes version
-//	extends           → Extends {name, version}: the base package, written
-//	                    {operator, version} as in operator.yaml (KUDO
-//	                    KEP-0012; name for operator, or nested under kudo,
-//	                    are read too); the version is a range matched
-//	                    against the base's operatorVersion or appVersion
-//	removed: true     → Deprecated (KUDO's mark for a withdrawn version)
-//
-// Annotations (annex.dev/dependencies, annex.dev/display-name), home, icon,
-// keywords, deprecated, urls and digest mean what they mean for a chart.
-// extends on an entry without operatorVersion is refused. AddPackageToIndex
-// writes such an entry for a package archive (annexctl package --index):
-//
-//	apiVersion: v1
-//	entries:
-//	  mysql-analytics:
-//	  - name: mysql-analytics
-//	    operatorVersion: 0.1.0
-//	    kubernetesVersion: 1.30.0
-//	    description: ...
-//	    extends: {operator: mysql, version: ">=0.1.0 <1.0.0"}
-//	    urls: [mysql-analytics-0.1.0.tgz]
-//	    digest: 3f1c...
-//
-// A package archive is a .tgz of the package folder with operator.yaml,
-// params.yaml and templates/ at its root, as KUDO packs it; PackageArchive
-// writes it deterministically.
-//
-// # Sources
-//
-// Sources reads a Catalog of any kind into an Index:
-//
-//   - helm: <url>/index.yaml, with ETag / If-Modified-Since so that an
-//     unchanged index is answered 304 and reused.
-//   - oci: every repository directly below spec.source.oci.repository (or
-//     that repository itself) is a chart or package, every tag a version
-//     ("_" stands for "+"); Chart.yaml, or a package's PackageMetadata,
-//     comes from the manifest's config blob, which its media type tells
-//     apart (MediaTypeHelmConfig, MediaTypePackageConfig; PushPackage
-//     writes packages); artifact URLs are oci://<repository>@<manifest
-//     digest>.
-//   - directory: chart folders (Chart.yaml), package folders
-//     (operator.yaml) and packed .tgz files in one folder; URLs are
-//     file:// paths, served only inside that catalog's folder.
-//   - builtin: the charts and packages compiled into Annex (package builtin).
-//
-// Every kind goes through ParseHelmIndex, so validation and sanitising are
-// the same. The last good content of each catalog is kept in memory and in
-// CacheDir; when a source cannot be read it is served with Index.Stale set.
-// Merge combines the indexes of several catalogs by spec.priority.
-//
-// Credentials come from the Secret named by secretRef: username/password
-// (basic), token (bearer), ca.crt, tls.crt/tls.key. They are sent only to
-// the host of the catalog's URL, never to another host a chart URL or a
-// redirect points at, and never over plain http.
+// Credentials come from the Secret named by secretRef (AccessFor):
+// username/password (basic), token (bearer), ca.crt, tls.crt/tls.key. They
+// are sent only to the host of the catalog's URL, never to another host a
+// chart URL or a redirect points at, and never over plain http unless the
+// catalog sets insecure.
 //
 // # Fetching and limits
 //
-// Fetcher downloads index files and chart and package archives with the size Limits
-// (index 50 MiB, archive 10 MiB compressed and 100 MiB expanded, 5 MiB per
-// file, 10,000 files), serves builtin:// URLs through its Builtin function
-// (wired by the caller to builtin.Archive, which cannot be imported here
-// without a cycle), verifies an artifact's digest when the source names one,
-// and walks every archive with CheckArchive before returning it: links,
-// devices, absolute or parent paths, duplicates and decompression bombs are
-// refused before Helm's loader sees them. DiskCache keeps artifacts by
-// digest on disk with LRU eviction.
+// Fetcher reads with the size Limits (index 50 MiB, archive 10 MiB
+// compressed and 100 MiB expanded, 5 MiB per file, 10,000 files, 1 GiB per
+// OLM catalog), serves builtin://<name>/<version> through its Builtin
+// function (wired by the caller to builtin.Archive, which cannot be
+// imported here without a cycle), and VerifyDigest checks an artifact
+// against the digest its source names. Every archive is walked with
+// CheckArchive (CheckBundleArchive for an operator bundle) before it is
+// used: links, devices, absolute or parent paths, duplicates and
+// decompression bombs are refused before Helm's loader sees them.
+// DiskCache keeps artifacts by digest on disk with LRU eviction;
+// MemoryCache keeps the most recent in memory.
 //
 // # Fuzzing
 //
-// FuzzParseHelmIndex, FuzzFastDecoder (the fast YAML decoder against
-// yaml.v3), FuzzCheckArchive and FuzzAddPackageToIndex run their seed
-// corpora (testdata/fuzz) with every `go test`. To fuzz one for longer:
+// FuzzCheckArchive runs its seed corpus (testdata/fuzz) with every
+// `go test`; the parsers' fuzz targets live with them in package helm. To
+// fuzz one for longer:
 //
-//	go test ./internal/catalog -run '^$' -fuzz FuzzFastDecoder -fuzztime 10m
+//	go test ./internal/catalog -run '^$' -fuzz FuzzCheckArchive -fuzztime 10m
 //
 // A failing input is written to testdata/fuzz/<target>/ and becomes a seed.
 package catalog

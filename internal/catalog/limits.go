@@ -27,7 +27,7 @@ type Limits struct {
 	MaxFiles int
 	// MaxCatalogBytes bounds everything read from one OLM catalog source:
 	// the stream, the folder's files, or the catalog image's extracted
-	// file system (default DefaultMaxOLMCatalogBytes, 1 GiB).
+	// file system (default DefaultMaxCatalogBytes, 1 GiB).
 	MaxCatalogBytes int64
 }
 
@@ -38,14 +38,16 @@ const (
 	DefaultMaxExpandedBytes int64 = 100 << 20
 	DefaultMaxFileBytes     int64 = 5 << 20
 	DefaultMaxFiles               = 10_000
+	DefaultMaxCatalogBytes  int64 = 1 << 30
 )
 
-// withDefaults fills the zero fields.
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with its zero fields set to their defaults.
+func (l Limits) WithDefaults() Limits {
 	l.MaxIndexBytes = limitOr(l.MaxIndexBytes, DefaultMaxIndexBytes)
 	l.MaxArchiveBytes = limitOr(l.MaxArchiveBytes, DefaultMaxArchiveBytes)
 	l.MaxExpandedBytes = limitOr(l.MaxExpandedBytes, DefaultMaxExpandedBytes)
 	l.MaxFileBytes = limitOr(l.MaxFileBytes, DefaultMaxFileBytes)
+	l.MaxCatalogBytes = limitOr(l.MaxCatalogBytes, DefaultMaxCatalogBytes)
 	if l.MaxFiles <= 0 {
 		l.MaxFiles = DefaultMaxFiles
 	}
@@ -75,26 +77,29 @@ func (e *UnsafeArchiveError) Error() string {
 	return fmt.Sprintf("chart archive refused: entry %q: %s", e.Entry, e.Reason)
 }
 
-// errExpandedTooLarge stops decompression at the expanded-size limit.
-var errExpandedTooLarge = errors.New("expanded size limit reached")
+// ErrLimitReached is what a CappedReader returns once more than its limit
+// was read: decompression or a stream stops at the size limit.
+var ErrLimitReached = errors.New("expanded size limit reached")
 
-// cappedReader fails once more than n bytes were read.
-type cappedReader struct {
-	r io.Reader
-	n int64
+// CappedReader reads R and fails with ErrLimitReached once more than N
+// bytes were read. N counts down as bytes are read: what is left of the
+// limit, below zero once it was passed.
+type CappedReader struct {
+	R io.Reader
+	N int64
 }
 
-func (c *cappedReader) Read(p []byte) (int, error) {
-	if c.n < 0 {
-		return 0, errExpandedTooLarge
+func (c *CappedReader) Read(p []byte) (int, error) {
+	if c.N < 0 {
+		return 0, ErrLimitReached
 	}
-	if int64(len(p)) > c.n+1 {
-		p = p[:c.n+1]
+	if int64(len(p)) > c.N+1 {
+		p = p[:c.N+1]
 	}
-	n, err := c.r.Read(p)
-	c.n -= int64(n)
-	if c.n < 0 {
-		return n, errExpandedTooLarge
+	n, err := c.R.Read(p)
+	c.N -= int64(n)
+	if c.N < 0 {
+		return n, ErrLimitReached
 	}
 	return n, err
 }
@@ -114,7 +119,31 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 // Errors are *UnsafeArchiveError, or a plain error for bytes that are not
 // a gzipped tar at all. It reads the archive once and allocates little.
 func CheckArchive(data []byte, lim Limits) error {
-	lim = lim.withDefaults()
+	return checkArchive(data, lim, func(files, _ map[string]bool) bool { return files[PackageOperatorFile] })
+}
+
+// CheckBundleArchive walks an operator bundle archive (.tgz) with the
+// checks and Limits of CheckArchive. Besides one top-level folder holding
+// the bundle, it accepts the bundle's manifests/ and metadata/ folders at
+// the root of the archive (names may start with "./"); anything else
+// beside them is refused. Errors are as CheckArchive's.
+func CheckBundleArchive(data []byte, lim Limits) error {
+	return checkArchive(data, lim, func(_, tops map[string]bool) bool {
+		for top := range tops {
+			if top != "manifests" && top != "metadata" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// checkArchive is CheckArchive with the rule for archives that are not one
+// folder: rootLayout is given the paths of the files and the names at the
+// top of the archive, and reports whether they make a layout the reader of
+// the archive accepts.
+func checkArchive(data []byte, lim Limits, rootLayout func(files, tops map[string]bool) bool) error {
+	lim = lim.WithDefaults()
 	if int64(len(data)) > lim.MaxArchiveBytes {
 		return &UnsafeArchiveError{Reason: fmt.Sprintf("%d bytes is more than the limit of %d bytes; shrink the chart or raise the limit", len(data), lim.MaxArchiveBytes)}
 	}
@@ -122,19 +151,21 @@ func CheckArchive(data []byte, lim Limits) error {
 	if err != nil {
 		return fmt.Errorf("chart archive is not gzip-compressed: %w", err)
 	}
-	capped := &cappedReader{r: zr, n: lim.MaxExpandedBytes}
+	capped := &CappedReader{R: zr, N: lim.MaxExpandedBytes}
 	tr := tar.NewReader(capped)
 	seen := map[string]bool{}
+	tops := map[string]bool{}
 	top := ""
 	// layout is the first entry that does not fit a chart's single folder;
-	// it is an error unless operator.yaml at the root makes this a package.
+	// it is an error unless rootLayout accepts what is at the root (for
+	// CheckArchive: operator.yaml, which makes this a package).
 	var layout *UnsafeArchiveError
 	for files := 0; ; files++ {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		if errors.Is(err, errExpandedTooLarge) {
+		if errors.Is(err, ErrLimitReached) {
 			return tooExpanded(lim)
 		}
 		if err != nil {
@@ -146,14 +177,14 @@ func CheckArchive(data []byte, lim Limits) error {
 		name := hdr.Name
 		// tar -C dir . writes "./x"; the package reader reads such names,
 		// Helm's loader does not.
-		rel := trimDotSlash(name)
+		rel := TrimDotSlash(name)
 		if rel != name && layout == nil {
 			layout = &UnsafeArchiveError{Entry: name, Reason: "is not a clean path"}
 		}
 		if rel == "" && hdr.Typeflag == tar.TypeDir {
 			continue
 		}
-		if err := checkEntryName(rel); err != nil {
+		if err := CheckEntryName(rel); err != nil {
 			return &UnsafeArchiveError{Entry: name, Reason: err.Error()}
 		}
 		switch hdr.Typeflag {
@@ -167,6 +198,7 @@ func CheckArchive(data []byte, lim Limits) error {
 		}
 		clean := strings.TrimSuffix(rel, "/")
 		first, _, _ := strings.Cut(clean, "/")
+		tops[first] = true
 		switch {
 		case top == "":
 			top = first
@@ -187,7 +219,7 @@ func CheckArchive(data []byte, lim Limits) error {
 			return &UnsafeArchiveError{Entry: name, Reason: fmt.Sprintf("is %d bytes, more than the limit of %d bytes per file", hdr.Size, lim.MaxFileBytes)}
 		}
 		n, err := io.Copy(io.Discard, io.LimitReader(tr, lim.MaxFileBytes+1))
-		if errors.Is(err, errExpandedTooLarge) {
+		if errors.Is(err, ErrLimitReached) {
 			return tooExpanded(lim)
 		}
 		if err != nil {
@@ -200,18 +232,19 @@ func CheckArchive(data []byte, lim Limits) error {
 	if top == "" {
 		return &UnsafeArchiveError{Reason: "holds no files; a chart archive holds a folder with Chart.yaml"}
 	}
-	if layout != nil && !seen[PackageOperatorFile] {
+	if layout != nil && !rootLayout(seen, tops) {
 		return layout
 	}
 	// Whatever follows the tar (padding, more gzip members) counts too.
-	if _, err := io.Copy(io.Discard, capped); errors.Is(err, errExpandedTooLarge) {
+	if _, err := io.Copy(io.Discard, capped); errors.Is(err, ErrLimitReached) {
 		return tooExpanded(lim)
 	}
 	return nil
 }
 
-// trimDotSlash strips leading "./" from an archive entry name.
-func trimDotSlash(name string) string {
+// TrimDotSlash strips leading "./" from an archive entry name, as
+// `tar -C dir .` writes them.
+func TrimDotSlash(name string) string {
 	for strings.HasPrefix(name, "./") {
 		name = name[2:]
 	}
@@ -222,9 +255,11 @@ func tooExpanded(lim Limits) error {
 	return &UnsafeArchiveError{Reason: fmt.Sprintf("expands to more than %d bytes (a decompression bomb?); a chart is far smaller", lim.MaxExpandedBytes)}
 }
 
-// checkEntryName refuses names that could land outside the chart folder
-// when extracted, or confuse a terminal when shown.
-func checkEntryName(name string) error {
+// CheckEntryName refuses archive entry names that could land outside the
+// chart folder when extracted, or confuse a terminal when shown: empty,
+// absolute, with a backslash, a drive letter, control characters, ".."
+// or other segments that are not clean. The error says which.
+func CheckEntryName(name string) error {
 	switch {
 	case name == "":
 		return errors.New("has an empty name")
@@ -234,7 +269,7 @@ func checkEntryName(name string) error {
 		return errors.New(`contains a backslash; chart entries use "/"`)
 	case len(name) >= 2 && name[1] == ':':
 		return errors.New("starts with a drive letter; chart entries are relative")
-	case hasControl(name):
+	case HasControl(name):
 		return errors.New("contains control characters")
 	}
 	for _, seg := range strings.Split(strings.TrimSuffix(name, "/"), "/") {

@@ -8,7 +8,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// ArtifactFetcher fetches one artifact; *Fetcher is one.
+// ArtifactFetcher fetches one artifact; sources.Artifacts is one.
 type ArtifactFetcher interface {
 	FetchArtifact(ctx context.Context, src v1alpha1.ArtifactSource) ([]byte, error)
 }

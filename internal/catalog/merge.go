@@ -53,7 +53,7 @@ func Merge(indexes []CatalogIndex) map[string]v1alpha1.ExtensionSpec {
 			for _, v := range pkg.Spec.Versions {
 				sv, err := semver.NewVersion(v.Version)
 				if err != nil {
-					continue // ParseHelmIndex never yields one; a hand-made Package might
+					continue // helm.ParseIndex never yields one; a hand-made Package might
 				}
 				key := sv.String()
 				if m.seen[key] {

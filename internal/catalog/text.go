@@ -1,8 +1,12 @@
 package catalog
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"unicode"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // isControl reports characters that must not reach a terminal or a UI from
@@ -12,17 +16,19 @@ func isControl(r rune) bool {
 	return unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
-// hasControl reports whether s holds a character isControl refuses.
-func hasControl(s string) bool {
+// HasControl reports whether s holds a character that must not reach a
+// terminal or a UI from a catalog: C0 and C1 controls, DEL, and the
+// bidirectional overrides.
+func HasControl(s string) bool {
 	return strings.IndexFunc(s, isControl) >= 0
 }
 
-// cleanText removes control characters from text shown to people
+// CleanText removes control characters from text shown to people
 // (descriptions, display names, keywords, URLs of icons and home pages),
 // keeping newlines and tabs, which are harmless, out of one-line fields
 // too: they become spaces.
-func cleanText(s string) string {
-	if !hasControl(s) {
+func CleanText(s string) string {
+	if !HasControl(s) {
 		return s
 	}
 	return strings.Map(func(r rune) rune {
@@ -34,4 +40,15 @@ func cleanText(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// YAMLReason turns a YAML decoding error into one line, naming each
+// mistake once.
+func YAMLReason(err error) string {
+	var typeErr *yaml.TypeError
+	if errors.As(err, &typeErr) {
+		// An alias repeats one mistake many times; say it once.
+		return strings.Join(slices.Compact(slices.Clone(typeErr.Errors)), "; ")
+	}
+	return err.Error()
 }

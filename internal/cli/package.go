@@ -15,6 +15,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/annex-platform/annex/internal/catalog"
+	"github.com/annex-platform/annex/internal/catalog/directory"
+	"github.com/annex-platform/annex/internal/catalog/helm"
+	"github.com/annex-platform/annex/internal/catalog/oci"
 	"github.com/annex-platform/annex/internal/engine/pkg"
 	"github.com/annex-platform/annex/internal/plan"
 )
@@ -359,7 +362,7 @@ type PackageOptions struct {
 // the bytes a directory catalog serves for the same folder (so the same
 // folder always gives the same digest), after checking that it reads and
 // lints without errors. With Index it adds the archive to
-// <Destination>/index.yaml as a repository index (catalog.AddPackageToIndex,
+// <Destination>/index.yaml as a repository index (helm.AddPackageToIndex,
 // a relative URL), creating the file when absent. It prints the paths
 // written and returns the archive's path.
 func Package(o PackageOptions) (string, error) {
@@ -374,7 +377,7 @@ func Package(o PackageOptions) (string, error) {
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return "", fmt.Errorf("--destination: %w", err)
 	}
-	name := catalog.PackageFileName(m.Name, m.OperatorVersion)
+	name := helm.PackageFileName(m.Name, m.OperatorVersion)
 	target := filepath.Join(dest, name)
 	if err := writeFile(target, archive); err != nil {
 		return "", err
@@ -388,7 +391,7 @@ func Package(o PackageOptions) (string, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	index, err := catalog.AddPackageToIndex(existing, archive, name)
+	index, err := helm.AddPackageToIndex(existing, archive, name)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", indexPath, err)
 	}
@@ -400,7 +403,7 @@ func Package(o PackageOptions) (string, error) {
 }
 
 // packFolder checks and packs a package folder.
-func packFolder(dir string) ([]byte, *catalog.PackageMetadata, error) {
+func packFolder(dir string) ([]byte, *helm.PackageMetadata, error) {
 	if err := checkDir(dir); err != nil {
 		return nil, nil, err
 	}
@@ -412,11 +415,11 @@ func packFolder(dir string) ([]byte, *catalog.PackageMetadata, error) {
 			return nil, nil, fmt.Errorf("%s/%s: %s; run `annexctl package lint %s` for every problem", dir, p.File, p.Message, dir)
 		}
 	}
-	archive, err := catalog.PackPackageFolder(dir, catalog.Limits{})
+	archive, err := directory.PackPackageFolder(dir, catalog.Limits{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	m, err := catalog.PackageMetadataOf(archive)
+	m, err := helm.PackageMetadataOf(archive)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
@@ -438,7 +441,7 @@ type PushOptions struct {
 }
 
 // Push stores a package in an OCI registry as the artifact an OCI catalog
-// reads (catalog.PushPackage), tagged with its operatorVersion, and prints
+// reads (oci.PushPackage), tagged with its operatorVersion, and prints
 // the pushed reference. A folder is packed as Package packs it; an archive
 // must be one the package engine reads.
 func Push(ctx context.Context, o PushOptions) error {
@@ -462,7 +465,7 @@ func Push(ctx context.Context, o PushOptions) error {
 			return fmt.Errorf("%s: %w", o.Source, err)
 		}
 	}
-	ref, err := catalog.PushPackage(ctx, archive, o.Destination, catalog.PushOptions{PlainHTTP: o.PlainHTTP, Remote: o.Remote})
+	ref, err := oci.PushPackage(ctx, archive, o.Destination, oci.PushOptions{PlainHTTP: o.PlainHTTP, Remote: o.Remote})
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Source, err)
 	}

@@ -17,6 +17,9 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/catalog"
+	"github.com/annex-platform/annex/internal/catalog/directory"
+	"github.com/annex-platform/annex/internal/catalog/helm"
+	"github.com/annex-platform/annex/internal/catalog/sources"
 	"github.com/annex-platform/annex/internal/cli"
 	"github.com/annex-platform/annex/internal/engine/pkg"
 )
@@ -220,7 +223,7 @@ func TestPackageAndIndex(t *testing.T) {
 	if b, _ := os.ReadFile(again); !bytes.Equal(b, first) {
 		t.Error("packing the same folder twice gives different bytes")
 	}
-	if folder, err := catalog.PackPackageFolder(greeter, catalog.Limits{}); err != nil || !bytes.Equal(folder, first) {
+	if folder, err := directory.PackPackageFolder(greeter, catalog.Limits{}); err != nil || !bytes.Equal(folder, first) {
 		t.Errorf("a directory catalog packs the folder differently (%v)", err)
 	}
 	if p, err := pkg.LoadArchive(first); err != nil || p.Operator.Name != "greeter" {
@@ -234,7 +237,7 @@ func TestPackageAndIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	index, err := catalog.ParseHelmIndex(raw, "https://packages.example.com/repo", "repo")
+	index, err := helm.ParseIndex(raw, "https://packages.example.com/repo", "repo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,8 +294,8 @@ func TestPush(t *testing.T) {
 
 	cat := &v1alpha1.Catalog{Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{OCI: &v1alpha1.OCISource{Repository: "oci://" + host + "/packages"}}}}
 	cat.Name = "oci"
-	s := &catalog.Sources{Fetcher: &catalog.Fetcher{}}
-	index, err := s.Index(ctx, cat)
+	f := &catalog.Fetcher{}
+	index, err := (&sources.Catalogs{Fetcher: f}).Index(ctx, cat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +306,7 @@ func TestPush(t *testing.T) {
 	if index.Packages[0].Name != "greeter" || v.Version != "1.0.0" || v.Engine != v1alpha1.EnginePackage || v.KubeVersion != ">=1.30.0" {
 		t.Errorf("greeter = %+v", index.Packages[0])
 	}
-	fetched, err := s.Fetcher.FetchArtifact(ctx, v.Source)
+	fetched, err := sources.Artifacts{Fetcher: f}.FetchArtifact(ctx, v.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

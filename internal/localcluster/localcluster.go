@@ -7,8 +7,9 @@
 // kube-scheduler and kwok with a few fake nodes, so that Deployments become
 // Available, Jobs complete and namespaces are finalized, without a kubelet,
 // and a volume binder with a default StorageClass, so that
-// PersistentVolumeClaims bind (storage.go). Without it nothing acts on the
-// objects stored.
+// PersistentVolumeClaims bind (storage.go). With Options.Images too, the
+// containers of chosen images run as local processes (images.go). Without
+// it nothing acts on the objects stored.
 package localcluster
 
 import (
@@ -87,6 +88,10 @@ type Options struct {
 	// cluster runs anyone who can reach its port on 127.0.0.1 can run
 	// commands that way: for tests only.
 	PodExecDir string
+	// Images, with Workloads, are images whose containers run as
+	// processes on this machine, as the Pod's ServiceAccount; see
+	// images.go.
+	Images []Image
 }
 
 // Cluster is a running etcd and kube-apiserver. Its methods are safe to call
@@ -101,6 +106,7 @@ type Cluster struct {
 	apiserver *child
 	workloads []*child      // kube-controller-manager, kube-scheduler, kwok
 	storage   *volumeBinder // with workloads; see storage.go
+	images    *imageRunner  // with workloads and Options.Images; see images.go
 
 	// kubeletPort is where kwok serves the fake nodes' kubelet API, when
 	// Options.PodExecDir asks for exec; else 0.

@@ -23,12 +23,17 @@ type child struct {
 
 // startChild starts path with args, appending its output to logPath.
 func startChild(name, path string, args []string, logPath string) (*child, error) {
+	return startCommand(name, exec.Command(path, args...), logPath)
+}
+
+// startCommand starts cmd in a process group of its own, appending its
+// output to logPath.
+func startCommand(name string, cmd *exec.Cmd, logPath string) (*child, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(logFile, "\n=== %s %s %s\n", time.Now().Format(time.RFC3339), path, strings.Join(args, " "))
-	cmd := exec.Command(path, args...)
+	fmt.Fprintf(logFile, "\n=== %s %s\n", time.Now().Format(time.RFC3339), strings.Join(cmd.Args, " "))
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = childAttr()

@@ -194,7 +194,7 @@ func (b *volumeBinder) run(ctx context.Context, factory informers.SharedInformer
 			b.logf("the %v cache has not synced after %s; still trying", typ, storageSyncTimeout)
 		}
 	}
-	for b.processNext(ctx) {
+	for processNext(ctx, b.queue, b.sync, b.logf) {
 	}
 }
 
@@ -221,30 +221,34 @@ func (b *volumeBinder) enqueueVolume(obj any, deleted bool) {
 	}
 }
 
-func (b *volumeBinder) processNext(ctx context.Context) bool {
-	key, quit := b.queue.Get()
+// processNext takes one key from queue and syncs it; a failed sync is
+// retried with the queue's backoff and logged the first time and then
+// every tenth retry. It returns false once the queue shuts down.
+func processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error, logf func(string, ...any)) bool {
+	key, quit := queue.Get()
 	if quit {
 		return false
 	}
-	defer b.queue.Done(key)
-	var err error
-	if name, ok := strings.CutPrefix(key, volumeKeyPrefix); ok {
-		err = b.syncVolume(ctx, name)
-	} else {
-		err = b.syncClaim(ctx, strings.TrimPrefix(key, claimKeyPrefix))
-	}
-	switch {
+	defer queue.Done(key)
+	switch err := sync(ctx, key); {
 	case err == nil:
-		b.queue.Forget(key)
+		queue.Forget(key)
 	case ctx.Err() != nil:
 	default:
-		// Say so the first time and then every tenth retry.
-		if n := b.queue.NumRequeues(key); n%10 == 0 {
-			b.logf("%s: %v (retrying)", key, err)
+		if n := queue.NumRequeues(key); n%10 == 0 {
+			logf("%s: %v (retrying)", key, err)
 		}
-		b.queue.AddRateLimited(key)
+		queue.AddRateLimited(key)
 	}
 	return true
+}
+
+// sync syncs the claim or volume a queue key names.
+func (b *volumeBinder) sync(ctx context.Context, key string) error {
+	if name, ok := strings.CutPrefix(key, volumeKeyPrefix); ok {
+		return b.syncVolume(ctx, name)
+	}
+	return b.syncClaim(ctx, strings.TrimPrefix(key, claimKeyPrefix))
 }
 
 // syncClaim provisions a volume for a Pending claim the binder serves, or

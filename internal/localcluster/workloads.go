@@ -93,7 +93,13 @@ func (c *Cluster) startWorkloads(ctx context.Context) error {
 	}
 	fmt.Fprintf(c.opts.Log, "%d fake nodes Ready in %.1fs (kube-controller-manager, kube-scheduler, kwok)\n",
 		c.opts.Nodes, time.Since(start).Seconds())
-	return c.startStorage(ctx)
+	if err := c.startStorage(ctx); err != nil {
+		return err
+	}
+	if len(c.opts.Images) == 0 {
+		return nil
+	}
+	return c.startImages()
 }
 
 // ensureNodes creates the fake nodes annex-node-1 … annex-node-N that are
@@ -167,9 +173,10 @@ func fakeNode(name string) *corev1.Node {
 	}
 }
 
-// stopWorkloadsLocked stops the volume binder, kwok, kube-scheduler and
-// kube-controller-manager, in that order.
+// stopWorkloadsLocked stops the image runner's processes, the volume
+// binder, kwok, kube-scheduler and kube-controller-manager, in that order.
 func (c *Cluster) stopWorkloadsLocked() error {
+	c.stopImagesLocked()
 	c.stopStorageLocked()
 	var err error
 	for i := len(c.workloads) - 1; i >= 0; i-- {

@@ -9,6 +9,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/apply"
 	"github.com/annex-platform/annex/internal/catalog"
+	"github.com/annex-platform/annex/internal/catalog/sources"
 	"github.com/annex-platform/annex/internal/cluster"
 	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/plan"
@@ -116,7 +117,7 @@ func (w applierAdapter) RunPipe(ctx context.Context, o installation.Owner, ns st
 // through the caches, and operator bundles from their catalog or image.
 type installationFetcher struct {
 	*catalog.MemoryCache
-	bundles *catalog.Fetcher
+	bundles sources.Artifacts
 }
 
 func (f installationFetcher) FetchBundle(ctx context.Context, src v1alpha1.ArtifactSource) (map[string][]byte, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/catalog"
 	"github.com/annex-platform/annex/internal/catalog/builtin"
+	"github.com/annex-platform/annex/internal/catalog/sources"
 	"github.com/annex-platform/annex/internal/cluster"
 	catalogcontroller "github.com/annex-platform/annex/internal/controller/catalog"
 	"github.com/annex-platform/annex/internal/controller/installation"
@@ -107,11 +108,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if cacheDir == "" {
 		cacheDir = catalog.DefaultCacheDir()
 	}
-	artifacts := &catalog.MemoryCache{Next: &catalog.DiskCache{Next: fetcher, Dir: cacheDir}}
+	origin := sources.Artifacts{Fetcher: fetcher}
+	artifacts := &catalog.MemoryCache{Next: &catalog.DiskCache{Next: origin, Dir: cacheDir}}
 
 	if err := (&catalogcontroller.Reconciler{
-		Client: mgr.GetClient(),
-		Source: &catalog.Sources{Fetcher: fetcher, Builtin: builtin.Index, Lookup: lookup, CacheDir: cacheDir},
+		Client:  mgr.GetClient(),
+		Sources: catalogSources{&sources.Catalogs{Fetcher: fetcher, Builtin: builtin.Index, Lookup: lookup, CacheDir: cacheDir}},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
@@ -126,7 +128,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Client:             mgr.GetClient(),
 		Reader:             mgr.GetAPIReader(),
 		Resolver:           &indexedResolver{},
-		Fetcher:            installationFetcher{artifacts, fetcher},
+		Fetcher:            installationFetcher{artifacts, origin},
 		Renderer:           helmRenderer{},
 		Records:            recordCodec{},
 		Clusters:           installationClusters{clusters},
@@ -152,6 +154,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// catalogSources gives the catalog controller every source kind and the
+// merge of their content.
+type catalogSources struct{ *sources.Catalogs }
+
+func (catalogSources) Merge(indexes []catalog.CatalogIndex) map[string]v1alpha1.ExtensionSpec {
+	return catalog.Merge(indexes)
 }
 
 // helmRenderer renders charts with the Helm engine.

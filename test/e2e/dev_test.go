@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/exampleoperator"
 	"github.com/annex-platform/annex/internal/manager"
 	"github.com/annex-platform/annex/internal/testenv"
 )
@@ -143,8 +144,9 @@ func TestDev(t *testing.T) {
 	}
 }
 
-// startDev builds annex and runs `annex dev` with a state folder of its
-// own, plus args, until it says it is running (within timeout). The
+// startDev builds annex and example-operator (which `annex dev` runs for
+// the example operator's Pods) and runs `annex dev` with a state folder of
+// its own, plus args, until it says it is running (within timeout). The
 // process is killed when the test ends; its output is logged if the test
 // failed.
 func startDev(t *testing.T, timeout time.Duration, args ...string) (dev *exec.Cmd, out *syncBuffer, exited chan error, stateDir string) {
@@ -156,7 +158,7 @@ func startDev(t *testing.T, timeout time.Duration, args ...string) (dev *exec.Cm
 	binDir := testenv.RequireWorkloadsBinDir(t)
 	work := t.TempDir()
 	annex := filepath.Join(work, "annex")
-	build := exec.Command("go", "build", "-o", annex, "./cmd/annex")
+	build := exec.Command("go", "build", "-o", work, "./cmd/annex", "./cmd/example-operator")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -207,13 +209,19 @@ func waitFor(t *testing.T, timeout time.Duration, exited <-chan error, f func() 
 	}
 }
 
+// clientFromKubeconfig returns a client of Annex's kinds, the client-go
+// ones and the example operator's Banner.
 func clientFromKubeconfig(t *testing.T, path string) client.Client {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	scheme := manager.Scheme()
+	if err := exampleoperator.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

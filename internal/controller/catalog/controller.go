@@ -12,6 +12,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -48,22 +49,12 @@ const (
 	ConditionFetchFailed = v1alpha1.ConditionFetchFailed
 )
 
-// Source reads a catalog's content.
-type Source interface {
-	// Index returns the parsed content of the catalog's source. An Index
-	// with Stale set is the last good content of a source that cannot be
-	// read now. Errors are retried with backoff; the Extensions stay.
-	Index(ctx context.Context, cat *v1alpha1.Catalog) (*catalog.Index, error)
-	// Forget drops what is remembered of a deleted catalog.
-	Forget(catalogName string)
-}
-
 // Reconciler syncs Catalogs into Extensions. It keeps each catalog's last
 // content in memory to merge catalogs; it must run with one worker (the
 // default), which serialises the writes of merged Extensions.
 type Reconciler struct {
-	Client client.Client
-	Source Source
+	Client  client.Client
+	Sources Sources
 	// Now returns the current time; tests may fix it.
 	Now func() time.Time
 
@@ -100,9 +91,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.patchStatus(ctx, written, cat)
 	}
 
-	index, err := r.Source.Index(ctx, cat)
+	index, err := r.Sources.Index(ctx, cat)
 	if errors.Is(err, catalog.ErrSourceNotSupported) {
-		msg := fmt.Sprintf("%s: %v; use a helm, oci, directory or builtin source", sourceField(cat), err)
+		msg := fmt.Sprintf("%s: %v; use a helm, oci, directory, builtin or olm source", sourceField(cat), err)
 		setReady(cat, metav1.ConditionFalse, v1alpha1.ReasonSourceInvalid, msg)
 		setCondition(cat, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonSourceInvalid, msg)
 		cat.Status.ObservedGeneration = cat.Generation
@@ -157,7 +148,7 @@ func (r *Reconciler) finalize(ctx context.Context, cat *v1alpha1.Catalog) error 
 	if _, _, err := r.syncExtensions(ctx, cat.Name, nil); err != nil {
 		return err
 	}
-	r.Source.Forget(cat.Name)
+	r.Sources.Forget(cat.Name)
 	patch := client.MergeFrom(cat.DeepCopy())
 	controllerutil.RemoveFinalizer(cat, Finalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, cat, patch))
@@ -205,7 +196,7 @@ func (r *Reconciler) syncExtensions(ctx context.Context, name string, index *cat
 	if err != nil {
 		return 0, nil, err
 	}
-	merged := catalog.Merge(inputs)
+	merged := r.Sources.Merge(inputs)
 
 	sorted := make([]string, 0, len(names))
 	for n := range names {
@@ -429,6 +420,8 @@ func sourceField(cat *v1alpha1.Catalog) string {
 		return fmt.Sprintf("spec.source.oci.repository %s", s.OCI.Repository)
 	case s.Directory != nil:
 		return fmt.Sprintf("spec.source.directory.path %s", s.Directory.Path)
+	case s.OLM != nil:
+		return "spec.source.olm " + cmp.Or(s.OLM.URL, s.OLM.Path, s.OLM.Image)
 	default:
 		return "spec.source.builtin"
 	}

@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/catalog"
+	"github.com/annex-platform/annex/internal/catalog/oci"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
 
@@ -51,7 +51,7 @@ func pushChart(t *testing.T, registryHost, repository string, c helmrepo.Chart) 
 	for _, blob := range []struct {
 		data []byte
 		mt   types.MediaType
-	}{{config, catalog.MediaTypeHelmConfig}, {archive, catalog.MediaTypeHelmChart}} {
+	}{{config, oci.MediaTypeHelmConfig}, {archive, oci.MediaTypeHelmChart}} {
 		layer := static.NewLayer(blob.data, blob.mt)
 		if err := remote.WriteLayer(repo, layer); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@
 package installation
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -211,6 +212,10 @@ func (r *Reconciler) scheduleResync(_ context.Context, s *scope) (ctrl.Result, e
 	case s.choice.Target != nil:
 		// One hop of an operator upgrade is healthy: take the next.
 		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+	case len(s.resources) > 0:
+		// The custom resources of spec.resources report their own state,
+		// which their operator changes at any time: read it more often.
+		return ctrl.Result{RequeueAfter: min(cmp.Or(s.inst.Spec.Interval.Duration, ResourcesResyncInterval), ResourcesResyncInterval)}, nil
 	case s.inst.Spec.Interval.Duration > 0:
 		return ctrl.Result{RequeueAfter: s.inst.Spec.Interval.Duration}, nil
 	case r.ResyncInterval > 0:
@@ -219,6 +224,10 @@ func (r *Reconciler) scheduleResync(_ context.Context, s *scope) (ctrl.Result, e
 		return ctrl.Result{RequeueAfter: 10 * time.Minute}, nil
 	}
 }
+
+// ResourcesResyncInterval is how often, at most, an installation with
+// spec.resources is looked at again when healthy.
+const ResourcesResyncInterval = 30 * time.Second
 
 func (r *Reconciler) historyLimit() int {
 	if r.HistoryLimit > 0 {

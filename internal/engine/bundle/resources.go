@@ -37,8 +37,9 @@ type Resource struct {
 //     resource nobody watches never becomes ready); a cluster-scoped one
 //     must not name a namespace;
 //   - no two are the same object;
-//   - ReadyCondition becomes the annotation annex.dev/ready-condition,
-//     which the applier's health reads.
+//   - each is annotated annex.dev/await-status, and ReadyCondition
+//     becomes annex.dev/ready-condition, which the applier's health
+//     reads: a resource is not ready before its operator reported on it.
 //
 // The objects are copies; o.Resources is not changed.
 func (c *converter) resources() ([]*unstructured.Unstructured, error) {
@@ -78,14 +79,15 @@ func (c *converter) resources() ([]*unstructured.Unstructured, error) {
 			return nil, refuse(i, "object", "%s %s is spec.resources[%d] already; keep one", gvk.Kind, objectName(obj), j)
 		}
 		seen[key] = i
-		if r.ReadyCondition != "" {
-			annotations := obj.GetAnnotations()
-			if annotations == nil {
-				annotations = map[string]string{}
-			}
-			annotations[v1alpha1.AnnotationReadyCondition] = r.ReadyCondition
-			obj.SetAnnotations(annotations)
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
 		}
+		annotations[v1alpha1.AnnotationAwaitStatus] = "true"
+		if r.ReadyCondition != "" {
+			annotations[v1alpha1.AnnotationReadyCondition] = r.ReadyCondition
+		}
+		obj.SetAnnotations(annotations)
 		out = append(out, obj)
 	}
 	return out, nil

@@ -136,6 +136,25 @@ func (s *Server) Add(t testing.TB, charts ...Chart) {
 	s.index = index
 }
 
+// ReplaceArchive serves c's archive in place of the one of the same name
+// and version and leaves index.yaml as it is, so that the digest the
+// index records no longer matches what is served: a repository that
+// re-published an archive without reindexing. Add the chart to reindex.
+func (s *Server) ReplaceArchive(t testing.TB, c Chart) {
+	t.Helper()
+	data, err := Archive(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	path := "/" + c.Name + "-" + c.Version + ".tgz"
+	if _, ok := s.archives[path]; !ok {
+		t.Fatalf("helmrepo: %s %s is not served; Add it first", c.Name, c.Version)
+	}
+	s.archives[path] = data
+}
+
 // renderIndex writes index.yaml for the stored charts, versions highest
 // first as Helm sorts them. Callers hold s.mu.
 func (s *Server) renderIndex() ([]byte, error) {

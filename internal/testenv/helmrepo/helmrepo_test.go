@@ -9,6 +9,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/annex-platform/annex/internal/catalog"
+	"github.com/annex-platform/annex/internal/catalog/helm"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
 
@@ -74,7 +75,7 @@ func TestServer(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("index.yaml: status %d", status)
 	}
-	index, err := catalog.ParseHelmIndex(body, repo.URL(), "test")
+	index, err := helm.ParseIndex(body, repo.URL(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestServer(t *testing.T) {
 	v2.Version = "2.0.0"
 	repo.Add(t, v2)
 	_, body = get(t, repo.URL()+"/index.yaml")
-	index, err = catalog.ParseHelmIndex(body, repo.URL(), "test")
+	index, err = helm.ParseIndex(body, repo.URL(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
