@@ -385,7 +385,7 @@ func TestBundleResources(t *testing.T) {
 
 	setAvailable("cache", "True", "Running", "3 pods")
 	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
-	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "1 of its resources ready: Memcached "+ns+"/cache") {
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "its resource Memcached "+ns+"/cache is ready") {
 		t.Errorf("Ready does not name the resource: %s", c.Message)
 	}
 	if st := got.Status.Resources; len(st) != 1 || st[0].Ready != metav1.ConditionTrue {
@@ -397,7 +397,7 @@ func TestBundleResources(t *testing.T) {
 		i.Spec.Resources = []v1alpha1.CustomResource{resource("sessions")}
 	})
 	setAvailable("sessions", "True", "Running", "3 pods")
-	got = waitConditionMessage(t, ns, "memcached", v1alpha1.ConditionReady, "1 of its resources ready: Memcached "+ns+"/sessions")
+	got = waitConditionMessage(t, ns, "memcached", v1alpha1.ConditionReady, "its resource Memcached "+ns+"/sessions is ready")
 	if _, err := get(t, memcachedGVK, ns, "cache"); err == nil {
 		t.Errorf("Memcached cache left spec.resources but was not pruned")
 	}

@@ -79,14 +79,18 @@ func (s *scope) observeResources(h Health, covered []v1alpha1.ObjectReference) {
 	s.inst.Status.Resources = statuses
 }
 
-// resourcesSummary is the end of the Ready message of an installation
-// with spec.resources: how many are ready, naming them.
+// resourcesSummary is the end of the Ready message of a healthy
+// installation with spec.resources, naming them: "; its resource Banner
+// default/hello is ready", "; its 2 resources are ready: ...".
 func resourcesSummary(statuses []v1alpha1.ResourceStatus) string {
 	names := make([]string, 0, len(statuses))
 	for _, st := range statuses {
 		names = append(names, fmt.Sprintf("%s %s", st.Kind, namespacedName(st.Namespace, st.Name)))
 	}
-	return fmt.Sprintf("; %d of its resources ready: %s", len(statuses), strings.Join(names, ", "))
+	if len(names) == 1 {
+		return fmt.Sprintf("; its resource %s is ready", names[0])
+	}
+	return fmt.Sprintf("; its %d resources are ready: %s", len(names), strings.Join(names, ", "))
 }
 
 func apiVersionOf(ref v1alpha1.ObjectReference) string {
