@@ -255,6 +255,30 @@ type CustomResource struct {
 	ReadyCondition string `json:"readyCondition,omitempty"`
 }
 
+// PendingChange is a change before it is applied: what it is, and what
+// its gates said.
+type PendingChange struct {
+	// Event is PreInstall or PreUpgrade (a new version, new values, new
+	// content of the same version).
+	Event string `json:"event"`
+	// FromVersion is the installed version; empty for an install.
+	// +optional
+	FromVersion string `json:"fromVersion,omitempty"`
+	// ToVersion is the version the change applies.
+	ToVersion string `json:"toVersion"`
+	// Digest identifies exactly this change (event, versions, inputs and
+	// every object it applies): an approval approves this digest, a hook's
+	// verdict holds for it, and different content has a different one.
+	Digest string `json:"digest"`
+	// PermissionsGrow and PermissionsShrink say how what the extension
+	// may do changes, one line per scope and resource ("create, get on
+	// secrets cluster-wide", "creates CustomResourceDefinition x").
+	// +optional
+	PermissionsGrow []string `json:"permissionsGrow,omitempty"`
+	// +optional
+	PermissionsShrink []string `json:"permissionsShrink,omitempty"`
+}
+
 // ResourceStatus is the state of one of spec.resources.
 type ResourceStatus struct {
 	// APIVersion, Kind, Namespace and Name identify the resource.
@@ -564,6 +588,11 @@ type ExtensionInstallationStatus struct {
 	// read.
 	// +optional
 	Resources []ResourceStatus `json:"resources,omitempty"`
+
+	// Change is the change Annex is about to apply, as its gates see it
+	// (approval, hooks): absent when the cluster has what the spec asks.
+	// +optional
+	Change *PendingChange `json:"change,omitempty"`
 }
 
 // ExtensionInstallation installs one Extension into one cluster and keeps it

@@ -98,6 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.fetch,
 		r.render,
 		r.checkScope,
+		r.gate,
 		r.apply,
 		r.waitHealthy,
 		r.scheduleResync,

@@ -591,6 +591,7 @@ func driftable(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 type installedState struct {
 	revision int64
 	found    bool
+	crds     []*unstructured.Unstructured // a chart's crds/ folder
 	objects  []*unstructured.Unstructured
 	pkg      []byte
 }
@@ -610,7 +611,7 @@ func (r *Reconciler) installedState(ctx context.Context, s *scope) (installedSta
 	if err != nil {
 		return installedState{}, err
 	}
-	s.installed = &installedState{revision: n, found: found, objects: set.Objects, pkg: set.Package}
+	s.installed = &installedState{revision: n, found: found, crds: set.CRDs, objects: set.Objects, pkg: set.Package}
 	return *s.installed, nil
 }
 

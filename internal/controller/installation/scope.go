@@ -33,6 +33,7 @@ type scope struct {
 	inventory      []v1alpha1.ObjectReference // after apply: what the installed revision owns
 	observedHealth *Health                    // the inventory's health as this reconcile's apply or drift check saw it
 	resources      []v1alpha1.ObjectReference // spec.resources as the bundle engine places them
+	change         *change                    // what this reconcile would apply, as the gates judged it; nil when nothing
 
 	// Records: those listed by a takeover, the leftovers it superseded
 	// (deleted once the status recording this apply is written), and the

@@ -1,0 +1,125 @@
+package installation
+
+import (
+	"context"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/gate"
+	"github.com/annex-platform/annex/internal/render"
+)
+
+// Gate events: what a change is, for the gates that judge it.
+const (
+	EventPreInstall = "PreInstall"
+	EventPreUpgrade = "PreUpgrade"
+)
+
+// change is what this reconcile is about to apply, as the gates see it.
+// Gates judge changes only: a reconcile that re-applies the installed
+// revision (drift correction, a resumed plan) passes them, and a gate's
+// verdict, kept by the change's digest, never carries over to different
+// content.
+type change struct {
+	// event is EventPreInstall or EventPreUpgrade (a new version, new
+	// values, new content of the same version).
+	event string
+	// from is the installed version ("" for an install), to the one the
+	// change applies.
+	from, to string
+	// artifactDigest and valuesDigest identify the inputs.
+	artifactDigest, valuesDigest string
+	// objects are everything the change may apply: a chart's CRDs and
+	// objects, or every object of a package's or bundle's plans.
+	objects []*unstructured.Unstructured
+	// digest covers the event, both versions and the objects: it is what
+	// a hook judged and what an approval approves.
+	digest string
+}
+
+// pendingChange returns the change this reconcile would apply, or nil
+// when it would apply none.
+func (r *Reconciler) pendingChange(s *scope) (*change, error) {
+	var objs []*unstructured.Unstructured
+	switch {
+	case runsPlans(s):
+		if s.release == nil || len(s.release.plans) == 0 || resuming(s) {
+			return nil, nil
+		}
+		objs = slices.Concat(s.release.namespace, allApplied(s.release.plans))
+	case s.rendered == nil || isFailedTarget(s) || r.upToDate(s):
+		return nil, nil
+	default:
+		objs = slices.Concat(s.rendered.CRDs, s.rendered.Objects)
+	}
+	c := &change{
+		event: EventPreUpgrade, from: s.inst.Status.InstalledVersion, to: s.choice.Version.Version,
+		artifactDigest: s.artifactDigest, objects: objs,
+	}
+	if c.from == "" {
+		c.event = EventPreInstall
+	}
+	if s.rendered != nil {
+		c.valuesDigest = s.rendered.ValuesDigest
+	}
+	manifest, err := render.ManifestDigestOf(objs)
+	if err != nil {
+		return nil, err
+	}
+	c.digest, err = render.DigestOf(map[string]any{
+		"event": c.event, "from": c.from, "to": c.to, "artifact": c.artifactDigest, "values": c.valuesDigest, "manifest": manifest,
+	})
+	return c, err
+}
+
+// gate runs, for a change, what must agree before it touches the
+// cluster, in order. A gate that does not agree blocks (s.block): the
+// change waits, and status.change shows it with what each gate said.
+// When every gate agrees the change goes on in this reconcile and
+// status.change is cleared.
+func (r *Reconciler) gate(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c, err := r.pendingChange(s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.change = c
+	if c == nil {
+		s.inst.Status.Change = nil
+		return ctrl.Result{}, nil
+	}
+	res, err := r.run(ctx, s, []step{
+		r.describeChange,
+	})
+	if err == nil && s.block == nil {
+		s.inst.Status.Change = nil
+	}
+	return res, err
+}
+
+// describeChange shows the change in status.change: its versions, its
+// digest, and how the permissions of the extension's objects change
+// (internal/gate) against the installed revision's.
+func (r *Reconciler) describeChange(ctx context.Context, s *scope) (ctrl.Result, error) {
+	c := s.change
+	installed, err := r.installedState(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ns := s.targetNamespace()
+	diff := gate.Diff(gate.Derive(slices.Concat(installed.crds, installed.objects), ns), gate.Derive(c.objects, ns))
+	pc := &v1alpha1.PendingChange{
+		Event: c.event, FromVersion: c.from, ToVersion: c.to, Digest: c.digest,
+		PermissionsGrow: diff.Grows, PermissionsShrink: diff.Shrinks,
+	}
+	if old := s.inst.Status.Change; old != nil && old.Digest == pc.Digest {
+		// What the other gates recorded for this very change stays.
+		old.Event, old.FromVersion, old.ToVersion = pc.Event, pc.FromVersion, pc.ToVersion
+		old.PermissionsGrow, old.PermissionsShrink = pc.PermissionsGrow, pc.PermissionsShrink
+		return ctrl.Result{}, nil
+	}
+	s.inst.Status.Change = pc
+	return ctrl.Result{}, nil
+}
