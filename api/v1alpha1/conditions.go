@@ -77,6 +77,12 @@ const (
 	// ReasonFinalizersPending: deletion has waited spec.uninstall.timeout
 	// for custom resources whose finalizers are not done.
 	ReasonFinalizersPending = "FinalizersPending"
+	// ReasonPermissionDenied: the installation's ServiceAccount may not do
+	// what the extension needs, or does not exist.
+	ReasonPermissionDenied = "PermissionDenied"
+	// ReasonTargetNotAllowed: the manager restricts targets and the
+	// installation's namespace has no grant for its target.
+	ReasonTargetNotAllowed = "TargetNotAllowed"
 
 	// Packages and their plans.
 	ReasonPlanRunning   = "PlanRunning"
@@ -140,6 +146,12 @@ const (
 	// (comma-separated, or "*"). Only the hub admin, who controls
 	// Namespaces, grants it.
 	AnnotationShareValuesWith = "annex.dev/share-values-with"
+	// AnnotationAllowTargetNamespaces and AnnotationAllowClusters on a
+	// Namespace list the other namespaces and the ManagedClusters its
+	// installations may install into when the manager restricts targets
+	// (comma-separated, or "*"). Only the hub admin grants them.
+	AnnotationAllowTargetNamespaces = "annex.dev/allow-target-namespaces"
+	AnnotationAllowClusters         = "annex.dev/allow-clusters"
 
 	// LabelProfile names the ExtensionProfile an installation was created
 	// for, and LabelProfileCluster its cluster ("hub" for the hub).

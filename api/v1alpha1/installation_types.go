@@ -46,6 +46,18 @@ type ExtensionInstallationSpec struct {
 	// +optional
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 
+	// ServiceAccountName is a ServiceAccount of the installation's
+	// namespace that Annex impersonates to apply and delete the
+	// extension's objects (on the hub, and on a managed cluster whose
+	// kubeconfig identity may impersonate it), so the installation can do
+	// only what that ServiceAccount may. Empty: the manager's
+	// --default-service-account if set (multi-tenant mode), else the
+	// manager's own identity.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
 	// WatchNamespaces are the namespaces an operator (engine Bundle)
 	// watches; empty means all namespaces. They choose its install mode
 	// (OwnNamespace, SingleNamespace, MultiNamespace, AllNamespaces),

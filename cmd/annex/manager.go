@@ -45,6 +45,8 @@ func newManagerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
 	cmd.Flags().BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	cmd.Flags().IntVar(&o.Workers, "concurrency", installation.DefaultWorkers, "how many installations reconcile at once")
+	cmd.Flags().StringVar(&o.DefaultServiceAccount, "default-service-account", "", "multi-tenant mode: installations that name no spec.serviceAccountName act as this ServiceAccount of their own namespace (Annex impersonates it to apply and delete)")
+	cmd.Flags().BoolVar(&o.RestrictTargets, "restrict-targets", false, "refuse a spec.targetNamespace other than the installation's namespace, and any spec.cluster, unless the hub admin annotates the installation's namespace with annex.dev/allow-target-namespaces or annex.dev/allow-clusters")
 	cmd.Flags().StringVar(&o.CacheDir, "cache-dir", "", "folder for fetched artifacts and the last good content of each catalog (default: $XDG_CACHE_HOME/annex)")
 	return cmd
 }

@@ -67,13 +67,22 @@ type Applier struct {
 // New returns an Applier for the cluster cfg points at, with a RESTMapper
 // that discovers new kinds when it meets them.
 func New(cfg *rest.Config) (*Applier, error) {
+	return NewWithMapper(cfg, nil)
+}
+
+// NewWithMapper is New with the REST mapper of another Applier of the same
+// cluster, or a new one when mapper is nil. What discovery says does not
+// depend on who asks, so an Applier that impersonates someone (cfg's
+// Impersonate) shares the mapper of the cluster's own.
+func NewWithMapper(cfg *rest.Config, mapper meta.RESTMapper) (*Applier, error) {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("build HTTP client: %w", err)
 	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("build REST mapper: %w", err)
+	if mapper == nil {
+		if mapper, err = apiutil.NewDynamicRESTMapper(cfg, httpClient); err != nil {
+			return nil, fmt.Errorf("build REST mapper: %w", err)
+		}
 	}
 	c, err := client.New(cfg, client.Options{HTTPClient: httpClient, Mapper: mapper})
 	if err != nil {

@@ -121,9 +121,12 @@ func (r *Registry) configFor(ctx context.Context, name string) (*rest.Config, st
 // Target is one cluster: its applier, discovery, and what was observed.
 type Target struct {
 	fingerprint string
+	config      *rest.Config
 	applier     *apply.Applier
 	discovery   discovery.DiscoveryInterface
 	ttl         time.Duration
+
+	impersonating map[string]*apply.Applier // by user name, see ApplierAs
 
 	mu        sync.Mutex
 	version   string
@@ -190,7 +193,35 @@ func newTarget(cfg *rest.Config, fingerprint string, ttl time.Duration) (*Target
 	if err != nil {
 		return nil, err
 	}
-	return &Target{fingerprint: fingerprint, applier: a, discovery: dc, ttl: ttl}, nil
+	return &Target{fingerprint: fingerprint, config: cfg, applier: a, discovery: dc, ttl: ttl}, nil
+}
+
+// maxImpersonated bounds how many impersonating appliers a Target keeps;
+// past it they are built anew (their REST mapper is shared, so that is
+// cheap).
+const maxImpersonated = 512
+
+// ApplierAs returns an applier that acts as user: every request it sends
+// impersonates user (the cluster's own identity needs the impersonate
+// verb on it), so the API server allows exactly what user may do. It
+// shares the REST mapper of the Target's applier.
+func (t *Target) ApplierAs(user string) (*apply.Applier, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if a, ok := t.impersonating[user]; ok {
+		return a, nil
+	}
+	cfg := rest.CopyConfig(t.config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	a, err := apply.NewWithMapper(cfg, t.applier.Mapper)
+	if err != nil {
+		return nil, err
+	}
+	if t.impersonating == nil || len(t.impersonating) >= maxImpersonated {
+		t.impersonating = map[string]*apply.Applier{}
+	}
+	t.impersonating[user] = a
+	return a, nil
 }
 
 // ManagedClusterQPS is the client-side rate limit of the clients of a

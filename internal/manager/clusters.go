@@ -32,6 +32,14 @@ type installationTarget struct{ *cluster.Target }
 
 func (t installationTarget) Applier() installation.Applier { return applierAdapter{t.Target.Applier()} }
 
+func (t installationTarget) ApplierAs(user string) (installation.Applier, error) {
+	a, err := t.Target.ApplierAs(user)
+	if err != nil {
+		return nil, err
+	}
+	return applierAdapter{a}, nil
+}
+
 // applierAdapter lets apply.Applier serve the controller's interface.
 type applierAdapter struct{ a *apply.Applier }
 

@@ -61,6 +61,13 @@ type Options struct {
 	// is observed (a change re-resolves its installations) and each
 	// ManagedCluster is probed (default 30s).
 	ClusterVersionInterval time.Duration
+	// DefaultServiceAccount is the ServiceAccount of their own namespace
+	// that installations naming none act as (multi-tenant mode; see
+	// installation.Reconciler).
+	DefaultServiceAccount string
+	// RestrictTargets keeps installations in their own namespace on the
+	// hub unless the hub admin grants more on the namespace.
+	RestrictTargets bool
 }
 
 // Scheme returns a scheme with the built-in kinds, CRDs and the Annex API.
@@ -125,17 +132,19 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := (&installation.Reconciler{
-		Client:             mgr.GetClient(),
-		Reader:             mgr.GetAPIReader(),
-		Resolver:           &indexedResolver{},
-		Fetcher:            installationFetcher{artifacts, origin},
-		Renderer:           helmRenderer{},
-		Records:            recordCodec{},
-		Clusters:           installationClusters{clusters},
-		Events:             mgr.GetEventRecorder("annex"),
-		ClusterEvents:      clusterEvents,
-		HealthPollInterval: o.HealthPollInterval,
-		Workers:            o.Workers,
+		Client:                mgr.GetClient(),
+		Reader:                mgr.GetAPIReader(),
+		Resolver:              &indexedResolver{},
+		Fetcher:               installationFetcher{artifacts, origin},
+		Renderer:              helmRenderer{},
+		Records:               recordCodec{},
+		Clusters:              installationClusters{clusters},
+		Events:                mgr.GetEventRecorder("annex"),
+		ClusterEvents:         clusterEvents,
+		HealthPollInterval:    o.HealthPollInterval,
+		Workers:               o.Workers,
+		DefaultServiceAccount: o.DefaultServiceAccount,
+		RestrictTargets:       o.RestrictTargets,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

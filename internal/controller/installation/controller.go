@@ -39,6 +39,14 @@ type Reconciler struct {
 	// apply is recorded in them).
 	Records RecordCodec
 	Events  events.EventRecorder
+	// DefaultServiceAccount is the ServiceAccount, in each installation's
+	// namespace, that installations naming none act as (multi-tenant
+	// mode); empty: they act as the manager.
+	DefaultServiceAccount string
+	// RestrictTargets refuses a spec.targetNamespace other than the
+	// installation's namespace and any spec.cluster unless the hub admin
+	// granted it on the installation's namespace.
+	RestrictTargets bool
 	// ClusterEvents announces installations to re-resolve because their
 	// cluster's Kubernetes version changed; nil when nothing watches.
 	ClusterEvents <-chan event.GenericEvent
@@ -64,7 +72,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations/status;extensioninstallations/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=annex.dev,resources=extensions;managedclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps;serviceaccounts,verbs=get
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // Applying extensions into the hub cluster needs whatever the extensions
 // contain; the manager's ClusterRole for that is config/rbac/extension_applier.yaml.

@@ -55,6 +55,9 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 		applied, err := applier.Apply(ctx, s.owner(), ns, Set{Objects: s.withNamespace(t.Objects)},
 			ApplyOptions{SkipHooks: true, TakeOwnership: s.inst.Spec.TakeOwnership})
 		if err != nil {
+			if b := r.permissionBlock(s.inst, err); b != nil {
+				return plan.Failed(t.Name, errors.New(b.message))
+			}
 			if applyBlock(err).kind == blockTerminal {
 				return plan.Fatal(t.Name, err)
 			}

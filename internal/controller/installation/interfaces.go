@@ -55,6 +55,8 @@ type Target interface {
 	// NamespaceExists reports whether the cluster has the namespace.
 	NamespaceExists(ctx context.Context, name string) (bool, error)
 	Applier() Applier
+	// ApplierAs returns an applier whose requests impersonate user.
+	ApplierAs(user string) (Applier, error)
 }
 
 // Applier writes objects into one cluster.

@@ -1,6 +1,7 @@
 package installation
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,14 +27,23 @@ import (
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
-// connect finds the target cluster and observes its Kubernetes version.
+// connect finds the target cluster, acting as the installation's
+// ServiceAccount if it has one, and observes its Kubernetes version.
+// Targets the manager does not allow stop here.
 func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if b, err := r.checkTargets(ctx, s.inst); err != nil || b != nil {
+		return r.stopAt(s, b, err)
+	}
 	target, err := r.Clusters.Target(ctx, s.inst.Spec.Cluster)
 	if err == nil {
 		var version string
 		version, err = target.KubeVersion(ctx)
 		if err == nil {
-			s.target = target
+			acting, b, err := r.actAs(ctx, s.inst, target)
+			if err != nil || b != nil {
+				return r.stopAt(s, b, err)
+			}
+			s.target = acting
 			s.inst.Status.ClusterVersion = version
 			return ctrl.Result{}, nil
 		}
@@ -329,6 +339,10 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		TakeOwnership: inst.Spec.TakeOwnership,
 	})
 	recordChartPlan(inst, applied.Plan, rev)
+	if b := r.permissionBlock(inst, err); b != nil {
+		// Not a failed attempt: nothing is wrong with the extension.
+		return r.stopAt(s, b, nil)
+	}
 	if err != nil {
 		b := applyBlock(err)
 		if b.kind == blockRetry && countsAsFailedAttempt(err) {
@@ -438,7 +452,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 	corrected, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true})
 	if err != nil {
 		s.observedHealth = nil
-		s.block = applyBlock(err)
+		s.block = cmp.Or(r.permissionBlock(inst, err), applyBlock(err))
 		s.block.message = "correcting drift: " + s.block.message
 		inst.Status.Drifted = found
 		if s.block.kind == blockRetry {
@@ -615,6 +629,23 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 // defaultTimeout is the API's default spec.timeout, for objects written
 // before the default existed.
 const defaultTimeout = 5 * time.Minute
+
+// stopAt records b (or err) as why the installation cannot go on: a wait
+// polls, a terminal block stops, a retry or an error backs off.
+func (r *Reconciler) stopAt(s *scope, b *block, err error) (ctrl.Result, error) {
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.block = b
+	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, b.reason, b.message)
+	switch b.kind {
+	case blockRetry:
+		return ctrl.Result{}, b
+	case blockWait:
+		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
+	}
+	return ctrl.Result{}, nil
+}
 
 // applyBlock classifies an apply error: ownership conflicts are terminal,
 // a failed hook and everything else are retried with backoff.

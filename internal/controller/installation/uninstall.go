@@ -43,6 +43,14 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
 	}
 	target, err := r.Clusters.Target(ctx, inst.Spec.Cluster)
+	if err == nil {
+		var b *block
+		if target, b, err = r.actAs(ctx, inst, target); b != nil {
+			// The ServiceAccount is gone: the objects stay until it is back,
+			// or spec.serviceAccountName names another that may delete them.
+			return r.stopAt(s, b, nil)
+		}
+	}
 	if err != nil {
 		s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf(
 			"cannot reach the cluster to remove %d objects: %v; the installation is kept until they are removed", len(inst.Status.Inventory), err))
@@ -70,6 +78,9 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 		fmt.Sprintf("removing the %d objects of %s %s", len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion))
 	if len(inst.Status.Inventory) > 0 {
 		remaining, err := applier.Delete(ctx, s.owner(), inst.Status.Inventory, inst.Spec.Uninstall.DeleteCRDs)
+		if b := r.permissionBlock(inst, err); b != nil {
+			return r.stopAt(s, b, nil)
+		}
 		if err != nil {
 			s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("removing the objects of %s: %v", inst.Spec.Extension, err))
 			return ctrl.Result{}, s.block

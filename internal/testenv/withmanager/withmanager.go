@@ -24,10 +24,16 @@ import (
 // second, its caches in a temporary folder), points *env at the environment, runs the tests, and stops
 // everything. Logs go to stderr when ANNEX_TEST_LOG is set.
 func Main(m *testing.M, env **testenv.Env) {
-	os.Exit(run(m, env))
+	os.Exit(run(m, env, nil))
 }
 
-func run(m *testing.M, env **testenv.Env) int {
+// MainWith is Main with the manager's options changed by configure, for
+// tests of a manager run another way (multi-tenant mode).
+func MainWith(m *testing.M, env **testenv.Env, configure func(*manager.Options)) {
+	os.Exit(run(m, env, configure))
+}
+
+func run(m *testing.M, env **testenv.Env, configure func(*manager.Options)) int {
 	logs := io.Discard
 	if os.Getenv("ANNEX_TEST_LOG") != "" {
 		logs = os.Stderr
@@ -46,11 +52,15 @@ func run(m *testing.M, env **testenv.Env) int {
 	}
 	defer stop()
 	*env = e
-	mgr, err := manager.New(e.Config, manager.Options{
+	opts := manager.Options{
 		MetricsAddr: "0", HealthPollInterval: 200 * time.Millisecond, CacheDir: cache,
 		// Clusters are probed often, so that tests see them come and go.
 		ClusterVersionInterval: time.Second,
-	})
+	}
+	if configure != nil {
+		configure(&opts)
+	}
+	mgr, err := manager.New(e.Config, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
