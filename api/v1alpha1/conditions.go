@@ -83,6 +83,9 @@ const (
 	// ReasonTargetNotAllowed: the manager restricts targets and the
 	// installation's namespace has no grant for its target.
 	ReasonTargetNotAllowed = "TargetNotAllowed"
+	// ReasonScopedGrantsRefused: spec.scopedGrants cannot narrow a grant
+	// of the extension soundly.
+	ReasonScopedGrantsRefused = "ScopedGrantsRefused"
 
 	// Packages and their plans.
 	ReasonPlanRunning   = "PlanRunning"

@@ -67,6 +67,21 @@ type ExtensionInstallationSpec struct {
 	// +optional
 	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
 
+	// ScopedGrants narrows what the extension is granted: its
+	// ClusterRoleBindings on namespaced resources become RoleBindings in
+	// the namespaces listed, so it can act there only. Opt-in, for
+	// extensions that work in selected namespaces (an operator that
+	// watches them); one that needs every namespace stops working outside
+	// them. What a ClusterRole grants on cluster-scoped resources stays
+	// cluster-wide; a grant Annex cannot narrow soundly (a "*" group or
+	// resource, an aggregated ClusterRole, a resource of unknown scope)
+	// stops the installation, naming the role and the rule.
+	// status.scopedGrants says what changed. It never grants more than
+	// the extension asks, so a requester may set it; an admin's approval
+	// policy may require it.
+	// +optional
+	ScopedGrants *ScopedGrants `json:"scopedGrants,omitempty"`
+
 	// Resources are custom resources Annex creates for this installation
 	// once the extension is up — for an operator (engine Bundle), the
 	// resources that tell it what to run, of the APIs its bundle owns.
@@ -271,7 +286,8 @@ type CustomResource struct {
 // its gates said.
 type PendingChange struct {
 	// Event is PreInstall or PreUpgrade (a new version, new values, new
-	// content of the same version).
+	// content of the same version), or PreUninstall while hooks hold a
+	// deletion.
 	Event string `json:"event"`
 	// FromVersion is the installed version; empty for an install.
 	// +optional
@@ -289,6 +305,15 @@ type PendingChange struct {
 	PermissionsGrow []string `json:"permissionsGrow,omitempty"`
 	// +optional
 	PermissionsShrink []string `json:"permissionsShrink,omitempty"`
+	// Approval says whether the change needs an Approval, why, and
+	// whether it has one; absent when no ApprovalPolicy requires one.
+	// +optional
+	Approval *ChangeApproval `json:"approval,omitempty"`
+	// Hooks is what the change's hooks said so far: their HookRequest,
+	// whether they are pending, succeeded or failed, and which hook it
+	// waits for or why it failed.
+	// +optional
+	Hooks *HooksSummary `json:"hooks,omitempty"`
 }
 
 // ResourceStatus is the state of one of spec.resources.
@@ -467,6 +492,20 @@ type DriftedObject struct {
 	Fields []string `json:"fields"`
 }
 
+// ScopedGrants lists the namespaces an extension's grants on namespaced
+// resources are narrowed to.
+type ScopedGrants struct {
+	// Namespaces are where the extension is granted what its
+	// ClusterRoleBindings grant on namespaced resources; they must exist.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=set
+	// +required
+	Namespaces []string `json:"namespaces"`
+}
+
 // ContentScope says whether the content an installation rendered reaches
 // beyond namespaces. It decides how the installation is resolved: content
 // with a cluster-scoped object (a CustomResourceDefinition, a webhook
@@ -605,6 +644,13 @@ type ExtensionInstallationStatus struct {
 	// (approval, hooks): absent when the cluster has what the spec asks.
 	// +optional
 	Change *PendingChange `json:"change,omitempty"`
+
+	// ScopedGrants says what spec.scopedGrants changed in the objects
+	// last rendered, one line per binding, e.g. "ClusterRoleBinding
+	// op-manager → RoleBindings in team-a, team-b (ClusterRole
+	// op-manager: configmaps, pods)".
+	// +optional
+	ScopedGrants []string `json:"scopedGrants,omitempty"`
 }
 
 // ExtensionInstallation installs one Extension into one cluster and keeps it

@@ -37,7 +37,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG or ~/.kube/config)")
-	root.AddCommand(newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig), newPackageCommand())
+	root.AddCommand(newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig), newPackageCommand(), newApproveCommand(&kubeconfig))
 	return root
 }
 

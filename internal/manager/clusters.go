@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/apply"
@@ -38,6 +40,23 @@ func (t installationTarget) ApplierAs(user string) (installation.Applier, error)
 		return nil, err
 	}
 	return applierAdapter{a}, nil
+}
+
+// ResourceScope asks the REST mapper the Target's appliers share, which
+// reloads discovery on a miss.
+func (t installationTarget) ResourceScope(_ context.Context, gr schema.GroupResource) (namespaced, known bool, err error) {
+	mapper := t.Target.Applier().Mapper
+	gvk, err := mapper.KindFor(gr.WithVersion(""))
+	if err == nil {
+		var mapping *meta.RESTMapping
+		if mapping, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			return mapping.Scope.Name() == meta.RESTScopeNameNamespace, true, nil
+		}
+	}
+	if meta.IsNoMatchError(err) {
+		return false, false, nil
+	}
+	return false, false, err
 }
 
 // applierAdapter lets apply.Applier serve the controller's interface.

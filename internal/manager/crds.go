@@ -12,11 +12,14 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/annex-platform/annex/config/admission"
 	"github.com/annex-platform/annex/config/crd"
 )
 
 // InstallCRDs applies the Annex CRDs (server-side apply, field manager
-// "annex") and waits until every one is Established, at most timeout.
+// "annex"), waits until every one is Established, then installs the
+// admission policies of the approval gate (config/admission) and waits
+// until they are enforced — each wait at most timeout.
 func InstallCRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
 	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
@@ -40,7 +43,7 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration) e
 			return fmt.Errorf("installing CRD %s: %w", obj.Name, err)
 		}
 	}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		for _, obj := range crds {
 			got := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
@@ -52,6 +55,10 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration) e
 		}
 		return true, nil
 	})
+	if err != nil {
+		return err
+	}
+	return admission.Install(ctx, c, timeout)
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {

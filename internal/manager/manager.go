@@ -9,6 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +25,8 @@ import (
 	"github.com/annex-platform/annex/internal/catalog/sources"
 	"github.com/annex-platform/annex/internal/cluster"
 	catalogcontroller "github.com/annex-platform/annex/internal/controller/catalog"
+	hookcontroller "github.com/annex-platform/annex/internal/controller/hook"
+	"github.com/annex-platform/annex/internal/controller/imagepolicy"
 	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/controller/managedcluster"
 	"github.com/annex-platform/annex/internal/controller/profile"
@@ -152,6 +155,18 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := (&profile.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	hubDiscovery, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := (&hookcontroller.Reconciler{Client: mgr.GetClient(), Discovery: hubDiscovery}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// The image-policy hook of the built-in catalog answers in the manager,
+	// so that it works wherever Annex runs, annex dev included.
+	if err := (&imagepolicy.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if healthAddr != "0" {

@@ -5,6 +5,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	annexv1alpha1 "github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/config/admission"
 )
 
 const (
@@ -185,8 +187,9 @@ func binariesIn(dir string) error {
 }
 
 // Start starts etcd and kube-apiserver, installs the CRDs of config/crd/bases
-// and stops everything when the test ends. It fails the test, never skips
-// it, when the binaries are missing or the control plane does not start.
+// and the admission policies of config/admission, and stops everything
+// when the test ends. It fails the test, never skips it, when the
+// binaries are missing or the control plane does not start.
 func Start(t testing.TB) *Env {
 	t.Helper()
 	env, err := start()
@@ -248,6 +251,9 @@ func start() (*Env, error) {
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
+		return nil, errors.Join(err, te.Stop())
+	}
+	if err := admission.Install(context.Background(), c, time.Minute); err != nil {
 		return nil, errors.Join(err, te.Stop())
 	}
 	return &Env{Config: cfg, Client: c, Scheme: scheme, env: te}, nil

@@ -44,7 +44,7 @@ var (
 		"templates/sa.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {{ .Release.Name }}\n",
 	}}
 	operator = helmrepo.Chart{Name: "tenant-operator", Version: "1.0.0", Files: map[string]string{
-		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
+		"templates/cm.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
 		"templates/clusterrole.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {{ .Release.Name }}-reader\nrules:\n- {apiGroups: [\"\"], resources: [pods], verbs: [get, list]}\n",
 	}}
 )

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -50,6 +51,7 @@ func TestIndex(t *testing.T) {
 			{version: "0.2.0", kubeVersion: ">=1.37.0-0", deps: []v1alpha1.Dependency{{Name: "greetings-crd", Version: ">=1.1.0"}}, schema: true},
 			{version: "0.1.0", deps: []v1alpha1.Dependency{{Name: "greetings-crd", Version: ">=1.0.0"}}, schema: true},
 		}},
+		"image-policy": {"Image policy", []version{{version: "0.1.0", schema: true}}},
 	}
 	var names []string
 	for _, pkg := range index.Packages {
@@ -80,8 +82,8 @@ func TestIndex(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(names, ","); got != "greetings-crd,hello" {
-		t.Errorf("packages = %s, want greetings-crd,hello", got)
+	if got := strings.Join(names, ","); got != "greetings-crd,hello,image-policy" {
+		t.Errorf("packages = %s, want greetings-crd,hello,image-policy", got)
 	}
 
 	// The digest covers the content, not the name the catalog is given.
@@ -333,6 +335,33 @@ func TestHelloRenders(t *testing.T) {
 		if svc := objects["Service/demo"]; svc.Spec["type"] != "ClusterIP" {
 			t.Errorf("%s: Service type %v, want ClusterIP", tt.version, svc.Spec["type"])
 		}
+	}
+}
+
+// TestImagePolicyRenders: the image-policy extension is one Hook whose
+// annotations carry the policy and whose spec the values shape.
+func TestImagePolicyRenders(t *testing.T) {
+	objects, err := render(t, "image-policy", "0.1.0", map[string]any{
+		"allowedRegistries": []any{"ghcr.io", "registry.k8s.io"}, "requireDigest": true,
+		"selector": map[string]any{"extensions": []any{"podinfo"}}, "failurePolicy": "Ignore",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook, ok := objects["Hook/demo"]
+	if !ok || len(objects) != 1 || hook.APIVersion != "annex.dev/v1alpha1" {
+		t.Fatalf("renders %s, want only Hook/demo of annex.dev/v1alpha1", keys(objects))
+	}
+	annotations, _ := hook.Metadata["annotations"].(map[string]any)
+	if annotations["imagepolicy.annex.dev/allowed-registries"] != "ghcr.io,registry.k8s.io" || annotations["imagepolicy.annex.dev/require-digest"] != "true" {
+		t.Errorf("annotations %v", annotations)
+	}
+	sel, _ := hook.Spec["selector"].(map[string]any)
+	if fmt.Sprint(sel["extensions"]) != "[podinfo]" || hook.Spec["failurePolicy"] != "Ignore" || hook.Spec["timeout"] != "2m" {
+		t.Errorf("spec %v", hook.Spec)
+	}
+	if _, err := render(t, "image-policy", "0.1.0", map[string]any{"failurePolicy": "Sometimes"}); err == nil {
+		t.Error("the values schema accepts failurePolicy Sometimes")
 	}
 }
 

@@ -49,7 +49,7 @@ func (r *Reconciler) renderBundle(ctx context.Context, s *scope) (ctrl.Result, e
 		// keep their digest.
 		inputs["resources"] = inst.Spec.Resources
 	}
-	valuesDigest, err := render.DigestOf(inputs)
+	valuesDigest, err := render.DigestOf(withScopedGrants(inst, inputs))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -96,7 +96,7 @@ func bundleChange(s *scope, valuesDigest string) (string, bool) {
 	case last.ArtifactDigest != s.artifactDigest:
 		return "new content of " + version, true
 	case last.ValuesDigest != valuesDigest:
-		return "spec.watchNamespaces or spec.resources changed", true
+		return "spec.watchNamespaces, spec.resources or spec.scopedGrants changed", true
 	case inst.Status.Pending != nil:
 		return fmt.Sprintf("back to the inputs of revision %d", last.Number), true
 	}

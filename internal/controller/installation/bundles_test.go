@@ -2,6 +2,7 @@ package installation_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"os"
@@ -151,14 +152,7 @@ func TestBundleInstallsOperator(t *testing.T) {
 	ns := packageNamespace(t)
 	dir := t.TempDir()
 	memcachedCatalog(t, dir, "memcached-operator")
-	cat := &v1alpha1.Catalog{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{OLM: &v1alpha1.OLMSource{Path: dir}}},
-	}
-	if err := env.Client.Create(t.Context(), cat); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(t.Context(), cat) })
+	olmCatalog(t, ns, dir)
 
 	install(t, ns, "memcached", "memcached-operator", "", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Uninstall.DeleteCRDs = true })
 	got := waitPlan(t, ns, "memcached", "install", v1alpha1.PlanComplete, 1)
@@ -199,6 +193,20 @@ func TestBundleInstallsOperator(t *testing.T) {
 	})
 }
 
+// olmCatalog creates Catalog ns of the File-Based Catalog in dir, deleted
+// when the test ends.
+func olmCatalog(t *testing.T, ns, dir string) {
+	t.Helper()
+	cat := &v1alpha1.Catalog{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{OLM: &v1alpha1.OLMSource{Path: dir}}},
+	}
+	if err := env.Client.Create(t.Context(), cat); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cat) })
+}
+
 type errString string
 
 func (e errString) Error() string { return string(e) }
@@ -210,14 +218,7 @@ func TestBundleUpgradeWalksTheGraph(t *testing.T) {
 	ns := packageNamespace(t)
 	dir := t.TempDir()
 	memcachedCatalog(t, dir, "memcached-walk", "0.1.0", "0.2.0", "0.3.0")
-	cat := &v1alpha1.Catalog{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{OLM: &v1alpha1.OLMSource{Path: dir}}},
-	}
-	if err := env.Client.Create(t.Context(), cat); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(t.Context(), cat) })
+	olmCatalog(t, ns, dir)
 
 	install(t, ns, "memcached", "memcached-walk", "0.1.0", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Uninstall.DeleteCRDs = true })
 	got := waitPlan(t, ns, "memcached", "install", v1alpha1.PlanComplete, 1)
@@ -268,14 +269,7 @@ func TestBundleChannels(t *testing.T) {
 		fbcChannel{name: "stable", entries: []fbcChannelEntry{{version: "0.1.0"}, {version: "0.2.0", replaces: "0.1.0"}, {version: "0.3.0"}}},
 		fbcChannel{name: "fast", entries: []fbcChannelEntry{{version: "0.1.0"}, {version: "0.3.0", skipRange: ">=0.1.0 <0.3.0"}}},
 	)
-	cat := &v1alpha1.Catalog{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{OLM: &v1alpha1.OLMSource{Path: dir}}},
-	}
-	if err := env.Client.Create(t.Context(), cat); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(t.Context(), cat) })
+	olmCatalog(t, ns, dir)
 
 	install(t, ns, "memcached", "memcached-channels", "0.1.0", func(i *v1alpha1.ExtensionInstallation) {
 		i.Spec.Channel = "stable"
@@ -332,14 +326,7 @@ func TestBundleResources(t *testing.T) {
 	ns := packageNamespace(t)
 	dir := t.TempDir()
 	memcachedCatalog(t, dir, "memcached-resources")
-	cat := &v1alpha1.Catalog{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{OLM: &v1alpha1.OLMSource{Path: dir}}},
-	}
-	if err := env.Client.Create(t.Context(), cat); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(t.Context(), cat) })
+	olmCatalog(t, ns, dir)
 	memcachedGVK := schema.GroupVersionKind{Group: "cache.example.com", Version: "v1alpha1", Kind: "Memcached"}
 	resource := func(name string) v1alpha1.CustomResource {
 		raw, _ := json.Marshal(map[string]any{

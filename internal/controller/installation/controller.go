@@ -66,7 +66,8 @@ type Reconciler struct {
 	// Now returns the current time; tests may fix it.
 	Now func() time.Time
 
-	index *installationIndex // the cache's installations by cluster; set up by SetupWithManager
+	index     *installationIndex // the cache's installations by cluster; set up by SetupWithManager
+	hookKinds *hookWatches       // the hook kinds watched so far; set up by SetupWithManager
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete
@@ -106,6 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.checkDependencies,
 		r.fetch,
 		r.render,
+		r.scopeGrants,
 		r.checkScope,
 		r.gate,
 		r.apply,

@@ -258,3 +258,37 @@ func TestDependenciesPerCluster(t *testing.T) {
 		t.Fatalf("the hub's dependency must stay while app-hub needs it (err=%v)", err)
 	}
 }
+
+// An installation that no version fits any more keeps running what it
+// has, and so what it has keeps its dependencies: they are not released.
+func TestUnresolvableInstallationKeepsItsDependencies(t *testing.T) {
+	ns, _ := setup(t, depChart("keep-app", "1.0.0", "keep-dep@^1"), depChart("keep-app", "2.0.0", "keep-dep@^1"), depChart("keep-dep", "1.0.0"))
+	app := install(t, ns, "keep-app", "keep-app", "")
+	app = waitCondition(t, app, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	if app.Status.InstalledVersion != "2.0.0" {
+		t.Fatalf("keep-app %s, want 2.0.0", app.Status.InstalledVersion)
+	}
+	// 1.x is a downgrade, which spec.upgrade does not allow: no version fits.
+	update(t, ns, "keep-app", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Version = "1.x" })
+	eventually(t, 30*time.Second, func() error {
+		cur, err := getInstallation(t, ns, "keep-app")
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.ObservedGeneration != cur.Generation {
+			return fmt.Errorf("keep-app not refused yet: %s", describeConditions(cur))
+		}
+		return nil
+	})
+	// A few reconciles later the dependency is still there, needed.
+	for range 10 {
+		dep, err := getInstallation(t, ns, "keep-dep")
+		if err != nil || dep.DeletionTimestamp != nil {
+			t.Fatalf("keep-dep was released while keep-app 2.0.0 still runs: %v", err)
+		}
+		if strings.Join(dep.Status.RequiredBy, ",") != ns+"/keep-app" {
+			t.Fatalf("keep-dep requiredBy %v, want %s/keep-app", dep.Status.RequiredBy, ns)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}

@@ -35,8 +35,9 @@ type change struct {
 	// objects are everything the change may apply: a chart's CRDs and
 	// objects, or every object of a package's or bundle's plans.
 	objects []*unstructured.Unstructured
-	// digest covers the event, both versions and the objects: it is what
-	// a hook judged and what an approval approves.
+	// digest covers the event, both versions, the inputs and the
+	// cluster's Kubernetes version: it is what a hook judged and what an
+	// approval approves.
 	digest string
 }
 
@@ -65,12 +66,21 @@ func (r *Reconciler) pendingChange(s *scope) (*change, error) {
 	if s.rendered != nil {
 		c.valuesDigest = s.rendered.ValuesDigest
 	}
-	manifest, err := render.ManifestDigestOf(objs)
-	if err != nil {
-		return nil, err
+	// The digest covers the inputs, not the rendered objects: a chart
+	// that generates a password or a certificate renders differently each
+	// time, and its change must keep one digest while a gate holds it.
+	// The same inputs on the same Kubernetes version render the same
+	// objects otherwise; the objects a gate saw are what it judged.
+	// A package's plans also run on request (spec.plans.run): the trigger
+	// tells such a run from the install with the same inputs.
+	trigger := ""
+	if s.release != nil {
+		trigger = s.release.trigger
 	}
+	var err error
 	c.digest, err = render.DigestOf(map[string]any{
-		"event": c.event, "from": c.from, "to": c.to, "artifact": c.artifactDigest, "values": c.valuesDigest, "manifest": manifest,
+		"event": c.event, "from": c.from, "to": c.to, "artifact": c.artifactDigest, "values": c.valuesDigest,
+		"kubernetes": s.inst.Status.ClusterVersion, "trigger": trigger,
 	})
 	return c, err
 }
@@ -92,6 +102,8 @@ func (r *Reconciler) gate(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	res, err := r.run(ctx, s, []step{
 		r.describeChange,
+		r.requireApproval,
+		r.runHooks,
 	})
 	if err == nil && s.block == nil {
 		s.inst.Status.Change = nil

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/plan"
@@ -54,6 +55,10 @@ type Target interface {
 	APIVersions(ctx context.Context) ([]string, error)
 	// NamespaceExists reports whether the cluster has the namespace.
 	NamespaceExists(ctx context.Context, name string) (bool, error)
+	// ResourceScope reports whether the cluster serves gr (an RBAC
+	// rule's group and resource) as namespaced; known is false when it
+	// does not serve it. Errors (discovery failing) are retried.
+	ResourceScope(ctx context.Context, gr schema.GroupResource) (namespaced, known bool, err error)
 	Applier() Applier
 	// ApplierAs returns an applier whose requests impersonate user.
 	ApplierAs(user string) (Applier, error)

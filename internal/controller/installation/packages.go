@@ -91,7 +91,7 @@ func (r *Reconciler) renderPackage(ctx context.Context, s *scope) (ctrl.Result, 
 			err, inst.Spec.Extension, s.choice.Version.Version)), ctrl.Result{})
 	}
 	rel := &release{pkg: effective, params: params, warnings: s.mergeWarnings}
-	valuesDigest, err := render.DigestOf(params)
+	valuesDigest, err := render.DigestOf(withScopedGrants(inst, params))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -3,6 +3,7 @@ package installation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -63,7 +64,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	}
 	plan := r.Resolver.Solve(s.cluster.extensions, resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations))
 	s.plan = plan
-	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, plan)
+	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, s.cluster.extensions, plan)
 	if ex := plan.Failed[nameOf(s.inst)]; ex != nil {
 		s.block = terminal(ex.Reason, ex.Message)
 		if s.inst.Status.InstalledVersion != "" {
@@ -99,7 +100,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 // requiredBy lists the installations whose chosen version depends on inst's
 // extension, sorted. An instance of an extension serves no dependency
 // (the shared version does), so nothing requires it.
-func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.ExtensionInstallation, plan *resolve.Plan) []string {
+func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.ExtensionInstallation, extensions []v1alpha1.Extension, plan *resolve.Plan) []string {
 	if sel, ok := plan.For(inst.Spec.Extension, nameOf(inst)); ok && sel.Instance != "" {
 		return nil
 	}
@@ -123,12 +124,33 @@ func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.Extensio
 		}
 		name := nameOf(other)
 		_, isInstance := plan.Selected[resolve.InstanceKey(other.Spec.Extension, name)]
-		if dependentInstances[name] || dependentExts[other.Spec.Extension] && !isInstance {
+		if dependentInstances[name] || dependentExts[other.Spec.Extension] && !isInstance || keepsNeeding(other, plan, extensions, inst.Spec.Extension) {
 			out = append(out, name)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// keepsNeeding reports whether other, which no version fits any more,
+// keeps running an installed version that depends on extension: what it
+// runs still needs its dependencies, though the plan selects nothing for
+// it.
+func keepsNeeding(other *v1alpha1.ExtensionInstallation, plan *resolve.Plan, extensions []v1alpha1.Extension, extension string) bool {
+	if plan.Failed[nameOf(other)] == nil || other.Status.InstalledVersion == "" {
+		return false
+	}
+	for _, ext := range extensions {
+		if ext.Name != other.Spec.Extension {
+			continue
+		}
+		for _, v := range ext.Spec.Versions {
+			if v.Version == other.Status.InstalledVersion {
+				return slices.ContainsFunc(v.Dependencies, func(d v1alpha1.Dependency) bool { return d.Name == extension })
+			}
+		}
+	}
+	return false
 }
 
 // releaseIfUnneeded deletes an installation Annex added for dependencies

@@ -64,8 +64,11 @@ func (r *Reconciler) usersOf(kind string) handler.MapFunc {
 // when its spec changes, when its Extension changes (new versions), when
 // another installation on the same cluster comes, goes, or changes version or
 // readiness (the cluster is resolved as a whole), when a Secret, ConfigMap
-// or Namespace its values come from changes, and when the cluster's
-// Kubernetes version changes (ClusterEvents).
+// or Namespace its values come from changes, when the cluster's
+// Kubernetes version changes (ClusterEvents), when an Approval names
+// it or an ApprovalPolicy changes while its change awaits approval, and
+// when a hook's resource made for it changes, its HookRequest is deleted,
+// or a Hook changes while its change waits on hooks (watchHooks).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Records == nil {
 		return errors.New("installation controller: Records is required")
@@ -93,6 +96,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.usersOf("Secret")), builder.OnlyMetadata).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.usersOf("ConfigMap")), builder.OnlyMetadata).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.usersOf("Namespace")), builder.OnlyMetadata).
+		// An Approval wakes the installation it names at once; a changed
+		// ApprovalPolicy, those whose change waits for approval.
+		Watches(&v1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(approvalsWake)).
+		Watches(&v1alpha1.ApprovalPolicy{}, handler.EnqueueRequestsFromMapFunc(r.awaitingApproval)).
 		Named("extensioninstallation").
 		// Reconciles mostly wait: on API servers, and on hook Jobs awaited
 		// inside them. Many workers keep one slow cluster or hook from
@@ -101,7 +108,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ClusterEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.ClusterEvents, &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(r)
+	c, err := r.watchHooks(b).Build(r)
+	if err != nil {
+		return err
+	}
+	r.startHookWatches(c, mgr)
+	return nil
 }
 
 // installationsOfExtension maps a changed Extension to the installations

@@ -63,6 +63,11 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	hooks, haveRecord := r.takeRecords(ctx, s, records)
 	if haveRecord && !uninstallStarted(inst) {
+		if res, done, err := r.gateUninstall(ctx, s, hooks); !done || err != nil {
+			return res, err
+		}
+	}
+	if haveRecord && !uninstallStarted(inst) {
 		s.target = target
 		if res, done, err := r.runCleanup(ctx, s, hooks); !done || err != nil {
 			return res, err

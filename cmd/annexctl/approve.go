@@ -1,0 +1,58 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/annex-platform/annex/internal/cli"
+)
+
+// newApproveCommand is `annexctl approve INSTALLATION`.
+func newApproveCommand(kubeconfig *string) *cobra.Command {
+	o := cli.ApproveOptions{}
+	cmd := &cobra.Command{
+		Use:   "approve INSTALLATION [-n NAMESPACE] [--digest DIGEST]",
+		Short: "Show an installation's change that waits for approval, and approve exactly that change",
+		Long: `approve prints the change an ExtensionInstallation waits to apply — versions,
+how its permissions and CRDs change, and which ApprovalPolicy requires approval —
+and creates an Approval of its digest: that change only. New values or another
+version make another digest, which needs another approval. The API server records
+you as the approver; Annex does not count an approval by whoever requested the
+change. Pass --digest (the one the Ready condition names) to approve only what
+you reviewed: approve refuses when the pending change is another one.`,
+		Example: `  annexctl approve podinfo -n team-a
+  annexctl approve podinfo -n team-a --digest sha256:3f1c…`,
+		Args: cobra.ExactArgs(1),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			c, _, err := hubClients(*kubeconfig)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			ns := o.Namespace
+			if ns == "" {
+				ns = defaultNamespace(*kubeconfig)
+			}
+			names, err := cli.PendingApprovals(cmd.Context(), c, ns)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := hubClients(*kubeconfig)
+			if err != nil {
+				return err
+			}
+			o.Installation, o.Out = args[0], cmd.OutOrStdout()
+			if o.Namespace == "" {
+				o.Namespace = defaultNamespace(*kubeconfig)
+			}
+			return cli.Approve(cmd.Context(), c, o)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "its namespace (default: the kubeconfig's)")
+	cmd.Flags().StringVar(&o.Digest, "digest", "", "approve only if the pending change has this digest")
+	return cmd
+}

@@ -1,0 +1,109 @@
+package installation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/gate"
+	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/render"
+)
+
+// scopeGrants narrows, when spec.scopedGrants asks, the grants of what
+// this reconcile would apply (gate.ScopeGrants): a chart's rendered
+// objects, or the Apply tasks of a package's or bundle's plans, with the
+// roles looked up across all of them. It runs before the gates, so the
+// change's digest, its permission diff and an approval all cover the
+// scoped objects, and the revision records them. What cannot be narrowed
+// soundly stops the installation (terminal); status.scopedGrants says
+// what changed.
+func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, error) {
+	sg := s.inst.Spec.ScopedGrants
+	if sg == nil {
+		s.inst.Status.ScopedGrants = nil
+		return ctrl.Result{}, nil
+	}
+	var objs []*unstructured.Unstructured
+	switch {
+	case s.release != nil && len(s.release.plans) == 0:
+		// No plan runs: status.scopedGrants still describes the installed
+		// revision.
+		return ctrl.Result{}, nil
+	case s.release != nil:
+		objs = allApplied(s.release.plans)
+	case s.rendered != nil:
+		objs = slices.Concat(s.rendered.CRDs, s.rendered.Objects)
+	default:
+		return ctrl.Result{}, nil
+	}
+	var lookupErr error
+	scoping, err := gate.ScopeGrants(objs, sg.Namespaces, func(gr schema.GroupResource) (bool, bool) {
+		namespaced, known, err := s.target.ResourceScope(ctx, gr)
+		if err != nil && lookupErr == nil {
+			lookupErr = err
+		}
+		return namespaced, known
+	})
+	ref := fmt.Sprintf("%s %s", s.inst.Spec.Extension, s.choice.Version.Version)
+	if lookupErr != nil {
+		return r.stop(s, retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf(
+			"spec.scopedGrants: reading the scope of the resources %s grants from %s: %v", ref, clusterName(s.inst.Spec.Cluster), lookupErr)), ctrl.Result{})
+	}
+	if err != nil {
+		return r.stop(s, terminal(v1alpha1.ReasonScopedGrantsRefused, fmt.Sprintf(
+			"spec.scopedGrants: cannot narrow the grants of %s: %v; remove spec.scopedGrants, or install a version whose RBAC can be narrowed", ref, err)), ctrl.Result{})
+	}
+	if s.release != nil {
+		s.release.plans = rewritePlans(s.release.plans, scoping)
+	} else {
+		scoped := *s.rendered
+		scoped.Objects = scoping.Rewrite(s.rendered.Objects)
+		if scoped.ValuesDigest, err = render.DigestOf(withScopedGrants(s.inst, s.rendered.ValuesDigest)); err != nil {
+			return ctrl.Result{}, err
+		}
+		s.rendered = &scoped
+	}
+	s.inst.Status.ScopedGrants = scoping.Changes
+	return ctrl.Result{}, nil
+}
+
+// withScopedGrants returns what an installation's values digest covers:
+// the engine's inputs v, with spec.scopedGrants when it is set, so that
+// setting, changing or removing it makes a new revision, and the digests
+// of installations without it stay as they were.
+func withScopedGrants(inst *v1alpha1.ExtensionInstallation, v any) any {
+	if inst.Spec.ScopedGrants == nil {
+		return v
+	}
+	return map[string]any{"values": v, "scopedGrants": slices.Sorted(slices.Values(inst.Spec.ScopedGrants.Namespaces))}
+}
+
+// rewritePlans returns plans with the objects of their Apply tasks
+// scoped; plans is not modified.
+func rewritePlans(plans []plan.Plan, scoping gate.Scoping) []plan.Plan {
+	out := slices.Clone(plans)
+	for i := range out {
+		phases := slices.Clone(out[i].Phases)
+		for j := range phases {
+			steps := slices.Clone(phases[j].Steps)
+			for k := range steps {
+				tasks := slices.Clone(steps[k].Tasks)
+				for l := range tasks {
+					if tasks[l].Kind == plan.TaskApply {
+						tasks[l].Objects = scoping.Rewrite(tasks[l].Objects)
+					}
+				}
+				steps[k].Tasks = tasks
+			}
+			phases[j].Steps = steps
+		}
+		out[i].Phases = phases
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package installation
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+func TestHookAnswer(t *testing.T) {
+	cases := []struct {
+		name       string
+		conditions string
+		want       v1alpha1.HookState
+		message    string
+	}{
+		// No status yet: no answer.
+		{"silent", `[]`, v1alpha1.HookPending, ""},
+		{"succeeded", `[{type: Succeeded, status: "True", message: clean}]`, v1alpha1.HookSucceeded, "clean"},
+		// Failed wins over a stale Succeeded.
+		{"failed", `[{type: Succeeded, status: "True"}, {type: Failed, status: "True", message: "CVE-1"}]`, v1alpha1.HookFailed, "CVE-1"},
+		// Succeeded=False refuses, with the reason when there is no message.
+		{"succeeded false", `[{type: Succeeded, status: "False", reason: Denied}]`, v1alpha1.HookFailed, "Denied"},
+		{"kstatus ready", `[{type: Ready, status: "True"}]`, v1alpha1.HookSucceeded, ""},
+		{"kstatus not ready", `[{type: Ready, status: "False", message: "bad image"}]`, v1alpha1.HookFailed, "bad image"},
+		// Ready=False while Reconciling is still at work.
+		{"kstatus reconciling", `[{type: Ready, status: "False"}, {type: Reconciling, status: "True"}]`, v1alpha1.HookPending, ""},
+		{"unknown", `[{type: Succeeded, status: Unknown}]`, v1alpha1.HookPending, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var conds []any
+			if err := yaml.Unmarshal([]byte(c.conditions), &conds); err != nil {
+				t.Fatal(err)
+			}
+			obj := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": conds}}}
+			got, msg := hookAnswer(obj)
+			if got != c.want || msg != c.message {
+				t.Fatalf("got %s %q, want %s %q", got, msg, c.want, c.message)
+			}
+		})
+	}
+}
+
+func TestHookVerdict(t *testing.T) {
+	hooks := map[string]*v1alpha1.Hook{"a": {}, "b": {}}
+	cases := []struct {
+		name    string
+		results []v1alpha1.HookResult
+		want    v1alpha1.HookState
+		message string
+	}{
+		{"all agree", []v1alpha1.HookResult{{Name: "a", State: v1alpha1.HookSucceeded}, {Name: "b", State: v1alpha1.HookIgnored}},
+			v1alpha1.HookSucceeded, "hooks agreed: a; ignored: b"},
+		// The failing hook is named with its own message, even while another waits.
+		{"one refuses", []v1alpha1.HookResult{{Name: "a", State: v1alpha1.HookPending, Message: "waiting"}, {Name: "b", State: v1alpha1.HookFailed, Message: "CVE-1"}},
+			v1alpha1.HookFailed, "hook b refused the change: CVE-1"},
+		{"timed out", []v1alpha1.HookResult{{Name: "a", State: v1alpha1.HookTimedOut, Message: "did not answer within spec.timeout (2m0s)"}},
+			v1alpha1.HookFailed, "hook a did not answer within spec.timeout (2m0s) (failurePolicy Fail)"},
+		{"waiting", []v1alpha1.HookResult{{Name: "a", State: v1alpha1.HookPending, Message: "x"}, {Name: "b", State: v1alpha1.HookWaiting, Message: "y"}},
+			v1alpha1.HookPending, "waiting for hook a: x; hook b: y"},
+		// A Hook deleted since no longer holds the change.
+		{"deleted hook's refusal", []v1alpha1.HookResult{{Name: "gone", State: v1alpha1.HookFailed, Message: "no"}, {Name: "a", State: v1alpha1.HookSucceeded}},
+			v1alpha1.HookSucceeded, "hooks agreed: a; ignored: gone"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, msg := hookVerdict(c.results, hooks)
+			if got != c.want || msg != c.message {
+				t.Fatalf("got %s %q, want %s %q", got, msg, c.want, c.message)
+			}
+		})
+	}
+}
+
+func TestSelectHooks(t *testing.T) {
+	hook := func(name string, order int32, sel v1alpha1.HookSelector, events ...v1alpha1.HookEvent) v1alpha1.Hook {
+		return v1alpha1.Hook{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.HookSpec{Order: order, Selector: sel, Events: events}}
+	}
+	inst := &v1alpha1.ExtensionInstallation{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"team": "a"}},
+		Spec:       v1alpha1.ExtensionInstallationSpec{Extension: "podinfo"},
+	}
+	hooks := []v1alpha1.Hook{
+		hook("z-all", 0, v1alpha1.HookSelector{}, v1alpha1.HookPreInstall),
+		hook("a-all", 0, v1alpha1.HookSelector{}, v1alpha1.HookPreInstall),
+		// Lower order runs first, whatever its name.
+		hook("late-first", -1, v1alpha1.HookSelector{Extensions: []string{"podinfo"}, Clusters: []string{"hub"}}, v1alpha1.HookPreInstall),
+		hook("other-ext", 0, v1alpha1.HookSelector{Extensions: []string{"redis"}}, v1alpha1.HookPreInstall),
+		hook("other-cluster", 0, v1alpha1.HookSelector{Clusters: []string{"edge-1"}}, v1alpha1.HookPreInstall),
+		hook("labels", 1, v1alpha1.HookSelector{Installations: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}}, v1alpha1.HookPreInstall),
+		hook("other-labels", 1, v1alpha1.HookSelector{Installations: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}}, v1alpha1.HookPreInstall),
+		hook("upgrades-only", 0, v1alpha1.HookSelector{}, v1alpha1.HookPreUpgrade),
+	}
+	got := strings.Join(selectHooks(hooks, inst, EventPreInstall), ",")
+	if want := "late-first,a-all,z-all,labels"; got != want {
+		t.Fatalf("selected %s, want %s", got, want)
+	}
+}
+
+func TestImagesOf(t *testing.T) {
+	docs := []string{
+		`{kind: Deployment, spec: {template: {spec: {initContainers: [{image: "busybox:1"}], containers: [{image: "b:2"}, {image: "a:1"}]}}}}`,
+		`{kind: CronJob, spec: {jobTemplate: {spec: {template: {spec: {containers: [{image: "cron:1"}]}}}}}}`,
+		`{kind: Pod, spec: {containers: [{image: "a:1"}], ephemeralContainers: [{image: "debug:1"}]}}`,
+		`{kind: ConfigMap, data: {image: "not-an-image"}}`,
+	}
+	var objs []*unstructured.Unstructured
+	for _, d := range docs {
+		o := map[string]any{}
+		if err := yaml.Unmarshal([]byte(d), &o); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: o})
+	}
+	if got, want := strings.Join(imagesOf(objs), ","), "a:1,b:2,busybox:1,cron:1,debug:1"; got != want {
+		t.Fatalf("images %s, want %s", got, want)
+	}
+}
+
+func TestBoundedName(t *testing.T) {
+	long := strings.Repeat("a", 235) + ".-" + strings.Repeat("b", 30)
+	got := boundedName(long)
+	if len(got) > 253 || strings.Contains(got, ".-") || got != boundedName(long) {
+		t.Fatalf("boundedName: %q (%d)", got, len(got))
+	}
+	if boundedName("short") != "short" {
+		t.Fatal("a short name changed")
+	}
+}
