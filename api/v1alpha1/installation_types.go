@@ -316,6 +316,29 @@ type PendingChange struct {
 	Hooks *HooksSummary `json:"hooks,omitempty"`
 }
 
+// PermissionSummary condenses what an extension's objects let it do.
+type PermissionSummary struct {
+	// ClusterWide are its accesses cluster-wide, one line per resource
+	// ("get, list, watch on pods"); at most 20 lines, then "and N more".
+	// +optional
+	ClusterWide []string `json:"clusterWide,omitempty"`
+	// Namespaces are where it holds namespaced grants.
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+	// BoundTo are roles outside the extension it binds, whose rules only
+	// the cluster knows ("ClusterRole/cluster-admin cluster-wide").
+	// +optional
+	BoundTo []string `json:"boundTo,omitempty"`
+	// ClusterScoped counts the cluster-scoped objects it creates
+	// (CustomResourceDefinitions, webhook configurations, ClusterRoles...).
+	// +optional
+	ClusterScoped int32 `json:"clusterScoped,omitempty"`
+	// AggregatesInto are the labels by which its ClusterRoles add rules to
+	// built-in roles (rbac.authorization.k8s.io/aggregate-to-admin=true).
+	// +optional
+	AggregatesInto []string `json:"aggregatesInto,omitempty"`
+}
+
 // ResourceStatus is the state of one of spec.resources.
 type ResourceStatus struct {
 	// APIVersion, Kind, Namespace and Name identify the resource.
@@ -639,6 +662,13 @@ type ExtensionInstallationStatus struct {
 	// read.
 	// +optional
 	Resources []ResourceStatus `json:"resources,omitempty"`
+
+	// Permissions summarises what the installed revision's objects let
+	// the extension do (derived by internal/gate); the revision's record
+	// holds the objects themselves, and status.change the difference a
+	// pending change makes.
+	// +optional
+	Permissions *PermissionSummary `json:"permissions,omitempty"`
 
 	// Change is the change Annex is about to apply, as its gates see it
 	// (approval, hooks): absent when the cluster has what the spec asks.

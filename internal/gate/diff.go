@@ -163,3 +163,59 @@ func describeAccesses(as []Access) []string {
 	}
 	return out
 }
+
+// Summary condenses Permissions for a status: what is granted
+// cluster-wide in words, where namespaced grants hold, which outside
+// roles are bound, how many cluster-scoped objects there are, and which
+// built-in roles the extension's ClusterRoles flow into.
+type Summary struct {
+	// ClusterWide are the cluster-wide accesses, one line per resource
+	// ("get, list, watch on pods"), at most summaryLines, then "and N
+	// more".
+	ClusterWide []string
+	// Namespaces hold namespaced grants, sorted.
+	Namespaces []string
+	// BoundTo are roles outside the extension it binds, with their scope.
+	BoundTo []string
+	// ClusterScoped counts the cluster-scoped objects.
+	ClusterScoped int
+	// AggregatesInto are the labels by which its ClusterRoles flow into
+	// built-in roles.
+	AggregatesInto []string
+}
+
+// summaryLines bounds Summary.ClusterWide.
+const summaryLines = 20
+
+// Summarize condenses p.
+func Summarize(p Permissions) Summary {
+	var s Summary
+	var wide []Access
+	namespaces := map[string]bool{}
+	for _, a := range p.Accesses() {
+		switch {
+		case a.Verb == boundTo:
+			s.BoundTo = append(s.BoundTo, a.Resource+" "+a.Scope)
+		case a.Scope == clusterWide:
+			wide = append(wide, a)
+		case strings.HasPrefix(a.Scope, "namespace "):
+			namespaces[strings.TrimPrefix(a.Scope, "namespace ")] = true
+		}
+	}
+	lines := describeAccesses(wide)
+	for i, l := range lines {
+		if i == summaryLines {
+			s.ClusterWide = append(s.ClusterWide, fmt.Sprintf("and %d more", len(lines)-summaryLines))
+			break
+		}
+		s.ClusterWide = append(s.ClusterWide, strings.TrimSuffix(l, " "+clusterWide))
+	}
+	s.Namespaces = slices.Sorted(maps.Keys(namespaces))
+	s.ClusterScoped = len(p.ClusterScoped)
+	for _, a := range p.Aggregations {
+		s.AggregatesInto = append(s.AggregatesInto, a.Into...)
+	}
+	slices.Sort(s.AggregatesInto)
+	s.AggregatesInto = slices.Compact(s.AggregatesInto)
+	return s
+}

@@ -165,3 +165,18 @@ subjects: [{kind: User, name: alice}]`), "ops")
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestSummarize(t *testing.T) {
+	s := Summarize(Derive(objects(t, operatorChart), "ops"))
+	want := Summary{
+		ClusterWide:    []string{"get, list, update, watch on widgets.example.com", "get, list, update, watch on widgets.example.com/status"},
+		Namespaces:     []string{"ops"},
+		BoundTo:        []string{"ClusterRole/cluster-admin cluster-wide"},
+		ClusterScoped:  6,
+		AggregatesInto: []string{"rbac.authorization.k8s.io/aggregate-to-admin=true", "rbac.authorization.k8s.io/aggregate-to-edit=true"},
+	}
+	if !slices.Equal(s.ClusterWide, want.ClusterWide) || !slices.Equal(s.Namespaces, want.Namespaces) || !slices.Equal(s.BoundTo, want.BoundTo) ||
+		s.ClusterScoped != want.ClusterScoped || !slices.Equal(s.AggregatesInto, want.AggregatesInto) {
+		t.Errorf("Summarize =\n%+v\nwant\n%+v", s, want)
+	}
+}

@@ -170,6 +170,12 @@ func TestBundleInstallsOperator(t *testing.T) {
 			t.Errorf("no %s in the inventory: %v", kind, kinds)
 		}
 	}
+	// Watching all namespaces, it may manage Memcacheds everywhere; status
+	// says so.
+	if p := got.Status.Permissions; p == nil || p.ClusterScoped == 0 ||
+		!slices.ContainsFunc(p.ClusterWide, func(l string) bool { return strings.HasSuffix(l, " on memcacheds.cache.example.com") }) {
+		t.Errorf("status.permissions = %+v, want the cluster-wide grant on memcacheds and the cluster-scoped objects counted", p)
+	}
 
 	// Another install mode the bundle does not support is refused before
 	// anything is applied.

@@ -135,3 +135,13 @@ func (r *Reconciler) describeChange(ctx context.Context, s *scope) (ctrl.Result,
 	s.inst.Status.Change = pc
 	return ctrl.Result{}, nil
 }
+
+// showPermissions sets status.permissions from set, the objects of the
+// revision being recorded.
+func (s *scope) showPermissions(set Set) {
+	sum := gate.Summarize(gate.Derive(slices.Concat(set.CRDs, set.Objects), s.targetNamespace()))
+	s.inst.Status.Permissions = &v1alpha1.PermissionSummary{
+		ClusterWide: sum.ClusterWide, Namespaces: sum.Namespaces, BoundTo: sum.BoundTo,
+		ClusterScoped: int32(sum.ClusterScoped), AggregatesInto: sum.AggregatesInto,
+	}
+}

@@ -501,6 +501,7 @@ func (r *Reconciler) revisionDone(ctx context.Context, s *scope, rev v1alpha1.Re
 	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
 		return ctrl.Result{}, err
 	}
+	s.showPermissions(set)
 	r.record(s, current, rev, "")
 	return ctrl.Result{}, nil
 }

@@ -107,6 +107,7 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
 		return ctrl.Result{}, err
 	}
+	s.showPermissions(set)
 	r.record(s, applied.Inventory, rev, v1alpha1.ReasonRolledBack)
 	failed.Message = fmt.Sprintf("%s; rolled back to %s %s (revision %d, now revision %d). Fix the cause, then change the spec to try again",
 		why, inst.Spec.Extension, good.Version, good.Number, rev.Number)

@@ -363,6 +363,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
 		return ctrl.Result{}, err
 	}
+	s.showPermissions(set)
 	r.record(s, applied.Inventory, rev, "")
 	failpoint.Hit(failpoint.AfterEvent, s.owner().String())
 	s.observe(applied.Health)
