@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -43,7 +45,46 @@ func Plan(ctx context.Context, c client.Reader, observe VersionObserver, o PlanO
 		return err
 	}
 	printPlan(o.Out, o, r.observed, r.kubeVersion, r.problem, r.plan)
+	printHeld(o.Out, r.installations)
 	return nil
+}
+
+// printHeld lists the changes a gate holds (status.change), with how
+// each would change what the extension may do.
+func printHeld(out io.Writer, insts []*v1alpha1.ExtensionInstallation) {
+	var held []*v1alpha1.ExtensionInstallation
+	for _, inst := range insts {
+		if inst.Status.Change != nil {
+			held = append(held, inst)
+		}
+	}
+	if len(held) == 0 {
+		return
+	}
+	sort.Slice(held, func(i, j int) bool { return nameOfInstallation(held[i]) < nameOfInstallation(held[j]) })
+	fmt.Fprintln(out, "\nHeld at a gate:")
+	for _, inst := range held {
+		c := inst.Status.Change
+		from := c.FromVersion
+		if from == "" {
+			from = "(not installed)"
+		}
+		why := ""
+		if ready := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady); ready != nil && ready.Status != metav1.ConditionTrue {
+			why = " — " + ready.Reason
+		}
+		fmt.Fprintf(out, "  %s: %s %s → %s (%s)%s\n", nameOfInstallation(inst), inst.Spec.Extension, from, c.ToVersion, c.Event, why)
+		for _, l := range c.PermissionsGrow {
+			fmt.Fprintf(out, "    grows:   %s\n", l)
+		}
+		for _, l := range c.PermissionsShrink {
+			fmt.Fprintf(out, "    shrinks: %s\n", l)
+		}
+	}
+}
+
+func nameOfInstallation(inst *v1alpha1.ExtensionInstallation) string {
+	return inst.Namespace + "/" + inst.Name
 }
 
 // solved is a cluster's installations and what the resolver chose for them.
