@@ -48,7 +48,7 @@ bench-micro: envtest-assets ## Resolver, catalog ingest and applier benchmarks, 
 .PHONY: bench-system
 bench-system: envtest-assets ## Annex vs a raw client, Annex's requests without a manager, and the Helm CLI at N=100/500/1000, manager RSS, idle writes, 1,000 CRDs; a profile of 10 extensions on the hub vs on 3 managed clusters; 300 installations through annex dev (about 28 min).
 	@mkdir -p bin
-	go test -run '^$$' -bench 'System|Fleet|DevN300|PlanOverhead|DevPackages' -benchtime 1x -count 1 -timeout 90m ./test/bench/ | tee bin/bench-system.raw
+	go test -run '^$$' -bench 'System|Fleet|DevN300|PlanOverhead|DevPackages|GateOverhead' -benchtime 1x -count 1 -timeout 90m ./test/bench/ | tee bin/bench-system.raw
 	go tool benchstat bin/bench-system.raw | tee bin/bench-system.txt
 
 .PHONY: fuzz

@@ -73,8 +73,9 @@ const cpuProfileEnv = "ANNEX_BENCH_CPUPROFILE"
 
 // startManager runs `annex manager` with the kubeconfig at kubeconfig,
 // its cache under work, and stops it on b.Cleanup (printing the tail of
-// its log when the benchmark failed).
-func startManager(b *testing.B, work, kubeconfig string) *manager {
+// its log when the benchmark failed). Flags in extra come last and so
+// override the defaults (e.g. "--metrics-bind-address", addr).
+func startManager(b *testing.B, work, kubeconfig string, extra ...string) *manager {
 	b.Helper()
 	m := &manager{log: filepath.Join(work, "manager.log"), done: make(chan struct{})}
 	logFile, err := os.Create(m.log)
@@ -86,6 +87,7 @@ func startManager(b *testing.B, work, kubeconfig string) *manager {
 		args = append(args, "--cpu-profile", profile)
 		b.Logf("manager CPU profile in %s", profile)
 	}
+	args = append(args, extra...)
 	m.cmd = exec.Command(binary(b, "annex"), args...)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "XDG_CACHE_HOME="+filepath.Join(work, "cache"))
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
