@@ -56,6 +56,10 @@ type Options struct {
 	// Workers is how many installations reconcile at once (default
 	// installation.DefaultWorkers).
 	Workers int
+	// HookAnswerWait is how long the reconcile that asks an installation's
+	// hooks waits for their answers (default
+	// installation.DefaultHookAnswerWait; negative: it does not wait).
+	HookAnswerWait time.Duration
 	// SeveralPerProcess lets a process build more than one manager, as
 	// tests do: controller-runtime refuses a second controller of the same
 	// name in one process, whose metrics would collide.
@@ -146,6 +150,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		ClusterEvents:         clusterEvents,
 		HealthPollInterval:    o.HealthPollInterval,
 		Workers:               o.Workers,
+		HookAnswerWait:        o.HookAnswerWait,
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		RestrictTargets:       o.RestrictTargets,
 	}).SetupWithManager(mgr); err != nil {

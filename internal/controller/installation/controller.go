@@ -63,6 +63,12 @@ type Reconciler struct {
 	// (re-resolved, health and drift re-read) when its spec.interval is
 	// unset (default 10m).
 	ResyncInterval time.Duration
+	// HookAnswerWait is how long the reconcile that asks the hooks waits
+	// for their answers before it ends and leaves the answers to wake the
+	// installation again (default DefaultHookAnswerWait; negative: it
+	// does not wait). The wait is woken by the hook resources' watch, not
+	// by polling, and holds one worker.
+	HookAnswerWait time.Duration
 	// Now returns the current time; tests may fix it.
 	Now func() time.Time
 

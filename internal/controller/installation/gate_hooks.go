@@ -17,6 +17,12 @@ package installation
 // know that a resource changed; its answer is read from the API server
 // when the installation reconciles. Nothing polls: the only timed
 // requeue is a hook's deadline.
+//
+// A hook that answers at once costs no second reconcile: the reconcile
+// that creates a hook's resource waits, up to HookAnswerWait, for the
+// watch to see the resource change (hookWatches.expect), then reads the
+// answer and goes on to apply. The watch event it waited for does not
+// also enqueue the installation; an answer that comes later does.
 
 import (
 	"cmp"
@@ -40,6 +46,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -88,7 +95,7 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope) (ctrl.Result, error
 	if err := r.Client.List(ctx, &hooks); err != nil {
 		return ctrl.Result{}, err
 	}
-	req, err := r.hookRequest(ctx, s, hooks.Items)
+	req, fresh, err := r.hookRequest(ctx, s, hooks.Items)
 	if err != nil || req == nil {
 		return ctrl.Result{}, err
 	}
@@ -96,12 +103,11 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope) (ctrl.Result, error
 	for i := range hooks.Items {
 		byName[hooks.Items[i].Name] = &hooks.Items[i]
 	}
-	asked := &hookAsking{r: r, s: s, req: req}
-	results, err := asked.askAll(ctx, byName)
+	asked := &hookAsking{r: r, s: s, req: req, fresh: fresh, created: map[types.NamespacedName]bool{}}
+	results, state, message, err := asked.answers(ctx, byName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	state, message := hookVerdict(results, byName)
 	if err := r.writeHookRequestStatus(ctx, req, results, state, message); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -126,18 +132,19 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope) (ctrl.Result, error
 }
 
 // hookRequest returns the HookRequest of s.change, creating it when the
-// change has none and some Hook selects it; nil when no Hook does.
-func (r *Reconciler) hookRequest(ctx context.Context, s *scope, hooks []v1alpha1.Hook) (*v1alpha1.HookRequest, error) {
+// change has none and some Hook selects it (fresh); nil when no Hook
+// does.
+func (r *Reconciler) hookRequest(ctx context.Context, s *scope, hooks []v1alpha1.Hook) (req *v1alpha1.HookRequest, fresh bool, err error) {
 	c := s.change
 	key := types.NamespacedName{Namespace: s.inst.Namespace, Name: hookRequestName(s.inst.Name, c.event, c.digest)}
-	req := &v1alpha1.HookRequest{}
-	err := r.Client.Get(ctx, key, req)
+	req = &v1alpha1.HookRequest{}
+	err = r.Client.Get(ctx, key, req)
 	if err == nil || !apierrors.IsNotFound(err) {
-		return req, err
+		return req, false, err
 	}
 	selected := selectHooks(hooks, s.inst, c.event)
 	if len(selected) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	req = &v1alpha1.HookRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{
@@ -149,17 +156,17 @@ func (r *Reconciler) hookRequest(ctx context.Context, s *scope, hooks []v1alpha1
 		},
 	}
 	if err := controllerutil.SetControllerReference(s.inst, req, r.Client.Scheme()); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch err := r.Client.Create(ctx, req); {
 	case apierrors.IsAlreadyExists(err):
 		// Made by an earlier reconcile that the cache does not show yet.
-		return req, r.Reader.Get(ctx, key, req)
+		return req, false, r.Reader.Get(ctx, key, req)
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	}
 	r.trimHookRequests(ctx, s, req.Name)
-	return req, nil
+	return req, true, nil
 }
 
 // selectHooks returns the names of the Hooks that judge event for inst,
@@ -219,15 +226,115 @@ func (r *Reconciler) trimHookRequests(ctx context.Context, s *scope, current str
 	}
 }
 
-// hookAsking is one reconcile's round of asking the hooks of a request.
+// hookAsking is one reconcile's asking of the hooks of a request.
 type hookAsking struct {
 	r   *Reconciler
 	s   *scope
 	req *v1alpha1.HookRequest
+	// fresh: the request was created by this reconcile, so none of its
+	// resources exists yet (unless left by a deleted request).
+	fresh bool
 	// input is spec.annex, computed once the first resource is created.
 	input map[string]any
 	// deadline is the earliest timeout of a hook still pending.
 	deadline time.Time
+	// created holds the hook resources this reconcile created: the ones
+	// whose answer it waits for.
+	created map[types.NamespacedName]bool
+	// waiter is woken by the watch when an expected resource changes.
+	waiter *hookWaiter
+	// expected holds the hook resources registered with waiter.
+	expected map[types.NamespacedName]bool
+}
+
+// answers asks the hooks and returns their results and verdict. When
+// the verdict is pending on resources this reconcile created, it waits
+// for the watch to see one of them change, up to HookAnswerWait or the
+// first hook's deadline, and asks again (a hook of a higher spec.order
+// is then asked in the same reconcile).
+func (a *hookAsking) answers(ctx context.Context, hooks map[string]*v1alpha1.Hook) ([]v1alpha1.HookResult, v1alpha1.HookState, string, error) {
+	wait := a.r.HookAnswerWait
+	if wait == 0 {
+		wait = DefaultHookAnswerWait
+	}
+	until := time.Now().Add(wait) // real time, whatever clock the reconciler is given
+	for {
+		results, err := a.askAll(ctx, hooks)
+		if err != nil {
+			a.stopWaiting()
+			return nil, "", "", err
+		}
+		state, message := hookVerdict(results, hooks)
+		if state == v1alpha1.HookPending && len(a.expected) > 0 {
+			limit, atDeadline := until, false
+			if !a.deadline.IsZero() {
+				if d := time.Now().Add(a.deadline.Sub(a.r.now())); d.Before(limit) {
+					limit, atDeadline = d, true
+				}
+			}
+			if a.awaitChange(ctx, limit) || atDeadline && ctx.Err() == nil {
+				continue // read the answers, or the timeout, now
+			}
+		}
+		if a.stopWaiting() && state == v1alpha1.HookPending {
+			// A resource changed as the wait ended; its event enqueued
+			// nothing, so read it now.
+			results, err = a.askAll(ctx, hooks)
+			a.stopWaiting()
+			if err != nil {
+				return nil, "", "", err
+			}
+			state, message = hookVerdict(results, hooks)
+		}
+		return results, state, message, nil
+	}
+}
+
+// expect registers, before the resource at key is created or read, that
+// this reconcile waits for the watch to see it change.
+func (a *hookAsking) expect(key types.NamespacedName) {
+	if a.r.hookKinds == nil || a.r.HookAnswerWait < 0 {
+		return
+	}
+	if a.waiter == nil {
+		a.waiter = &hookWaiter{wake: make(chan struct{}, 1)}
+		a.expected = map[types.NamespacedName]bool{}
+	}
+	a.r.hookKinds.expect(key, a.waiter)
+	a.expected[key] = true
+}
+
+// awaitChange waits until the watch saw an expected resource change
+// (true), or until passes or ctx ends (false).
+func (a *hookAsking) awaitChange(ctx context.Context, until time.Time) bool {
+	left := time.Until(until)
+	if left <= 0 {
+		return false
+	}
+	timer := time.NewTimer(left)
+	defer timer.Stop()
+	select {
+	case <-a.waiter.wake:
+		return true
+	case <-timer.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// stopWaiting withdraws this reconcile's waits; it reports whether the
+// watch saw one of the resources change meanwhile (its event then
+// enqueued nothing, so the caller reads the resources once more).
+func (a *hookAsking) stopWaiting() bool {
+	signalled := false
+	for key := range a.expected {
+		if !a.r.hookKinds.withdraw(key, a.waiter) {
+			signalled = true
+		}
+	}
+	a.expected = nil
+	return signalled
 }
 
 // askAll asks each hook of the request whose turn it is, in order: the
@@ -236,6 +343,7 @@ type hookAsking struct {
 // Ignored; an answer it gave stays recorded.
 func (a *hookAsking) askAll(ctx context.Context, hooks map[string]*v1alpha1.Hook) ([]v1alpha1.HookResult, error) {
 	results := make([]v1alpha1.HookResult, 0, len(a.req.Spec.Hooks))
+	a.deadline = time.Time{}
 	var holdAbove *int32
 	for _, name := range a.req.Spec.Hooks {
 		prev := v1alpha1.HookResult{Name: name, State: v1alpha1.HookWaiting}
@@ -303,8 +411,19 @@ func (a *hookAsking) ask(ctx context.Context, hook *v1alpha1.Hook, res v1alpha1.
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
 	key := types.NamespacedName{Namespace: ns, Name: boundedName(a.req.Name + "-" + hook.Name)}
-	err = r.Reader.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) && !kindGone(err) {
+	if a.created[key] {
+		// Register before reading, so that an answer after the read
+		// ends the wait.
+		a.expect(key)
+	}
+	if a.fresh && !a.created[key] {
+		err = notFoundYet
+	} else {
+		err = r.Reader.Get(ctx, key, obj)
+	}
+	if errors.Is(err, notFoundYet) || apierrors.IsNotFound(err) && !kindGone(err) {
+		a.expect(key)
+		a.created[key] = true
 		obj, err = a.create(ctx, hook, gvk, key)
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 			return decide(hook, res, v1alpha1.HookFailed, fmt.Sprintf("Annex cannot create its %s: %v; its schema must accept spec.annex", kind, err)), nil
@@ -345,6 +464,10 @@ func (a *hookAsking) ask(ctx context.Context, hook *v1alpha1.Hook, res v1alpha1.
 	res.State, res.Message = v1alpha1.HookPending, fmt.Sprintf("waiting for the answer of %s %s", gvk.Kind, obj.GetName())
 	return res, nil
 }
+
+// notFoundYet stands for the Get that ask skips for a request made by
+// the same reconcile: its resources do not exist yet.
+var notFoundYet = errors.New("not created yet")
 
 // kindGone reports whether err says the resource's kind itself is not
 // there (its CRD was deleted after the mapping was cached): a 404 that
@@ -641,13 +764,86 @@ func (r *Reconciler) gateUninstall(ctx context.Context, s *scope, installed Set)
 	return ctrl.Result{}, true, nil
 }
 
+// DefaultHookAnswerWait is how long, by default, the reconcile that asks
+// the hooks waits for their answers.
+const DefaultHookAnswerWait = 2 * time.Second
+
 // hookWatches starts, once per kind, the watch of hook resources on the
-// installation controller.
+// installation controller, and hands their changes to the reconciles
+// waiting for them.
 type hookWatches struct {
 	mu         sync.Mutex
 	controller controller.Controller
 	cache      cache.Cache
 	started    map[schema.GroupVersionKind]bool
+
+	waitersMu sync.Mutex
+	// waiters are the hook resources a running reconcile waits on: the
+	// watch wakes it instead of enqueuing the installation.
+	waiters map[types.NamespacedName]*hookWaiter
+}
+
+// hookWaiter is one reconcile waiting for hook resources to change.
+type hookWaiter struct {
+	wake chan struct{} // buffered 1: a wake-up is kept until taken
+}
+
+// expect registers wt to be woken by the next change of the hook
+// resource at key.
+func (w *hookWatches) expect(key types.NamespacedName, wt *hookWaiter) {
+	w.waitersMu.Lock()
+	defer w.waitersMu.Unlock()
+	if w.waiters == nil {
+		w.waiters = map[types.NamespacedName]*hookWaiter{}
+	}
+	w.waiters[key] = wt
+}
+
+// withdraw removes wt's wait for key; false when the watch had taken it
+// (and woken wt) already.
+func (w *hookWatches) withdraw(key types.NamespacedName, wt *hookWaiter) bool {
+	w.waitersMu.Lock()
+	defer w.waitersMu.Unlock()
+	if w.waiters[key] == wt {
+		delete(w.waiters, key)
+		return true
+	}
+	return false
+}
+
+// handler routes each change of a hook resource once: to the reconcile
+// waiting on it, or else to the queue, as the installation its labels
+// name. (A map-function handler would map an update's old and new
+// object both, waking the waiter and enqueuing the installation too.)
+func (w *hookWatches) handler() handler.EventHandler {
+	return handler.Funcs{
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			w.route(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			w.route(ctx, e.Object, q)
+		},
+	}
+}
+
+// route hands a change of a hook resource to the reconcile waiting on
+// it, or else enqueues the installation its labels name.
+func (w *hookWatches) route(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+	w.waitersMu.Lock()
+	wt := w.waiters[key]
+	delete(w.waiters, key)
+	w.waitersMu.Unlock()
+	if wt != nil {
+		select {
+		case wt.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	for _, req := range installationOfHookObject(ctx, o) {
+		q.Add(req)
+	}
 }
 
 // watch starts watching the metadata of gvk's resources, if not yet, and
@@ -669,11 +865,7 @@ func (w *hookWatches) watch(ctx context.Context, gvk schema.GroupVersionKind) er
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	answers := predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
-	src := source.Kind[client.Object](w.cache, obj, handler.EnqueueRequestsFromMapFunc(installationOfHookObject), answers)
+	src := source.Kind[client.Object](w.cache, obj, w.handler())
 	if err := w.controller.Watch(src); err != nil {
 		return err
 	}

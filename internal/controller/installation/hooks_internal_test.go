@@ -1,11 +1,16 @@
 package installation
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -130,5 +135,48 @@ func TestBoundedName(t *testing.T) {
 	}
 	if boundedName("short") != "short" {
 		t.Fatal("a short name changed")
+	}
+}
+
+// TestHookWatchesRoute: an update of a hook resource that a reconcile
+// waits on wakes that reconcile and enqueues nothing; once the wait is
+// withdrawn, or for a resource nobody waits on, the update enqueues the
+// installation its labels name, once.
+func TestHookWatchesRoute(t *testing.T) {
+	w := &hookWatches{}
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web-preinstall-1-scan", Labels: map[string]string{
+		v1alpha1.LabelHook: "scan", v1alpha1.LabelInstallationName: "web", v1alpha1.LabelInstallationNamespace: "team",
+	}}}
+	key := types.NamespacedName{Namespace: "team", Name: "web-preinstall-1-scan"}
+	enqueued := func() bool {
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		defer q.ShutDown()
+		w.handler().Update(context.Background(), event.UpdateEvent{ObjectOld: obj, ObjectNew: obj}, q)
+		return q.Len() == 1
+	}
+
+	wt := &hookWaiter{wake: make(chan struct{}, 1)}
+	w.expect(key, wt)
+	if enqueued() {
+		t.Fatal("a change waited on enqueued the installation")
+	}
+	select {
+	case <-wt.wake:
+	default:
+		t.Fatal("the waiting reconcile was not woken")
+	}
+	if w.withdraw(key, wt) {
+		t.Fatal("withdraw after the watch took the wait must report it was taken")
+	}
+	if !enqueued() {
+		t.Fatal("a change nobody waits on must enqueue the installation")
+	}
+
+	w.expect(key, wt)
+	if !w.withdraw(key, wt) {
+		t.Fatal("withdraw of a wait not taken must report so")
+	}
+	if !enqueued() {
+		t.Fatal("a change after the wait was withdrawn must enqueue the installation")
 	}
 }

@@ -543,3 +543,69 @@ func TestHookRequestDeletedAsksAgain(t *testing.T) {
 		t.Fatalf("objects Secret of the new request: %v %+v", err, sec.OwnerReferences)
 	}
 }
+
+// TestHookAnsweredAtOnceTakesOneReconcile: the reconcile that asks a
+// hook waits for the answer, woken by the watch of the hook's kind, and
+// goes on to apply. Nothing is ever seen waiting on the hook, and the
+// HookRequest's status is written once, with the answer.
+func TestHookAnsweredAtOnceTakesOneReconcile(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	gvk := schema.GroupVersionKind{Group: "quick.test.annex.dev", Version: "v1", Kind: "QuickCheck"}
+	installCRD(t, hookCRD(gvk.Group, gvk.Kind))
+	ns, _ := setup(t, podinfoChart("hooked-quick", "1.0.0", nil))
+	answerHooks(t, gvk, ns, func(*unstructured.Unstructured) (string, string) {
+		return v1alpha1.ConditionSucceeded, "looks fine"
+	})
+	registerHook(t, "quick-"+ns, "hooked-quick", gvk)
+
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	installs, err := wc.Watch(ctx, &v1alpha1.ExtensionInstallationList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer installs.Stop()
+	requests, err := wc.Watch(ctx, &v1alpha1.HookRequestList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer requests.Stop()
+
+	install(t, ns, "web", "hooked-quick", "")
+	var waited []string
+	requestWrites := map[string][]string{} // request → resourceVersions seen after its creation
+	for ready := false; !ready; {
+		select {
+		case ev := <-installs.ResultChan():
+			got, ok := ev.Object.(*v1alpha1.ExtensionInstallation)
+			if !ok {
+				t.Fatalf("watch of installations: %v", ev.Object)
+			}
+			if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+				if c.Reason == v1alpha1.ReasonHookPending {
+					waited = append(waited, c.Message)
+				}
+				ready = c.Status == metav1.ConditionTrue
+			}
+		case ev := <-requests.ResultChan():
+			if req, ok := ev.Object.(*v1alpha1.HookRequest); ok && ev.Type == "MODIFIED" {
+				requestWrites[req.Name] = append(requestWrites[req.Name], fmt.Sprintf("%+v", req.Status.Hooks))
+			}
+		case <-ctx.Done():
+			t.Fatalf("the installation did not become Ready: %v", ctx.Err())
+		}
+	}
+	if len(waited) > 0 {
+		t.Errorf("the installation was seen waiting on the hook (a second reconcile took the answer): %q", waited)
+	}
+	reqs := hookRequests(t, ns)
+	if len(reqs) != 1 || !meta.IsStatusConditionTrue(reqs[0].Status.Conditions, v1alpha1.ConditionSucceeded) {
+		t.Fatalf("HookRequests: %+v", reqs)
+	}
+	if w := requestWrites[reqs[0].Name]; len(w) > 1 {
+		t.Errorf("HookRequest %s written %d times, want once with the answer: %v", reqs[0].Name, len(w), w)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/manager"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 	"github.com/annex-platform/annex/internal/testenv/withmanager"
@@ -28,7 +29,12 @@ import (
 // own namespace.
 var env *testenv.Env
 
-func TestMain(m *testing.M) { withmanager.Main(m, &env) }
+// The hooks' tests answer within a few hundred milliseconds, but share
+// two cores with other test packages: the reconcile that asks a hook
+// waits long enough for the answer to arrive on a loaded machine.
+func TestMain(m *testing.M) {
+	withmanager.MainWith(m, &env, func(o *manager.Options) { o.HookAnswerWait = 20 * time.Second })
+}
 
 // podinfoChart is a small web app: ServiceAccount, Service, ConfigMap and a
 // Deployment scaled to 0 (healthy without controllers), with a values schema.
