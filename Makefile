@@ -10,6 +10,16 @@ KUBE_BIN := bin/k8s/$(KUBE_VERSION)
 # An older kube-apiserver, for tests that upgrade a cluster for real.
 KUBE_PREVIOUS_VERSION := $(shell grep -Eo 'k8s.io/kubernetes v[0-9.]+' hack/tools/kube-1.36/go.mod | head -1 | cut -d' ' -f2 | tr -d v)
 CONTROLLER_GEN := go tool controller-gen
+# The version stamped into the binaries (internal/version) and the image:
+# git describe of the work tree without a leading v (tag v0.1.0 gives 0.1.0).
+VERSION ?= $(shell (git describe --tags --always --dirty 2>/dev/null || echo dev) | sed 's/^v//')
+VERSION := $(VERSION)
+LDFLAGS := -X github.com/annex-platform/annex/internal/version.Version=$(VERSION)
+# The image `make image` writes to bin/annex-image.tar, for IMAGE_PLATFORM;
+# `make image-oci` writes every platform of IMAGE_PLATFORMS to bin/annex-image/.
+IMAGE ?= annex:$(VERSION)
+IMAGE_PLATFORM ?= linux/amd64
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 GO_TEST_FLAGS ?=
 BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|IngestOLM|ParseHelmIndex|N100|RecordStorage|RenderPlan|MergeRender)
 BENCH_COUNT ?= 6
@@ -60,8 +70,34 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 60s).
 ##@ Building
 
 .PHONY: build
-build: example-operator ## Build bin/annex and bin/example-operator.
-	go build -o bin/annex ./cmd/annex
+build: example-operator ## Build bin/annex and bin/example-operator, stamped with VERSION.
+	go build -ldflags "$(LDFLAGS)" -o bin/annex ./cmd/annex
+
+# image-binaries cross-builds a static annex (CGO_ENABLED=0) for each
+# platform of $(1) into bin/image/<os>-<arch>/annex; image-binary-flags are
+# the matching --binary flags of hack/image.
+image-binaries = $(foreach p,$(1),CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(p))) GOARCH=$(word 2,$(subst /, ,$(p))) \
+	go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/image/$(subst /,-,$(p))/annex ./cmd/annex &&) true
+image-binary-flags = $(foreach p,$(1),--binary $(p)=bin/image/$(subst /,-,$(p))/annex)
+
+# hack/image's flags common to both image targets: labels and a creation
+# time taken from the last commit, so that a rebuild gives the same digest.
+IMAGE_FLAGS = --version $(VERSION) --tag $(IMAGE) --revision "$$(git rev-parse HEAD 2>/dev/null || true)" \
+	--created "$$(git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)"
+
+.PHONY: image
+image: ## Build the image IMAGE (annex:VERSION) without Docker: bin/annex-image.tar, a docker image archive for IMAGE_PLATFORM (docker/podman load, crane push).
+	@mkdir -p bin/image
+	$(call image-binaries,$(IMAGE_PLATFORM))
+	go run ./hack/image $(IMAGE_FLAGS) $(call image-binary-flags,$(IMAGE_PLATFORM)) --format docker --out bin/annex-image.tar
+	@echo "bin/annex-image.tar: $(IMAGE) for $(IMAGE_PLATFORM)"
+
+.PHONY: image-oci
+image-oci: ## The image for every platform of IMAGE_PLATFORMS (linux/amd64 linux/arm64) as an OCI image layout folder bin/annex-image/.
+	@mkdir -p bin/image
+	$(call image-binaries,$(IMAGE_PLATFORMS))
+	go run ./hack/image $(IMAGE_FLAGS) $(call image-binary-flags,$(IMAGE_PLATFORMS)) --format oci --out bin/annex-image
+	@echo "bin/annex-image/: $(IMAGE) for $(IMAGE_PLATFORMS)"
 
 .PHONY: example-operator
 example-operator: ## Build bin/example-operator, the built-in example operator that `annex dev` runs for the Pods of its image.
@@ -79,14 +115,19 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC from the API types and mark
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=annex-manager paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	@# charts/annex carries copies of the CRDs, the manager's ClusterRole and the admission policies.
+	rm -f charts/annex/crds/*.yaml charts/annex/files/admission/*.yaml
+	cp config/crd/bases/*.yaml charts/annex/crds/
+	cp config/rbac/role.yaml charts/annex/files/manager-role.yaml
+	for f in config/admission/*.yaml; do [[ $$f == */kustomization.yaml ]] || cp $$f charts/annex/files/admission/; done
 
 .PHONY: verify-generate
 verify-generate: ## Fail when generated files are stale (and leave them regenerated).
-	@before=$$(cat api/v1alpha1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml 2>/dev/null | sha256sum); \
+	@before=$$(cat api/v1alpha1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml charts/annex/crds/*.yaml charts/annex/files/*.yaml charts/annex/files/admission/*.yaml 2>/dev/null | sha256sum); \
 	$(MAKE) --no-print-directory generate >/dev/null; \
-	after=$$(cat api/v1alpha1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml | sha256sum); \
+	after=$$(cat api/v1alpha1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml charts/annex/crds/*.yaml charts/annex/files/*.yaml charts/annex/files/admission/*.yaml | sha256sum); \
 	if [[ "$$before" != "$$after" ]]; then \
-	  echo "generated files were stale: they are regenerated now; review and commit them (git diff api config)" >&2; exit 1; \
+	  echo "generated files were stale: they are regenerated now; review and commit them (git diff api config charts)" >&2; exit 1; \
 	fi
 
 .PHONY: vet

@@ -99,6 +99,9 @@ const (
 const (
 	// LabelCatalog names the Catalog an Extension was synced from.
 	LabelCatalog = "annex.dev/catalog"
+	// AnnotationSyncRequestedAt on a Catalog asks for a sync now; its
+	// value (annexctl writes the time) only has to change.
+	AnnotationSyncRequestedAt = "annex.dev/sync-requested-at"
 	// LabelManagedBy marks every object Annex applies into a cluster.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy.

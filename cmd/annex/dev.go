@@ -48,7 +48,10 @@ the Annex CRDs, creates the Catalog "builtin", runs the manager in this process
 and writes an admin kubeconfig to <dir>/kubeconfig. Ctrl-C or SIGTERM stops
 everything; the next run finds the same state.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), o, cmd.OutOrStdout()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logVersion("dev")
+			return runDev(cmd.Context(), o, cmd.OutOrStdout())
+		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", ".annex/dev", "state of the local control plane (etcd data, certificates, logs, kubeconfig)")
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", "folder with the control-plane binaries and kwok (make run passes bin/k8s/<version>)")

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/annex-platform/annex/internal/version"
 )
 
 func main() {
@@ -35,6 +37,19 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().BoolVar(&logOpts.Development, "log-development", true, "human-readable logs (false: JSON)")
-	root.AddCommand(newManagerCommand(), newDevCommand())
+	root.AddCommand(newManagerCommand(), newDevCommand(), newVersionCommand())
 	return root
+}
+
+// newVersionCommand prints the build version (see internal/version).
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of this annex binary",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "annex", version.Get())
+			return err
+		},
+	}
 }

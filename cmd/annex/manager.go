@@ -10,6 +10,7 @@ import (
 
 	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/manager"
+	"github.com/annex-platform/annex/internal/version"
 )
 
 func newManagerCommand() *cobra.Command {
@@ -22,6 +23,7 @@ func newManagerCommand() *cobra.Command {
 		Short: "Run the Annex controllers against the cluster of the current kubeconfig (or in-cluster)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			logVersion("manager")
 			cfg, err := ctrl.GetConfig()
 			if err != nil {
 				return err
@@ -49,6 +51,13 @@ func newManagerCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&o.RestrictTargets, "restrict-targets", false, "refuse a spec.targetNamespace other than the installation's namespace, and any spec.cluster, unless the hub admin annotates the installation's namespace with annex.dev/allow-target-namespaces or annex.dev/allow-clusters")
 	cmd.Flags().StringVar(&o.CacheDir, "cache-dir", "", "folder for fetched artifacts and the last good content of each catalog (default: $XDG_CACHE_HOME/annex)")
 	return cmd
+}
+
+// logVersion logs the build version first thing, so that every log of a
+// manager says which Annex wrote it.
+func logVersion(command string) {
+	v := version.Get()
+	ctrl.Log.WithName(command).Info("starting Annex", "version", v.Version, "commit", v.Commit, "go", v.GoVersion, "platform", v.Platform)
 }
 
 // startCPUProfile profiles the process into path until the returned

@@ -30,6 +30,7 @@ import (
 	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/controller/managedcluster"
 	"github.com/annex-platform/annex/internal/controller/profile"
+	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/render"
 )
 
@@ -125,8 +126,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	origin := sources.Artifacts{Fetcher: fetcher}
 	artifacts := &catalog.MemoryCache{Next: &catalog.DiskCache{Next: origin, Dir: cacheDir}}
 
+	// The gauges of installations and clusters read the cache at scrape
+	// time; every controller records Events with one recorder.
+	metrics.ReadFrom(mgr.GetCache())
+	recorder := mgr.GetEventRecorder("annex")
 	if err := (&catalogcontroller.Reconciler{
 		Client:  mgr.GetClient(),
+		Events:  recorder,
 		Sources: catalogSources{&sources.Catalogs{Fetcher: fetcher, Builtin: builtin.Index, Lookup: lookup, CacheDir: cacheDir}},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -146,7 +152,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Renderer:              helmRenderer{},
 		Records:               recordCodec{},
 		Clusters:              installationClusters{clusters},
-		Events:                mgr.GetEventRecorder("annex"),
+		Events:                recorder,
 		ClusterEvents:         clusterEvents,
 		HealthPollInterval:    o.HealthPollInterval,
 		Workers:               o.Workers,
@@ -156,10 +162,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&managedcluster.Reconciler{Client: mgr.GetClient(), Clusters: clusters, ProbeInterval: o.ClusterVersionInterval}).SetupWithManager(mgr); err != nil {
+	if err := (&managedcluster.Reconciler{Client: mgr.GetClient(), Events: recorder, Clusters: clusters, ProbeInterval: o.ClusterVersionInterval}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&profile.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&profile.Reconciler{Client: mgr.GetClient(), Events: recorder}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	hubDiscovery, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -171,7 +177,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	// The image-policy hook of the built-in catalog answers in the manager,
 	// so that it works wherever Annex runs, annex dev included.
-	if err := (&imagepolicy.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+	if err := (&imagepolicy.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Events: recorder}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if healthAddr != "0" {

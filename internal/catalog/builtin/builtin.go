@@ -3,7 +3,9 @@
 // params.yaml, templates/) under packages/<folder>/, and operators: a
 // File-Based Catalog in operators/configs/ whose registry+v1 bundles are
 // the folders operators/bundles/<package>-<version>/ (manifests/,
-// metadata/), all embedded at build time. Its versions move only when
+// metadata/), all embedded at build time, and the native extensions:
+// Annex's own charts (the top-level package charts: extension "annex" at
+// Chart.yaml's version, Annex's release). Its versions move only when
 // Annex does.
 //
 // Index presents them exactly as a repository would (it builds an index
@@ -28,6 +30,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/annex-platform/annex/charts"
 	"github.com/annex-platform/annex/internal/catalog"
 	"github.com/annex-platform/annex/internal/catalog/helm"
 	"github.com/annex-platform/annex/internal/catalog/olm"
@@ -49,9 +52,15 @@ const (
 	bundlePackage   = "operators.operatorframework.io.bundle.package.v1"
 )
 
+// native are the charts of Annex itself, each a file system with
+// Chart.yaml at its root, offered at their Chart.yaml version.
+var native = map[string]fs.FS{"charts/annex": charts.Annex()}
+
 // artifact is one embedded chart, package or bundle folder.
 type artifact struct {
-	dir     string         // charts/<name>-<version>, packages/<folder> or operators/bundles/<package>-<version>
+	fsys    fs.FS          // content, or a native chart's file system
+	dir     string         // charts/<name>-<version>, packages/<folder> or operators/bundles/<package>-<version> in fsys; "." for a native chart
+	label   string         // the folder as errors name it
 	kind    string         // chartsDir, packagesDir or bundlesDir
 	name    string         // Chart.yaml or operator.yaml name, or the bundle's package
 	version string         // Chart.yaml version, operatorVersion, or the bundle's version
@@ -73,6 +82,7 @@ func Index(catalogName string) (*catalog.Index, error) {
 		return nil, err
 	}
 	entries := map[string][]map[string]any{}
+	byVersion := map[string]artifact{} // "<name> <version>" of charts and packages
 	var bundles []artifact
 	for _, a := range all {
 		if a.kind == bundlesDir {
@@ -90,6 +100,7 @@ func Index(catalogName string) (*catalog.Index, error) {
 		entry["urls"] = []string{"builtin://" + a.name + "/" + a.version}
 		entry["digest"] = strings.TrimPrefix(catalog.Digest(data), "sha256:")
 		entries[a.name] = append(entries[a.name], entry)
+		byVersion[a.name+" "+a.version] = a
 	}
 	// Marshalling sorts map keys and list() sorts folders, so these bytes,
 	// and with them Index.Digest, depend only on the embedded files.
@@ -114,7 +125,7 @@ func Index(catalogName string) (*catalog.Index, error) {
 			if v.Engine != "" {
 				continue
 			}
-			schema, err := valuesSchema(pkg.Name, v.Version)
+			schema, err := valuesSchema(byVersion[pkg.Name+" "+v.Version])
 			if err != nil {
 				return nil, err
 			}
@@ -197,19 +208,19 @@ func operatorIndex(catalogName string, bundles []artifact) (*catalog.Index, erro
 	return index, nil
 }
 
-// valuesSchema returns the values.schema.json of one built-in version, nil
+// valuesSchema returns the values.schema.json of one built-in chart, nil
 // when it has none.
-func valuesSchema(name, version string) (*apiextensionsv1.JSON, error) {
-	raw, err := content.ReadFile(path.Join("charts", name+"-"+version, "values.schema.json"))
+func valuesSchema(a artifact) (*apiextensionsv1.JSON, error) {
+	raw, err := fs.ReadFile(a.fsys, path.Join(a.dir, "values.schema.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("built-in chart %s %s: %w", name, version, err)
+		return nil, fmt.Errorf("built-in chart %s %s: %w", a.name, a.version, err)
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, raw); err != nil {
-		return nil, fmt.Errorf("built-in chart %s %s: values.schema.json: %w", name, version, err)
+		return nil, fmt.Errorf("built-in chart %s %s: values.schema.json: %w", a.name, a.version, err)
 	}
 	return &apiextensionsv1.JSON{Raw: compact.Bytes()}, nil
 }
@@ -242,13 +253,21 @@ func Archive(name, version string) ([]byte, error) {
 	return nil, fmt.Errorf("built-in extension %q has no version %q; it has %s", name, version, strings.Join(known, ", "))
 }
 
-// list reads every embedded chart's Chart.yaml, every package's
-// operator.yaml and every bundle's metadata/annotations.yaml, sorted by
-// folder. A chart folder must be named <name>-<version>, a bundle folder
-// <package>-<version>; a package folder may have any name. Two folders of
-// the same name and version are an error.
+// list reads every embedded chart's Chart.yaml (native charts included),
+// every package's operator.yaml and every bundle's
+// metadata/annotations.yaml, sorted by folder. A chart folder must be
+// named <name>-<version>, a bundle folder <package>-<version>; a package
+// folder or a native chart may have any name. Two folders of the same name
+// and version are an error.
 func list() ([]artifact, error) {
 	var all []artifact
+	for label, fsys := range native {
+		a, err := readChart(artifact{fsys: fsys, dir: ".", kind: chartsDir, label: label})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, a)
+	}
 	for _, top := range []string{chartsDir, packagesDir, bundlesDir} {
 		dirs, err := fs.ReadDir(content, top)
 		if err != nil {
@@ -265,14 +284,14 @@ func list() ([]artifact, error) {
 			all = append(all, a)
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].dir < all[j].dir })
+	sort.Slice(all, func(i, j int) bool { return all[i].label < all[j].label })
 	seen := map[string]string{}
 	for _, a := range all {
 		key := a.name + " " + a.version
 		if other, ok := seen[key]; ok {
-			return nil, fmt.Errorf("built-in folders %s and %s both hold %s %s; remove one", other, a.dir, a.name, a.version)
+			return nil, fmt.Errorf("built-in folders %s and %s both hold %s %s; remove one", other, a.label, a.name, a.version)
 		}
-		seen[key] = a.dir
+		seen[key] = a.label
 	}
 	return all, nil
 }
@@ -280,7 +299,7 @@ func list() ([]artifact, error) {
 // read reads the metadata of the embedded folder top/name.
 func read(top, name string) (artifact, error) {
 	dir := path.Join(top, name)
-	a := artifact{dir: dir, kind: top}
+	a := artifact{fsys: content, dir: dir, kind: top, label: dir}
 	switch top {
 	case bundlesDir:
 		return readBundle(a, name)
@@ -296,25 +315,32 @@ func read(top, name string) (artifact, error) {
 		a.name, a.version, a.entry = m.Name, m.OperatorVersion, m.IndexEntry()
 		return a, nil
 	}
-	raw, err := content.ReadFile(path.Join(dir, "Chart.yaml"))
+	a, err := readChart(a)
+	if err == nil && path.Base(dir) != a.name+"-"+a.version {
+		return a, fmt.Errorf("built-in chart folder %s holds %s %s; name the folder <name>-<version>", path.Base(dir), a.name, a.version)
+	}
+	return a, err
+}
+
+// readChart reads the name, version and index entry of the chart folder
+// a.dir from its Chart.yaml.
+func readChart(a artifact) (artifact, error) {
+	raw, err := fs.ReadFile(a.fsys, path.Join(a.dir, "Chart.yaml"))
 	if err != nil {
-		return a, fmt.Errorf("built-in chart %s: %w", dir, err)
+		return a, fmt.Errorf("built-in chart %s: %w", a.label, err)
 	}
 	if err := yaml.Unmarshal(raw, &a.entry); err != nil {
-		return a, fmt.Errorf("built-in chart %s: Chart.yaml: %w", dir, err)
+		return a, fmt.Errorf("built-in chart %s: Chart.yaml: %w", a.label, err)
 	}
 	a.name, _ = a.entry["name"].(string)
 	a.version, _ = a.entry["version"].(string)
-	if path.Base(dir) != a.name+"-"+a.version {
-		return a, fmt.Errorf("built-in chart folder %s holds %s %s; name the folder <name>-<version>", path.Base(dir), a.name, a.version)
-	}
 	return a, nil
 }
 
 // readBundle reads the package of the bundle folder a.dir (named folder)
 // from its annotations; the rest of the folder's name is the version.
 func readBundle(a artifact, folder string) (artifact, error) {
-	raw, err := content.ReadFile(path.Join(a.dir, annotationsFile))
+	raw, err := fs.ReadFile(a.fsys, path.Join(a.dir, annotationsFile))
 	if err != nil {
 		return a, fmt.Errorf("built-in bundle %s: %w", a.dir, err)
 	}
@@ -336,15 +362,16 @@ func readBundle(a artifact, folder string) (artifact, error) {
 // archive packs one embedded folder.
 func archive(a artifact) ([]byte, error) {
 	files := map[string][]byte{}
-	err := fs.WalkDir(content, a.dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(a.fsys, a.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		data, err := content.ReadFile(p)
+		data, err := fs.ReadFile(a.fsys, p)
 		if err != nil {
 			return err
 		}
-		files[strings.TrimPrefix(p, a.dir+"/")] = data
+		rel, _ := strings.CutPrefix(p, a.dir+"/") // a.dir "." walks names without a prefix
+		files[rel] = data
 		return nil
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/charts"
 	"github.com/annex-platform/annex/internal/catalog"
 	"github.com/annex-platform/annex/internal/catalog/builtin"
 	"github.com/annex-platform/annex/internal/catalog/sources"
@@ -54,7 +56,9 @@ func TestIndex(t *testing.T) {
 			{version: "0.1.0", deps: []v1alpha1.Dependency{{Name: "greetings-crd", Version: ">=1.0.0"}}, schema: true},
 		}},
 		"image-policy": {"Image policy", []version{{version: "0.1.0", schema: true}}},
-		"motd":         {"Message of the day", []version{{version: "2.0.0", schema: true}, {version: "1.0.0", schema: true}}},
+		// Annex itself, a native extension at Annex's own release (charts/annex).
+		"annex": {"Annex", []version{{version: annexChartVersion(t), kubeVersion: ">=1.36.0-0", schema: true}}},
+		"motd":  {"Message of the day", []version{{version: "2.0.0", schema: true}, {version: "1.0.0", schema: true}}},
 	}
 	var names []string
 	for _, pkg := range index.Packages {
@@ -97,6 +101,21 @@ func TestIndex(t *testing.T) {
 	if other.Digest != index.Digest || !strings.HasPrefix(index.Digest, "sha256:") {
 		t.Errorf("Digest %q for one name and %q for another, want the same sha256 digest", index.Digest, other.Digest)
 	}
+}
+
+// annexChartVersion is the version in charts/annex/Chart.yaml, Annex's
+// own release.
+func annexChartVersion(t *testing.T) string {
+	t.Helper()
+	raw, err := fs.ReadFile(charts.Annex(), "Chart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct{ Version string }
+	if err := yaml.Unmarshal(raw, &meta); err != nil || meta.Version == "" {
+		t.Fatalf("charts/annex/Chart.yaml: version %q, %v", meta.Version, err)
+	}
+	return meta.Version
 }
 
 // TestIndexPackages checks that every embedded package folder is one

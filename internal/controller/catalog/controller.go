@@ -28,14 +28,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/catalog"
+	"github.com/annex-platform/annex/internal/metrics"
 )
 
 const (
@@ -55,6 +59,9 @@ const (
 type Reconciler struct {
 	Client  client.Client
 	Sources Sources
+	// Events records what happens to Catalogs (synced, a source that
+	// cannot be read, and back); nil records none.
+	Events events.EventRecorder
 	// Now returns the current time; tests may fix it.
 	Now func() time.Time
 
@@ -92,6 +99,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	index, err := r.Sources.Index(ctx, cat)
+	if err != nil {
+		metrics.CatalogSyncFailed(cat.Name)
+	}
 	if errors.Is(err, catalog.ErrSourceNotSupported) {
 		msg := fmt.Sprintf("%s: %v; use a helm, oci, directory, builtin or olm source", sourceField(cat), err)
 		setReady(cat, metav1.ConditionFalse, v1alpha1.ReasonSourceInvalid, msg)
@@ -109,6 +119,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.remember(cat, index)
+	if index.Stale != nil {
+		metrics.CatalogSyncFailed(cat.Name)
+	} else {
+		metrics.CatalogSynced(cat.Name, r.now())
+	}
 
 	if !r.upToDate(cat, index) {
 		written, conflicts, err := r.syncExtensions(ctx, cat.Name, index)
@@ -149,6 +164,7 @@ func (r *Reconciler) finalize(ctx context.Context, cat *v1alpha1.Catalog) error 
 		return err
 	}
 	r.Sources.Forget(cat.Name)
+	metrics.ForgetCatalog(cat.Name)
 	patch := client.MergeFrom(cat.DeepCopy())
 	controllerutil.RemoveFinalizer(cat, Finalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, cat, patch))
@@ -360,11 +376,22 @@ func CatalogLabel(name string) string {
 	return LabelPrefix + strings.TrimRight(name[:50], ".-") + "-" + hex.EncodeToString(sum[:])[:12]
 }
 
+// patchStatus writes the status if it changed, and tells what changed
+// in Events (see transitions).
 func (r *Reconciler) patchStatus(ctx context.Context, written, cat *v1alpha1.Catalog) error {
 	if equality.Semantic.DeepEqual(written.Status, cat.Status) {
 		return nil
 	}
-	return r.Client.Status().Patch(ctx, cat, client.MergeFrom(written))
+	if err := r.Client.Status().Patch(ctx, cat, client.MergeFrom(written)); err != nil {
+		return err
+	}
+	for _, n := range transitions(written.Status, cat.Status) {
+		log.FromContext(ctx).Info(n.message, "event", n.reason, "type", n.eventType, "catalog", cat.Name)
+		if r.Events != nil {
+			r.Events.Eventf(cat, nil, n.eventType, n.reason, "Sync", "%s", n.message)
+		}
+	}
+	return nil
 }
 
 func (r *Reconciler) now() time.Time {
@@ -445,11 +472,15 @@ func setCondition(cat *v1alpha1.Catalog, t string, status metav1.ConditionStatus
 }
 
 // SetupWithManager registers the controller; it reconciles on spec changes
-// and deletion (both move the generation) and on its own schedule
-// (RequeueAfter).
+// and deletion (both move the generation), on a new value of the
+// annotation annex.dev/sync-requested-at (annexctl catalog sync), and on
+// its own schedule (RequeueAfter).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	syncRequested := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[v1alpha1.AnnotationSyncRequestedAt] != e.ObjectNew.GetAnnotations()[v1alpha1.AnnotationSyncRequestedAt]
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.Catalog{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.Catalog{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, syncRequested))).
 		Named("catalog").
 		Complete(r)
 }

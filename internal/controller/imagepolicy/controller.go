@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,12 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -52,6 +55,8 @@ type Reconciler struct {
 	// Reader reads reviews and lists them (their kind is not in the
 	// scheme, and only their metadata is cached).
 	Reader client.Reader
+	// Events records each new verdict on its review; nil records none.
+	Events events.EventRecorder
 
 	mu         sync.Mutex
 	watching   bool
@@ -115,7 +120,18 @@ func (r *Reconciler) answer(ctx context.Context, review *unstructured.Unstructur
 	if err := unstructured.SetNestedSlice(review.Object, out, "status", "conditions"); err != nil {
 		return err
 	}
-	return client.IgnoreNotFound(r.Client.Status().Update(ctx, review))
+	if err := r.Client.Status().Update(ctx, review); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	eventType := corev1.EventTypeNormal
+	if !ok {
+		eventType = corev1.EventTypeWarning
+	}
+	log.FromContext(ctx).Info(message, "event", reason, "type", eventType, "review", review.GetNamespace()+"/"+review.GetName())
+	if r.Events != nil {
+		r.Events.Eventf(review, nil, eventType, reason, "Review", "%s", message)
+	}
+	return nil
 }
 
 // watchReviews starts the watch of reviews once their kind is served.

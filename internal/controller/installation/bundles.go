@@ -3,12 +3,14 @@ package installation
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/engine/bundle"
+	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/render"
 )
@@ -30,6 +32,7 @@ func runsPlans(s *scope) bool { return isPackage(s) || isBundle(s) }
 func (r *Reconciler) renderBundle(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
 	ref := fmt.Sprintf("%s %s", inst.Spec.Extension, s.choice.Version.Version)
+	start := time.Now()
 	b, err := bundle.Load(s.bundle)
 	if err != nil {
 		return r.stop(s, terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf(
@@ -42,6 +45,7 @@ func (r *Reconciler) renderBundle(ctx context.Context, s *scope) (ctrl.Result, e
 		// every time.
 		return r.stop(s, terminal(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s: %v", ref, err)), ctrl.Result{})
 	}
+	metrics.ObserveRender(v1alpha1.EngineBundle, time.Since(start))
 	s.resources = s.resourceRefs(stepObjects(install, bundle.StepResources))
 	inputs := map[string]any{"installNamespace": s.targetNamespace(), "watchNamespaces": inst.Spec.WatchNamespaces}
 	if len(inst.Spec.Resources) > 0 {

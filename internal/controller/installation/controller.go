@@ -91,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := newScope(inst)
+	ctx, s := r.begin(ctx, inst)
 	defer func() { retErr = r.finish(ctx, s, result, retErr) }()
 
 	if !inst.DeletionTimestamp.IsZero() {
@@ -179,12 +179,12 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, e
 			log.FromContext(ctx).Info("could not delete the records of crashed attempts", "error", cleanupErr.Error())
 		}
 	}
+	r.announce(s)
 	if err == nil && s.block != nil && s.block.kind == blockTerminal {
-		r.event(s, "Warning", s.block.reason, s.block.message)
 		return reconcile.TerminalError(s.block)
 	}
 	if err != nil {
-		log.FromContext(ctx).V(1).Info("reconcile will be retried", "error", err.Error())
+		s.log.V(1).Info("reconcile will be retried", "error", err.Error())
 	}
 	return err
 }
@@ -199,13 +199,6 @@ func (r *Reconciler) persist(ctx context.Context, s *scope) error {
 	}
 	s.written = s.inst.DeepCopy()
 	return nil
-}
-
-func (r *Reconciler) event(s *scope, eventType, reason, message string) {
-	if r.Events == nil {
-		return
-	}
-	r.Events.Eventf(s.inst, nil, eventType, reason, "Reconcile", "%s", message)
 }
 
 func (r *Reconciler) now() time.Time {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/engine/pkg"
+	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/render"
 )
@@ -99,6 +101,7 @@ func (r *Reconciler) renderPackage(ctx context.Context, s *scope) (ctrl.Result, 
 	names, trigger, request := r.choosePlans(s, effective, installed.Params, params, valuesDigest)
 	rel.trigger, rel.request = trigger, request
 	in := pkg.Input{Instance: inst.Name, Namespace: s.targetNamespace(), Params: params, KubeVersion: inst.Status.ClusterVersion}
+	start := time.Now()
 	for _, name := range names {
 		p, warnings, err := pkg.RenderPlan(effective, name, in)
 		if err != nil {
@@ -108,6 +111,7 @@ func (r *Reconciler) renderPackage(ctx context.Context, s *scope) (ctrl.Result, 
 		rel.plans = append(rel.plans, p)
 		rel.warnings = append(rel.warnings, warnings...)
 	}
+	metrics.ObserveRender(v1alpha1.EnginePackage, time.Since(start))
 	if _, ok := effective.Operator.Plans[pkg.PlanCleanup]; ok {
 		if p, _, err := pkg.RenderPlan(effective, pkg.PlanCleanup, in); err == nil {
 			rel.cleanup = &p
@@ -473,6 +477,7 @@ func (r *Reconciler) planWaits(s *scope, p plan.Plan, st v1alpha1.PlanStatus) (c
 }
 
 func (r *Reconciler) planFinished(s *scope, st v1alpha1.PlanStatus) {
+	metrics.ObservePlan(s.choice.Version.Engine, st)
 	eventType := "Normal"
 	if st.State != v1alpha1.PlanComplete {
 		eventType = "Warning"
@@ -544,6 +549,7 @@ func (r *Reconciler) abandon(ctx context.Context, s *scope, req *v1alpha1.PlanRe
 	}
 	abandoned := plan.Abandon(*st, "abandoned by request "+req.ID, metav1.NewTime(r.now()))
 	setPlanStatus(inst, abandoned)
+	metrics.ObservePlan(s.choice.Version.Engine, abandoned)
 	r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s", req.Name, req.ID))
 	return r.revisionStopped(ctx, s, *inst.Status.Pending, abandoned)
 }

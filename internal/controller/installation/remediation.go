@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
+	"github.com/annex-platform/annex/internal/metrics"
 )
 
 // countsAsFailedAttempt reports whether an apply error is a failure of the
@@ -96,7 +98,9 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 		return ctrl.Result{}, ignoreRefused(err)
 	}
 	failpoint.Hit(failpoint.RollbackAfterIntent, s.owner().String())
+	start := time.Now()
 	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true})
+	metrics.ObserveApply(metrics.OpRollback, time.Since(start))
 	if err != nil {
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("%s; rolling back to revision %d: %v", why, good.Number, err))
 		return ctrl.Result{}, s.block

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/fleet"
+	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
@@ -62,7 +64,9 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	if err := r.loadCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	start := time.Now()
 	plan := r.Resolver.Solve(s.cluster.extensions, resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations))
+	metrics.ObserveResolve(time.Since(start))
 	s.plan = plan
 	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, s.cluster.extensions, plan)
 	if ex := plan.Failed[nameOf(s.inst)]; ex != nil {

@@ -3,6 +3,7 @@ package installation
 import (
 	"fmt"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,10 +50,14 @@ type scope struct {
 	healthy   bool   // every applied object is healthy
 	suspended bool
 	gone      bool // the object was deleted during this reconcile
+
+	log    logr.Logger     // carries the installation and its cluster
+	before standing        // where the installation stood when the reconcile began
+	told   map[string]bool // the reasons of the Events recorded so far
 }
 
 func newScope(inst *v1alpha1.ExtensionInstallation) *scope {
-	return &scope{inst: inst, written: inst.DeepCopy(), wasReady: isReady(inst)}
+	return &scope{inst: inst, written: inst.DeepCopy(), wasReady: isReady(inst), before: standingOf(inst)}
 }
 
 // observe keeps h, the health an apply or drift check has just seen, for

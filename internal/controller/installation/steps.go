@@ -23,6 +23,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
+	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/render"
 	"github.com/annex-platform/annex/internal/resolve"
 )
@@ -163,6 +164,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 			clusterName(s.inst.Spec.Cluster), err))
 		return ctrl.Result{}, s.block
 	}
+	start := time.Now()
 	out, err := r.Renderer.Render(render.Input{
 		Archive:      s.archive,
 		Name:         s.inst.Name,
@@ -173,6 +175,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		IsUpgrade:    s.inst.Status.InstalledVersion != "",
 		ExtensionRef: s.inst.Spec.Extension + " " + s.choice.Version.Version,
 	})
+	metrics.ObserveRender(v1alpha1.EngineHelm, time.Since(start))
 	if err != nil {
 		s.block = describeRender(s, err)
 		setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
@@ -333,11 +336,16 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 	}
 
+	start, op := time.Now(), metrics.OpInstall
+	if inst.Status.InstalledVersion != "" {
+		op = metrics.OpUpgrade
+	}
 	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{
 		IsUpgrade:     inst.Status.InstalledVersion != "",
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 	})
+	metrics.ObserveApply(op, time.Since(start))
 	recordChartPlan(inst, applied.Plan, rev)
 	if b := r.permissionBlock(inst, err); b != nil {
 		// Not a failed attempt: nothing is wrong with the extension.
@@ -450,7 +458,9 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 	// The drifted objects are in the inventory, so Annex owns them: fields
 	// another manager took over since are taken back (objects of another
 	// installation are still refused).
+	start := time.Now()
 	corrected, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true})
+	metrics.ObserveApply(metrics.OpDriftCorrection, time.Since(start))
 	if err != nil {
 		s.observedHealth = nil
 		s.block = cmp.Or(r.permissionBlock(inst, err), applyBlock(err))
@@ -463,6 +473,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 	}
 	inst.Status.Drifted = nil
 	s.observe(corrected.Health)
+	metrics.DriftCorrected(inst.Spec.Cluster)
 	r.event(s, corev1.EventTypeNormal, "DriftCorrected", "restored objects that differed from the installed revision: "+describeDrift(found))
 	return ctrl.Result{}, nil
 }

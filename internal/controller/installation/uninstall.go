@@ -79,8 +79,11 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 			return ctrl.Result{}, s.block
 		}
 	}
-	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonUninstalling,
-		fmt.Sprintf("removing the %d objects of %s %s", len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion))
+	removing := fmt.Sprintf("removing the %d objects of %s %s", len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion)
+	if !uninstallStarted(inst) {
+		r.event(s, corev1.EventTypeNormal, v1alpha1.ReasonUninstalling, removing)
+	}
+	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonUninstalling, removing)
 	if len(inst.Status.Inventory) > 0 {
 		remaining, err := applier.Delete(ctx, s.owner(), inst.Status.Inventory, inst.Spec.Uninstall.DeleteCRDs)
 		if b := r.permissionBlock(inst, err); b != nil {

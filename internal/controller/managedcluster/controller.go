@@ -15,11 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +44,9 @@ type Clusters interface {
 type Reconciler struct {
 	Client   client.Client
 	Clusters Clusters
+	// Events records what happens to ManagedClusters (reachable or not,
+	// a new Kubernetes version, deletion); nil records none.
+	Events events.EventRecorder
 	// ProbeInterval is how often a cluster is probed again (default 30s);
 	// an unreachable one is retried at the same pace.
 	ProbeInterval time.Duration
@@ -125,10 +130,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.checkUpgradeTarget(ctx, mc, installations); err != nil {
 		return ctrl.Result{}, err
 	}
-	if !equality.Semantic.DeepEqual(before.Status, mc.Status) {
-		if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.patchStatus(ctx, before, mc); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.interval()}, nil
 }
@@ -250,10 +253,8 @@ func (r *Reconciler) delete(ctx context.Context, mc *v1alpha1.ManagedCluster, in
 		msg := fmt.Sprintf("deleting: %s %d installations first; a cluster that is gone for good can be released with spec.deletionPolicy: Orphan", how, len(installations))
 		setCondition(mc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonUninstalling, msg)
 		mc.Status.Installations = int32(len(installations))
-		if !equality.Semantic.DeepEqual(before.Status, mc.Status) {
-			if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, err
-			}
+		if err := r.patchStatus(ctx, before, mc); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
@@ -266,6 +267,24 @@ func (r *Reconciler) delete(ctx context.Context, mc *v1alpha1.ManagedCluster, in
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// patchStatus writes the status if it changed, and tells what changed in
+// Events and logs (see transitions).
+func (r *Reconciler) patchStatus(ctx context.Context, before, mc *v1alpha1.ManagedCluster) error {
+	if equality.Semantic.DeepEqual(before.Status, mc.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, mc, client.MergeFrom(before)); err != nil {
+		return err
+	}
+	for _, n := range transitions(before.Status, mc.Status) {
+		log.FromContext(ctx).Info(n.message, "event", n.reason, "type", n.eventType, "cluster", mc.Name)
+		if r.Events != nil {
+			r.Events.Eventf(mc, nil, n.eventType, n.reason, "Reconcile", "%s", n.message)
+		}
+	}
+	return nil
 }
 
 func (r *Reconciler) installationsOf(ctx context.Context, cluster string) ([]v1alpha1.ExtensionInstallation, error) {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -31,6 +32,9 @@ import (
 // Reconciler reconciles ExtensionProfiles.
 type Reconciler struct {
 	Client client.Client
+	// Events records the installations a profile creates, updates and
+	// removes; nil records none.
+	Events events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensionprofiles,verbs=get;list;watch;update;patch
@@ -77,6 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.act(ctx, p, mcs, a); err != nil {
 			return ctrl.Result{}, fmt.Errorf("%s: %w", a.name, err)
 		}
+		r.tell(ctx, p, a)
 	}
 	if err := r.writeStatus(ctx, p, pl, owned(p, installations.Items)); err != nil {
 		return ctrl.Result{}, err

@@ -1,0 +1,68 @@
+package installation
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/metrics"
+)
+
+func TestTransitions(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, reason, message string, gen int64) metav1.Condition {
+		return metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: message, ObservedGeneration: gen}
+	}
+	healthy := standing{ready: ready(metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "app 1.0.0 is installed and healthy", 2)}
+	applying := standing{ready: ready(metav1.ConditionFalse, v1alpha1.ReasonWaitingForHealth, "1 of 4 objects not ready", 2)}
+	bad := terminal(v1alpha1.ReasonValuesInvalid, "spec.values: replicas: must be >= 0")
+	stoppedOnBad := standing{ready: ready(metav1.ConditionFalse, bad.reason, bad.message, 2)}
+	approvalWait := wait(v1alpha1.ReasonApprovalRequired, "the change to 2.0.0 needs an Approval")
+	waitingApproval := standing{ready: ready(metav1.ConditionFalse, approvalWait.reason, approvalWait.message, 2), waiting: metrics.GateApproval, digest: "sha256:a"}
+	cases := []struct {
+		name          string
+		before, after standing
+		b             *block
+		want          []string // "type reason"
+	}{
+		// A first install becomes healthy: Ready, once.
+		{"became ready", applying, healthy, nil, []string{"Normal Ready"}},
+		// A resync of a healthy installation: no news.
+		{"stays ready", healthy, healthy, nil, nil},
+		// Ready for the previous generation only: the new spec became Ready.
+		{"ready for a new spec", standing{ready: ready(metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "m", 1)}, healthy, nil, []string{"Normal Ready"}},
+		// Waiting for health is no news.
+		{"waiting for health", healthy, applying, wait(v1alpha1.ReasonWaitingForHealth, "1 of 4 objects not ready"), nil},
+		// A new terminal failure is told, once.
+		{"terminal", applying, stoppedOnBad, bad, []string{"Warning ValuesInvalid"}},
+		{"same terminal again", stoppedOnBad, stoppedOnBad, bad, nil},
+		// The same kind of failure with another message is another problem.
+		{"another terminal of the same kind", stoppedOnBad, stoppedOnBad, terminal(bad.reason, "spec.values: message: required"), []string{"Warning ValuesInvalid"}},
+		// A retried failure is told when it starts, not on every retry
+		// (its message may change from one try to the next).
+		{"retry starts", healthy, applying, retry(v1alpha1.ReasonClusterUnavailable, "cannot reach cluster edge: timeout"), []string{"Warning ClusterUnavailable"}},
+		{"retry goes on", standing{ready: ready(metav1.ConditionFalse, v1alpha1.ReasonClusterUnavailable, "x", 2)}, applying,
+			retry(v1alpha1.ReasonClusterUnavailable, "cannot reach cluster edge: refused"), nil},
+		// A change begins to wait for an Approval: told once per change.
+		{"approval required", healthy, waitingApproval, approvalWait, []string{"Normal ApprovalRequired"}},
+		{"approval still required", waitingApproval, waitingApproval, approvalWait, nil},
+		{"another change needs approval", waitingApproval, standing{ready: waitingApproval.ready, waiting: metrics.GateApproval, digest: "sha256:b"}, approvalWait, []string{"Normal ApprovalRequired"}},
+		// Only self-approvals: a warning.
+		{"approval refused", waitingApproval, standing{ready: waitingApproval.ready, waiting: metrics.GateApproval, digest: "sha256:a"},
+			wait(v1alpha1.ReasonApprovalRefused, "Approval a by alice: alice requested this change"), []string{"Warning ApprovalRefused"}},
+		// Hooks to answer.
+		{"hooks pending", healthy, standing{waiting: metrics.GateHooks, digest: "sha256:a"}, wait(v1alpha1.ReasonHookPending, "waiting for hook scan"), []string{"Normal HookPending"}},
+		// A deletion held by dependents.
+		{"deletion held", healthy, healthy, wait(v1alpha1.ReasonDeletionHeld, "deletion held: needed by ns/web"), []string{"Normal DeletionHeld"}},
+	}
+	for _, tc := range cases {
+		var got []string
+		for _, n := range transitions(tc.before, tc.after, 2, tc.b) {
+			got = append(got, n.eventType+" "+n.reason)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: events %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
