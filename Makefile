@@ -56,9 +56,9 @@ bench-micro: envtest-assets ## Resolver, catalog ingest and applier benchmarks, 
 	go tool benchstat bin/bench.raw | tee bin/bench.txt
 
 .PHONY: bench-system
-bench-system: envtest-assets ## Annex vs a raw client, Annex's requests without a manager, and the Helm CLI at N=100/500/1000, manager RSS, idle writes, 1,000 CRDs; a profile of 10 extensions on the hub vs on 3 managed clusters; 300 installations through annex dev (about 28 min).
+bench-system: envtest-assets ## Annex vs a raw client, Annex's requests without a manager, and the Helm CLI at N=100/500/1000, manager RSS, idle writes, 1,000 CRDs; a profile of 10 extensions on the hub vs on 3 managed clusters; 300 installations through annex dev; annexctl status over 1,000 installations on 3 clusters (about 28 min).
 	@mkdir -p bin
-	go test -run '^$$' -bench 'System|Fleet|DevN300|PlanOverhead|DevPackages|GateOverhead' -benchtime 1x -count 1 -timeout 90m ./test/bench/ | tee bin/bench-system.raw
+	go test -run '^$$' -bench 'System|Fleet|DevN300|PlanOverhead|DevPackages|GateOverhead|Status1000' -benchtime 1x -count 1 -timeout 90m ./test/bench/ | tee bin/bench-system.raw
 	go tool benchstat bin/bench-system.raw | tee bin/bench-system.txt
 
 .PHONY: fuzz
@@ -70,8 +70,15 @@ fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 60s).
 ##@ Building
 
 .PHONY: build
-build: example-operator ## Build bin/annex and bin/example-operator, stamped with VERSION.
+build: example-operator annexctl ## Build bin/annex, bin/annexctl (also as bin/kubectl-annex) and bin/example-operator, stamped with VERSION.
 	go build -ldflags "$(LDFLAGS)" -o bin/annex ./cmd/annex
+
+.PHONY: annexctl
+annexctl: ## Build bin/annexctl, the same binary as bin/kubectl-annex (the kubectl plugin `kubectl annex`), and bin/kubectl_complete-annex (its completion under kubectl).
+	go build -ldflags "$(LDFLAGS)" -o bin/annexctl ./cmd/annexctl
+	ln -f bin/annexctl bin/kubectl-annex
+	printf '#!/bin/sh\n# kubectl (1.26+) runs this to complete "kubectl annex ..."\nexec kubectl-annex __complete "$$@"\n' > bin/kubectl_complete-annex
+	chmod +x bin/kubectl_complete-annex
 
 # image-binaries cross-builds a static annex (CGO_ENABLED=0) for each
 # platform of $(1) into bin/image/<os>-<arch>/annex; image-binary-flags are

@@ -9,6 +9,7 @@ import (
 // newApproveCommand is `annexctl approve INSTALLATION`.
 func newApproveCommand(kubeconfig *string) *cobra.Command {
 	o := cli.ApproveOptions{}
+	var output string
 	cmd := &cobra.Command{
 		Use:   "approve INSTALLATION [-n NAMESPACE] [--digest DIGEST]",
 		Short: "Show an installation's change that waits for approval, and approve exactly that change",
@@ -45,6 +46,9 @@ you reviewed: approve refuses when the pending change is another one.`,
 			if err != nil {
 				return err
 			}
+			if o.Output, err = cli.ParseOutput(output); err != nil {
+				return err
+			}
 			o.Installation, o.Out = args[0], cmd.OutOrStdout()
 			if o.Namespace == "" {
 				o.Namespace = defaultNamespace(*kubeconfig)
@@ -54,5 +58,6 @@ you reviewed: approve refuses when the pending change is another one.`,
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "its namespace (default: the kubeconfig's)")
 	cmd.Flags().StringVar(&o.Digest, "digest", "", "approve only if the pending change has this digest")
+	outputFlag(cmd, &output)
 	return cmd
 }

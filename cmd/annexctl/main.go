@@ -1,5 +1,6 @@
-// Command annexctl inspects and plans what Annex does; it changes nothing
-// unless a command says so.
+// Command annexctl finds, installs, upgrades and follows Annex
+// extensions; installed as kubectl-annex it is the kubectl plugin
+// `kubectl annex`. It is a thin cobra layer over internal/cli.
 package main
 
 import (
@@ -7,10 +8,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,36 +25,100 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newRootCommand().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "annexctl:", err)
-		os.Exit(1)
+	root := newRootCommand(displayName(os.Args[0]))
+	err := root.ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", root.DisplayName(), err)
 	}
+	os.Exit(exitCode(err))
 }
 
-func newRootCommand() *cobra.Command {
+// displayName is "kubectl annex" when the binary runs as the kubectl
+// plugin kubectl-annex, else "annexctl".
+func displayName(arg0 string) string {
+	if strings.TrimSuffix(filepath.Base(arg0), ".exe") == "kubectl-annex" {
+		return "kubectl annex"
+	}
+	return "annexctl"
+}
+
+// exitCode is cli.ExitCode, with cobra's own command-line errors (which
+// are plain errors) counted as usage errors.
+func exitCode(err error) int {
+	if err == nil {
+		return cli.ExitOK
+	}
+	code := cli.ExitCode(err)
+	if code == cli.ExitError {
+		for _, prefix := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "required flag", "accepts ", "requires ", "invalid argument", "flag needs an argument", "if any flags in the group"} {
+			if strings.HasPrefix(err.Error(), prefix) {
+				return cli.ExitUsage
+			}
+		}
+	}
+	return code
+}
+
+const rootLong = `annexctl finds extensions in Annex catalogs, installs them on the hub or on
+managed clusters, follows them until they are healthy, and shows where every
+installation of the fleet stands. Every change it makes is an ordinary
+Kubernetes object (Catalog, ExtensionInstallation, Approval): what annexctl does,
+kubectl apply can do, and --dry-run -o yaml prints the object instead.
+
+Read commands take -o table|yaml|json. Installed as kubectl-annex on PATH, it is
+also the kubectl plugin "kubectl annex".
+
+Exit codes:
+  0  success
+  1  error: the message names the object and the fix (an installation that
+     stalled during --wait ends here too)
+  2  usage: unknown command or flag, missing argument, bad -o
+  3  --wait: not Ready (or not gone) within --timeout
+  4  --wait: the change waits for an Approval (annexctl approve, by someone
+     other than its requester)`
+
+func newRootCommand(name string) *cobra.Command {
 	var kubeconfig string
 	root := &cobra.Command{
 		Use:           "annexctl",
-		Short:         "Inspect and plan Annex installations",
+		Short:         "Find, install and follow Annex extensions",
+		Long:          rootLong,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: name},
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cli.Usagef("%v", err) })
 	root.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG or ~/.kube/config)")
-	root.AddCommand(newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig), newPackageCommand(), newApproveCommand(&kubeconfig))
+	root.PersistentFlags().StringVar(&impersonate.UserName, "as", "", "act as this user (impersonation, as kubectl --as)")
+	root.PersistentFlags().StringArrayVar(&impersonate.Groups, "as-group", nil, "act as a member of this group (repeatable; with --as)")
+	root.AddCommand(
+		newCatalogCommand(&kubeconfig), newSearchCommand(&kubeconfig), newShowCommand(&kubeconfig),
+		newInstallCommand(&kubeconfig), newUpgradeCommand(&kubeconfig), newUninstallCommand(&kubeconfig),
+		newStatusCommand(&kubeconfig), newEventsCommand(&kubeconfig),
+		newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig), newApproveCommand(&kubeconfig),
+		newPackageCommand(), newVersionCommand())
 	return root
 }
 
+// impersonate is set by --as and --as-group.
+var impersonate rest.ImpersonationConfig
+
 // hubClients builds the hub client and the cluster registry from the
-// kubeconfig flag.
-func hubClients(kubeconfig string) (client.Client, *cluster.Registry, error) {
+// kubeconfig flag (and --as). The client can watch (install --wait).
+func hubClients(kubeconfig string) (client.WithWatch, *cluster.Registry, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("reading the kubeconfig of the hub cluster: %w; pass --kubeconfig or set KUBECONFIG", err)
 	}
-	c, err := client.New(cluster.ClientConfig(cfg), client.Options{Scheme: manager.Scheme()})
+	if impersonate.UserName != "" {
+		cfg.Impersonate = impersonate
+	} else if len(impersonate.Groups) > 0 {
+		return nil, nil, cli.Usagef("--as-group needs --as: the user to act as")
+	}
+	c, err := client.NewWithWatch(cluster.ClientConfig(cfg), client.Options{Scheme: manager.Scheme()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -59,6 +127,7 @@ func hubClients(kubeconfig string) (client.Client, *cluster.Registry, error) {
 
 func newPreflightCommand(kubeconfig *string) *cobra.Command {
 	o := cli.PreflightOptions{}
+	var output string
 	cmd := &cobra.Command{
 		Use:   "preflight --kube-version VERSION [--cluster NAME]",
 		Short: "Before a cluster moves to another Kubernetes version: what each installation would do, and which installed objects that version no longer serves",
@@ -73,10 +142,14 @@ instead. It changes nothing. Exit status 1 when it finds a problem.`,
 			if err != nil {
 				return err
 			}
+			if o.Output, err = cli.ParseOutput(output); err != nil {
+				return err
+			}
 			o.Out = cmd.OutOrStdout()
 			return cli.Preflight(cmd.Context(), c, clusters.ObserveVersion, o)
 		},
 	}
+	outputFlag(cmd, &output)
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "ManagedCluster to check (default: the hub cluster)")
 	cmd.Flags().StringVar(&o.KubeVersion, "kube-version", "", "the Kubernetes version the cluster is going to run (required)")
 	return cmd
@@ -84,6 +157,7 @@ instead. It changes nothing. Exit status 1 when it finds a problem.`,
 
 func newPlanCommand(kubeconfig *string) *cobra.Command {
 	o := cli.PlanOptions{}
+	var output string
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Print the versions and install order Annex would choose for a cluster, or why it cannot",
@@ -96,10 +170,14 @@ func newPlanCommand(kubeconfig *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if o.Output, err = cli.ParseOutput(output); err != nil {
+				return err
+			}
 			o.Out = cmd.OutOrStdout()
 			return cli.Plan(cmd.Context(), c, clusters.ObserveVersion, o)
 		},
 	}
+	outputFlag(cmd, &output)
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "ManagedCluster to plan for (default: the hub cluster)")
 	cmd.Flags().StringVar(&o.KubeVersion, "kube-version", "", "plan as if the cluster ran this Kubernetes version")
 	cmd.Flags().StringArrayVar(&o.Set, "set", nil, "extension=range: plan with this range instead (repeatable)")
@@ -144,6 +222,7 @@ func newPlanRequestCommand(kubeconfig *string, verb string, do func(context.Cont
 // newPlanStatusCommand is `annexctl plan status`.
 func newPlanStatusCommand(kubeconfig *string) *cobra.Command {
 	o := cli.PlanStatusOptions{}
+	var output string
 	cmd := &cobra.Command{
 		Use:     "status -i INSTALLATION [-n NAMESPACE]",
 		Short:   "Print every plan of a package installation down to its steps",
@@ -152,6 +231,9 @@ func newPlanStatusCommand(kubeconfig *string) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, _, err := hubClients(*kubeconfig)
 			if err != nil {
+				return err
+			}
+			if o.Output, err = cli.ParseOutput(output); err != nil {
 				return err
 			}
 			o.Out = cmd.OutOrStdout()
@@ -164,6 +246,7 @@ func newPlanStatusCommand(kubeconfig *string) *cobra.Command {
 	cmd.Flags().StringVarP(&o.Installation, "installation", "i", "", "the ExtensionInstallation (required)")
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "its namespace (default: the kubeconfig's)")
 	_ = cmd.MarkFlagRequired("installation")
+	outputFlag(cmd, &output)
 	return cmd
 }
 

@@ -21,7 +21,22 @@ type ApproveOptions struct {
 	// Digest, when set, is the digest the approver reviewed: Approve
 	// refuses when the pending change has another one (it changed since).
 	Digest string
+	// Output is table (the default: the change as text, then what was
+	// done) or yaml/json (an ApproveResult, printed once approved).
+	Output Output
 	Out    io.Writer
+}
+
+// ApproveResult is what approve -o yaml|json prints: the change and the
+// Approval of it.
+type ApproveResult struct {
+	Installation string                  `json:"installation"`
+	Change       *v1alpha1.PendingChange `json:"change"`
+	// Approval is "namespace/name" of the Approval; Approver who the API
+	// server recorded; Existed is set when it was there already.
+	Approval string `json:"approval"`
+	Approver string `json:"approver"`
+	Existed  bool   `json:"existed,omitempty"`
 }
 
 // Approve prints the installation's pending change — versions, the
@@ -44,12 +59,21 @@ func Approve(ctx context.Context, c client.Client, o ApproveOptions) error {
 	if pc == nil {
 		return fmt.Errorf("%s has no pending change: there is nothing to approve", name)
 	}
-	PrintChange(o.Out, inst)
+	data := o.Output == OutputYAML || o.Output == OutputJSON
+	if !data {
+		PrintChange(o.Out, inst)
+	}
+	result := func(a *v1alpha1.Approval, existed bool) error {
+		return writeData(o.Out, o.Output, ApproveResult{Installation: name, Change: pc,
+			Approval: a.Namespace + "/" + a.Name, Approver: a.Spec.Approver, Existed: existed})
+	}
 	switch {
 	case pc.Approval == nil:
 		return fmt.Errorf("the pending change of %s needs no approval (no ApprovalPolicy requires one); it waits for something else, see its Ready condition", name)
 	case o.Digest != "" && o.Digest != pc.Digest:
 		return fmt.Errorf("the pending change of %s is %s, not %s: it changed since it was reviewed; review it again", name, pc.Digest, o.Digest)
+	case pc.Approval.State == v1alpha1.ApprovalApproved && data:
+		return writeData(o.Out, o.Output, ApproveResult{Installation: name, Change: pc, Approver: pc.Approval.ApprovedBy, Existed: true})
 	case pc.Approval.State == v1alpha1.ApprovalApproved:
 		fmt.Fprintf(o.Out, "already approved by %s\n", pc.Approval.ApprovedBy)
 		return nil
@@ -72,12 +96,18 @@ func Approve(ctx context.Context, c client.Client, o ApproveOptions) error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
 			return err
 		}
+		if data {
+			return result(a, true)
+		}
 		fmt.Fprintf(o.Out, "Approval %s/%s of this change exists already (approver %s)\n", a.Namespace, a.Name, a.Spec.Approver)
 		return nil
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("the API server refused the Approval: %w; approving needs create on approvals.annex.dev in namespace %s", err, o.Namespace)
 	case err != nil:
 		return fmt.Errorf("creating the Approval of %s: %w", name, err)
+	}
+	if data {
+		return result(a, false)
 	}
 	fmt.Fprintf(o.Out, "approved as %s: Approval %s/%s of %s; Annex applies the change now\n", a.Spec.Approver, a.Namespace, a.Name, pc.Digest)
 	return nil

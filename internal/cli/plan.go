@@ -30,7 +30,9 @@ type PlanOptions struct {
 	// of that extension's installations, or adds an installation if there is
 	// none.
 	Set []string
-	Out io.Writer
+	// Output is table (the default), yaml or json (a PlanView).
+	Output Output
+	Out    io.Writer
 }
 
 // VersionObserver reads a cluster's Kubernetes version.
@@ -43,6 +45,9 @@ func Plan(ctx context.Context, c client.Reader, observe VersionObserver, o PlanO
 	r, err := solve(ctx, c, observe, o)
 	if err != nil {
 		return err
+	}
+	if o.Output == OutputYAML || o.Output == OutputJSON {
+		return writeData(o.Out, o.Output, planViewOf(o, r))
 	}
 	printPlan(o.Out, o, r.observed, r.kubeVersion, r.problem, r.plan)
 	printHeld(o.Out, r.installations)

@@ -85,7 +85,9 @@ func request(ctx context.Context, c client.Client, o PlanRequestOptions, told, f
 // PlanStatusOptions configure PrintPlans.
 type PlanStatusOptions struct {
 	Installation, Namespace string
-	Out                     io.Writer
+	// Output is table (the default), yaml or json (status.plans).
+	Output Output
+	Out    io.Writer
 }
 
 // PrintPlans prints every plan of a package installation down to its
@@ -94,6 +96,13 @@ func PrintPlans(ctx context.Context, c client.Reader, o PlanStatusOptions) error
 	inst := &v1alpha1.ExtensionInstallation{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Installation}, inst); err != nil {
 		return installationError(o.Namespace, o.Installation, err)
+	}
+	if o.Output == OutputYAML || o.Output == OutputJSON {
+		plans := inst.Status.Plans
+		if plans == nil {
+			plans = []v1alpha1.PlanStatus{}
+		}
+		return writeData(o.Out, o.Output, plans)
 	}
 	if len(inst.Status.Plans) == 0 {
 		fmt.Fprintf(o.Out, "%s/%s has no plans: it is not a package, or it is not installed yet\n", o.Namespace, o.Installation)

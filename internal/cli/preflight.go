@@ -19,7 +19,9 @@ type PreflightOptions struct {
 	Cluster string
 	// KubeVersion is the version it is going to run.
 	KubeVersion string
-	Out         io.Writer
+	// Output is table (the default), yaml or json (a PreflightView).
+	Output Output
+	Out    io.Writer
 }
 
 // ErrPreflightFailed is returned, after the report is printed, when some
@@ -35,6 +37,19 @@ var ErrPreflightFailed = errors.New("preflight found problems")
 func Preflight(ctx context.Context, c client.Reader, observe VersionObserver, o PreflightOptions) error {
 	if o.KubeVersion == "" {
 		return errors.New("--kube-version is required: the version the cluster is going to run")
+	}
+	if o.Output == OutputYAML || o.Output == OutputJSON {
+		v, err := PreflightData(ctx, c, observe, o)
+		if err != nil {
+			return err
+		}
+		if err := writeData(o.Out, o.Output, v); err != nil {
+			return err
+		}
+		if !v.OK {
+			return ErrPreflightFailed
+		}
+		return nil
 	}
 	po := PlanOptions{Cluster: o.Cluster, KubeVersion: o.KubeVersion, Out: o.Out}
 	r, err := solve(ctx, c, observe, po)

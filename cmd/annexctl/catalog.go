@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/annex-platform/annex/internal/cli"
+)
+
+// newCatalogCommand is `annexctl catalog list|add|remove|sync`.
+func newCatalogCommand(kubeconfig *string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "List, add, remove and sync the catalogs extensions come from",
+	}
+	cmd.AddCommand(newCatalogListCommand(kubeconfig), newCatalogAddCommand(kubeconfig),
+		newCatalogRemoveCommand(kubeconfig), newCatalogSyncCommand(kubeconfig))
+	return cmd
+}
+
+func newCatalogListCommand(kubeconfig *string) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the catalogs, their source, whether their last sync worked, and how many extensions each supplies",
+		Example: "  annexctl catalog list\n  annexctl catalog list -o yaml",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := cli.ParseOutput(output)
+			if err != nil {
+				return err
+			}
+			c, _, err := hubClients(*kubeconfig)
+			if err != nil {
+				return err
+			}
+			cs, err := cli.ListCatalogs(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			return cli.WriteCatalogs(cmd.OutOrStdout(), o, cs, now())
+		},
+	}
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+func newCatalogAddCommand(kubeconfig *string) *cobra.Command {
+	var o cli.CatalogOptions
+	var output string
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "add NAME SOURCE [--olm] [--secret NAMESPACE/NAME] [--interval 10m] [--priority N]",
+		Short: "Add a catalog: a Helm repository, an OCI registry, a folder on the manager's disk, the built-in catalog, or an OLM catalog",
+		Long: `add creates a Catalog; Annex syncs it at once and every --interval after, and
+its extensions appear in annexctl search. SOURCE is
+  https://…               a Helm repository (index.yaml)
+  oci://registry/repo     Helm charts in an OCI registry
+  /absolute/path          a folder of charts on the manager's disk
+  builtin                 the catalog compiled into Annex
+With --olm, SOURCE is an OLM File-Based Catalog: an https:// URL of the
+rendered catalog, an absolute path, or a catalog image reference.`,
+		Example: `  annexctl catalog add bitnami https://charts.bitnami.com/bitnami
+  annexctl catalog add internal oci://registry.example.com/charts --secret annex-system/registry-creds
+  annexctl catalog add operatorhub quay.io/operatorhubio/catalog:latest --olm
+  annexctl catalog add builtin builtin --dry-run -o yaml`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			out, err := cli.ParseOutput(output)
+			if err != nil {
+				return err
+			}
+			o.Name, o.Source = a[0], a[1]
+			if dryRun {
+				cat, err := cli.CatalogFor(o)
+				if err != nil {
+					return err
+				}
+				return cli.WriteObject(cmd.OutOrStdout(), out, cat, "created (dry run)")
+			}
+			c, _, err := hubClients(*kubeconfig)
+			if err != nil {
+				return err
+			}
+			cat, err := cli.AddCatalog(cmd.Context(), c, o)
+			if err != nil {
+				return err
+			}
+			if out != cli.OutputTable {
+				return cli.WriteObject(cmd.OutOrStdout(), out, cat, "created")
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "catalog %s added; Annex syncs it now (annexctl catalog list shows the result)\n", cat.Name)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.OLM, "olm", false, "SOURCE is an OLM File-Based Catalog (URL, path or image)")
+	f.StringVar(&o.Secret, "secret", "", "NAMESPACE/NAME of a Secret with credentials (username/password, token, ca.crt, tls.crt/tls.key)")
+	f.BoolVar(&o.Insecure, "insecure", false, "allow sending the credentials over plain http")
+	f.DurationVar(&o.Interval, "interval", 0, "time between syncs (default 10m)")
+	f.Int32Var(&o.Priority, "priority", 0, "which catalog wins when several offer the same version: the highest")
+	f.BoolVar(&o.Suspend, "suspend", false, "create it suspended (not synced)")
+	f.BoolVar(&dryRun, "dry-run", false, "print the Catalog instead of creating it (with -o yaml or -o json)")
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+func newCatalogRemoveCommand(kubeconfig *string) *cobra.Command {
+	return &cobra.Command{
+		Use:     "remove NAME...",
+		Aliases: []string{"rm"},
+		Short:   "Remove catalogs; their extensions go, what is installed from them stays (but cannot upgrade)",
+		Example: "  annexctl catalog remove bitnami",
+		Args:    args(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: func(cmd *cobra.Command, a []string, s string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return completeArgs(1<<30, catalogNames(kubeconfig))(cmd, a, s)
+		},
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, _, err := hubClients(*kubeconfig)
+			if err != nil {
+				return err
+			}
+			for _, name := range a {
+				if err := cli.RemoveCatalog(cmd.Context(), c, name); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "catalog %s removed\n", name)
+			}
+			return nil
+		},
+	}
+}
+
+func newCatalogSyncCommand(kubeconfig *string) *cobra.Command {
+	return &cobra.Command{
+		Use:     "sync NAME...",
+		Short:   "Sync catalogs now instead of at their next interval",
+		Long:    `sync sets the annotation annex.dev/sync-requested-at on each Catalog, which makes Annex read its source again; annexctl catalog list shows the result.`,
+		Example: "  annexctl catalog sync bitnami",
+		Args:    args(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: func(cmd *cobra.Command, a []string, s string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return completeArgs(1<<30, catalogNames(kubeconfig))(cmd, a, s)
+		},
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, _, err := hubClients(*kubeconfig)
+			if err != nil {
+				return err
+			}
+			for _, name := range a {
+				if err := cli.SyncCatalog(cmd.Context(), c, name, now()); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "catalog %s: sync requested\n", name)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/cli"
+	"github.com/annex-platform/annex/internal/testenv"
+)
+
+// run executes annexctl with args and returns its output and exit code.
+func run(t *testing.T, name string, args ...string) (string, int) {
+	t.Helper()
+	root := newRootCommand(name)
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err != nil {
+		out.WriteString("error: " + err.Error() + "\n")
+	}
+	return out.String(), exitCode(err)
+}
+
+// Completion scripts generate for every shell cobra supports, under
+// both names.
+func TestCompletionScripts(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		for _, name := range []string{"annexctl", "kubectl annex"} {
+			out, code := run(t, name, "completion", shell)
+			if code != 0 || !strings.Contains(out, "__complete") {
+				t.Errorf("%s completion %s: exit %d, %d bytes without a call to __complete", name, shell, code, len(out))
+			}
+		}
+	}
+}
+
+// Exit codes of the command line itself, and the plugin's name in usage.
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"bogus"}, cli.ExitUsage},                                       // unknown command
+		{[]string{"install"}, cli.ExitUsage},                                     // missing argument
+		{[]string{"status", "--bogus"}, cli.ExitUsage},                           // unknown flag
+		{[]string{"search", "-o", "xml"}, cli.ExitUsage},                         // bad -o
+		{[]string{"version"}, cli.ExitOK},                                        // no server needed
+		{[]string{"catalog", "add", "x", "ftp://y", "--dry-run"}, cli.ExitUsage}, // bad source
+	} {
+		if out, code := run(t, "annexctl", c.args...); code != c.code {
+			t.Errorf("annexctl %s: exit %d, want %d\n%s", strings.Join(c.args, " "), code, c.code, out)
+		}
+	}
+	// A dry run needs no server: the Catalog as kubectl apply takes it.
+	if out, code := run(t, "annexctl", "catalog", "add", "builtin", "builtin", "--dry-run", "-o", "yaml"); code != 0 ||
+		out != "apiVersion: annex.dev/v1alpha1\nkind: Catalog\nmetadata:\n  name: builtin\nspec:\n  source:\n    builtin: {}\n" {
+		t.Errorf("catalog add --dry-run -o yaml: exit %d\n%s", code, out)
+	}
+	out, _ := run(t, "kubectl annex", "install", "--help")
+	if !strings.Contains(out, "kubectl annex install EXTENSION") {
+		t.Errorf("kubectl-annex usage does not say kubectl annex:\n%s", out)
+	}
+	if displayName("/usr/local/bin/kubectl-annex") != "kubectl annex" || displayName("bin/annexctl") != "annexctl" {
+		t.Error("displayName")
+	}
+	out, _ = run(t, "annexctl", "--help")
+	for _, code := range []string{"0  success", "2  usage", "3  --wait", "4  --wait"} {
+		if !strings.Contains(out, code) {
+			t.Errorf("--help does not document exit code %q", code)
+		}
+	}
+}
+
+// Against a real API server: __complete lists resource names, install
+// --dry-run -o yaml prints what install then creates, and status prints
+// the tree.
+func TestCommandsAgainstAPIServer(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
+		&v1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: "podinfo"}, Spec: v1alpha1.ExtensionSpec{Versions: []v1alpha1.ExtensionVersion{
+			{Version: "6.5.0", Source: v1alpha1.ArtifactSource{URL: "https://charts.example.com/podinfo-6.5.0.tgz"}}}}},
+		&v1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager"}, Spec: v1alpha1.ExtensionSpec{Versions: []v1alpha1.ExtensionVersion{
+			{Version: "1.15.0", Source: v1alpha1.ArtifactSource{URL: "builtin://cert-manager-1.15.0.tgz"}}}}},
+		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "builtin"}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Builtin: &v1alpha1.BuiltinSource{}}}},
+		&v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-eu"}, Spec: v1alpha1.ManagedClusterSpec{
+			KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Name: "kc", Namespace: "team-a"}}},
+	} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	annexctl := func(args ...string) (string, int) {
+		return run(t, "annexctl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	}
+
+	out, code := annexctl("install", "podinfo", "-n", "team-a", "--cluster", "prod-eu", "--set", "replicaCount=2", "--dry-run", "-o", "yaml")
+	want := `apiVersion: annex.dev/v1alpha1
+kind: ExtensionInstallation
+metadata:
+  name: podinfo
+  namespace: team-a
+spec:
+  cluster: prod-eu
+  extension: podinfo
+  values:
+    replicaCount: 2
+`
+	if code != 0 || out != want {
+		t.Fatalf("install --dry-run -o yaml: exit %d\n%s\nwant\n%s", code, out, want)
+	}
+	// What was printed is what install creates.
+	if out, code := annexctl("install", "podinfo", "-n", "team-a", "--cluster", "prod-eu", "--set", "replicaCount=2"); code != 0 ||
+		out != "ExtensionInstallation team-a/podinfo created\n" {
+		t.Fatalf("install: exit %d: %s", code, out)
+	}
+	created := &v1alpha1.ExtensionInstallation{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "podinfo"}, created); err != nil {
+		t.Fatal(err)
+	}
+	printed := &v1alpha1.ExtensionInstallation{}
+	if err := yaml.UnmarshalStrict([]byte(want), printed); err != nil {
+		t.Fatal(err)
+	}
+	if created.Spec.Cluster != printed.Spec.Cluster || string(created.Spec.Values.Raw) != string(printed.Spec.Values.Raw) {
+		t.Errorf("created %+v, printed %+v", created.Spec, printed.Spec)
+	}
+	if out, code := annexctl("install", "nginx", "-n", "team-a"); code != cli.ExitError ||
+		!strings.Contains(out, `extension "nginx" not found in any catalog; run "annexctl search nginx"`) {
+		t.Errorf("install of an unknown extension: exit %d: %s", code, out)
+	}
+
+	// Completion of resource names from the API server.
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"install", ""}, []string{"cert-manager", "podinfo"}},
+		{[]string{"show", "po"}, []string{"cert-manager", "podinfo"}}, // the shell filters by prefix
+		{[]string{"install", "podinfo", "--cluster", ""}, []string{"prod-eu"}},
+		{[]string{"catalog", "sync", ""}, []string{"builtin"}},
+		{[]string{"upgrade", "-n", "team-a", ""}, []string{"podinfo"}},
+		{[]string{"status", ""}, []string{"podinfo"}},
+		{[]string{"search", "-o", ""}, []string{"table", "yaml", "json"}},
+	} {
+		out, code := annexctl(append([]string{"__complete"}, c.args...)...)
+		// Names, one a line, then ":<directive>" (cobra's protocol).
+		var names []string
+		directive := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, ":") {
+				directive = l
+				break
+			}
+			names = append(names, l)
+		}
+		if code != 0 || directive != ":4" {
+			t.Errorf("__complete %v: exit %d, directive %q (want :4, no file completion)\n%s", c.args, code, directive, out)
+			continue
+		}
+		if got := strings.Join(names, ","); got != strings.Join(c.want, ",") {
+			t.Errorf("__complete %v: %q, want %q", c.args, got, strings.Join(c.want, ","))
+		}
+	}
+
+	// status through the command, at a fixed clock.
+	now = func() time.Time { return created.CreationTimestamp.Add(2 * time.Minute) }
+	defer func() { now = time.Now }()
+	out, code = annexctl("status")
+	wantStatus := `cluster prod-eu: 0/1 ready, not reachable
+└─ team-a/podinfo  podinfo -  resolve  2m
+`
+	if code != 0 || out != wantStatus {
+		t.Errorf("status: exit %d\n%s\nwant\n%s", code, out, wantStatus)
+	}
+	if out, code := annexctl("status", "nope"); code != cli.ExitError || !strings.Contains(out, `no ExtensionInstallation "nope" in any namespace`) {
+		t.Errorf("status of a missing installation: exit %d: %s", code, out)
+	}
+	// --wait that times out: 3.
+	if out, code := annexctl("upgrade", "podinfo", "-n", "team-a", "--set", "replicaCount=3", "--wait", "--timeout", "300ms"); code != cli.ExitNotReady ||
+		!strings.Contains(out, "resolve: waiting for Annex to look at") {
+		t.Errorf("upgrade --wait without a manager: exit %d: %s", code, out)
+	}
+}
