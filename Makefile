@@ -21,7 +21,7 @@ IMAGE ?= annex:$(VERSION)
 IMAGE_PLATFORM ?= linux/amd64
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 GO_TEST_FLAGS ?=
-BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|IngestOLM|ParseHelmIndex|N100|RecordStorage|RenderPlan|MergeRender)
+BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|IngestOLM|ParseHelmIndex|N100|RecordStorage|RenderPlan|MergeRender|ConsoleInstallations)
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/helm/ ./internal/catalog/olm/ ./internal/apply/ ./internal/engine/pkg/ ./test/bench/
 FUZZTIME ?= 60s
@@ -39,7 +39,7 @@ run: build ## Start a local control plane with fake nodes, the manager and the b
 	bin/annex dev --bin-dir $(KUBE_BIN) $(if $(CLUSTERS),--clusters $(CLUSTERS))
 
 .PHONY: test
-test: envtest-assets verify-generate vet ## Run every test against a real kube-apiserver and etcd.
+test: envtest-assets browser verify-generate vet ## Run every test against a real kube-apiserver and etcd (the console's in Chromium).
 	go test -timeout 30m $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-faults
@@ -50,7 +50,7 @@ test-faults: envtest-assets ## The crash tests FAULT_SEEDS times (30) with rando
 bench: bench-micro bench-system ## Every benchmark: the micro-benchmarks (6 counts) and the full-system one (1 count).
 
 .PHONY: bench-micro
-bench-micro: envtest-assets ## Resolver, catalog ingest and applier benchmarks, 6 counts, summarised by benchstat into bin/bench.txt.
+bench-micro: envtest-assets ## Resolver, catalog ingest, applier and console-page benchmarks, 6 counts, summarised by benchstat into bin/bench.txt.
 	@mkdir -p bin
 	go test -run '^$$' -bench "$(BENCH)" -benchmem -count $(BENCH_COUNT) -timeout 90m $(BENCH_PKGS) | tee bin/bench.raw
 	go tool benchstat bin/bench.raw | tee bin/bench.txt
@@ -114,6 +114,19 @@ example-operator: ## Build bin/example-operator, the built-in example operator t
 envtest-assets: ## Build the control plane (kube-apiserver, etcd, controller-manager, scheduler) and kwok into bin/k8s/<version>, and an older kube-apiserver for upgrade tests (once; ~20-25 min the first time).
 	hack/build-control-plane.sh $(KUBE_VERSION)
 	hack/build-control-plane.sh $(KUBE_PREVIOUS_VERSION)
+
+# The console's browser tests drive Debian's chromium (internal/console).
+.PHONY: browser
+browser: ## Install Chromium for the console's browser tests when it is missing (apt-get, as root).
+	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if [[ $$(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium (apt-get) for the console's browser tests"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	else \
+	  echo "the console's browser tests need Chromium, and this is not root with apt-get: install it with" >&2; \
+	  echo "  sudo apt-get install -y chromium      (Debian, Ubuntu)" >&2; \
+	  echo "or put a Chromium or Chrome binary on PATH as chromium, then run make test again" >&2; exit 1; \
+	fi
 
 ##@ Generated code
 

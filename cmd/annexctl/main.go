@@ -97,7 +97,7 @@ func newRootCommand(name string) *cobra.Command {
 		newInstallCommand(&kubeconfig), newUpgradeCommand(&kubeconfig), newUninstallCommand(&kubeconfig),
 		newStatusCommand(&kubeconfig), newEventsCommand(&kubeconfig),
 		newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig), newApproveCommand(&kubeconfig),
-		newPackageCommand(), newVersionCommand())
+		newPackageCommand(), newVersionCommand(), newConsoleCommand(&kubeconfig))
 	return root
 }
 

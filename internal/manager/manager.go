@@ -172,7 +172,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := (&hookcontroller.Reconciler{Client: mgr.GetClient(), Discovery: hubDiscovery}).SetupWithManager(mgr); err != nil {
+	if err := (&hookcontroller.Reconciler{Client: mgr.GetClient(), Discovery: hubDiscovery, Events: recorder}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	// The image-policy hook of the built-in catalog answers in the manager,

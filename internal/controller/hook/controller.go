@@ -11,16 +11,19 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -39,6 +42,9 @@ type Reconciler struct {
 	// Discovery is read on every reconcile, uncached: a cached REST
 	// mapping would not notice a deleted CRD.
 	Discovery Discovery
+	// Events records when a Hook's kind becomes served or stops being
+	// served; nil records nothing.
+	Events events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=hooks,verbs=get;list;watch
@@ -66,7 +72,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Status().Patch(ctx, hook, client.MergeFrom(before)); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.tell(ctx, hook, before.Status.Conditions)
 	return r.recheck(status), nil
+}
+
+// tell records an Event, and logs it, when the Hook's Ready condition
+// changed status or reason: its kind became usable (Normal Ready), or
+// stopped being so (Warning, with the reason). Rewording records
+// nothing.
+func (r *Reconciler) tell(ctx context.Context, hook *v1alpha1.Hook, before []metav1.Condition) {
+	was := meta.FindStatusCondition(before, v1alpha1.ConditionReady)
+	now := meta.FindStatusCondition(hook.Status.Conditions, v1alpha1.ConditionReady)
+	if now == nil || was != nil && was.Status == now.Status && was.Reason == now.Reason {
+		return
+	}
+	eventType, reason := corev1.EventTypeWarning, now.Reason
+	if now.Status == metav1.ConditionTrue {
+		eventType, reason = corev1.EventTypeNormal, v1alpha1.ConditionReady
+	}
+	log.FromContext(ctx).Info(now.Message, "hook", hook.Name, "event", reason, "type", eventType)
+	if r.Events != nil {
+		r.Events.Eventf(hook, nil, eventType, reason, "Reconcile", "%s", now.Message)
+	}
 }
 
 // notServedRecheck is how often a Hook whose kind is not served is
@@ -108,12 +135,12 @@ func (r *Reconciler) served(spec v1alpha1.HookSpec) (metav1.ConditionStatus, str
 			return metav1.ConditionFalse, v1alpha1.ReasonClusterScopedKind,
 				kind + " is cluster-scoped: Annex creates a hook's resources in the installation's namespace, so the kind must be namespaced", nil
 		}
-		return metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("Annex creates a %s for every %s it selects", res.Kind, events(spec.Events)), nil
+		return metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("Annex creates a %s for every %s it selects", res.Kind, eventNames(spec.Events)), nil
 	}
 	return metav1.ConditionFalse, v1alpha1.ReasonKindNotServed, notServed, nil
 }
 
-func events(es []v1alpha1.HookEvent) string {
+func eventNames(es []v1alpha1.HookEvent) string {
 	s := make([]string, len(es))
 	for i, e := range es {
 		s[i] = string(e)

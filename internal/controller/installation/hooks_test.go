@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -364,6 +365,31 @@ func TestHookKindNotServed(t *testing.T) {
 	if !meta.IsStatusConditionTrue(got2.Status.Conditions, v1alpha1.ConditionReady) {
 		t.Fatalf("Hook Ready once its CRD is served: %+v", got2.Status.Conditions)
 	}
+	// The Hook's Events tell both turns, once each.
+	eventually(t, 30*time.Second, func() error {
+		if got, want := hookEvents(t, h.Name), []string{"Warning KindNotServed", "Normal Ready"}; !slices.Equal(got, want) {
+			return fmt.Errorf("Events of Hook %s: %q, want %q", h.Name, got, want)
+		}
+		return nil
+	})
+}
+
+// hookEvents lists the Events recorded on a Hook (cluster-scoped: in
+// namespace default), oldest first, as "type reason".
+func hookEvents(t *testing.T, name string) []string {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(list.Items, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Hook" && e.Regarding.Name == name {
+			out = append(out, e.Type+" "+e.Reason)
+		}
+	}
+	return out
 }
 
 // TestHookPreUninstall: PreUninstall hooks run before anything is
