@@ -135,8 +135,9 @@ type ApprovalPolicyList struct {
 	Items           []ApprovalPolicy `json:"items"`
 }
 
-// ApprovalSpec approves one change of one installation. It cannot be
-// changed once created: a different change needs a new Approval.
+// ApprovalSpec approves, or denies, one change of one installation. It
+// cannot be changed once created: a different change, or a different
+// decision, needs a new Approval.
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an Approval approves one change and cannot be changed; create a new one"
 type ApprovalSpec struct {
 	// Installation is the ExtensionInstallation, in the Approval's
@@ -156,7 +157,29 @@ type ApprovalSpec struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Approver string `json:"approver,omitempty"`
+	// Decision is Approve (the default: the change is applied) or Deny
+	// (the change is refused: the installation stops with reason
+	// ApprovalDenied until its spec changes, which makes another change,
+	// or this Approval is deleted). A Deny of a digest outweighs any
+	// Approve of it.
+	// +kubebuilder:default=Approve
+	// +optional
+	Decision ApprovalDecision `json:"decision,omitempty"`
+	// Reason says why, for the requester: it is quoted in the
+	// installation's Ready condition when the change is denied.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
+
+// ApprovalDecision is what an Approval decides of a change.
+// +kubebuilder:validation:Enum=Approve;Deny
+type ApprovalDecision string
+
+const (
+	DecisionApprove ApprovalDecision = "Approve"
+	DecisionDeny    ApprovalDecision = "Deny"
+)
 
 // Approval approves exactly one planned change (its digest) of one
 // ExtensionInstallation. Grant create on approvals.annex.dev to those who
@@ -164,6 +187,7 @@ type ApprovalSpec struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:categories=annex
 // +kubebuilder:printcolumn:name="Installation",type=string,JSONPath=`.spec.installation`
+// +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.spec.decision`
 // +kubebuilder:printcolumn:name="Approver",type=string,JSONPath=`.spec.approver`
 // +kubebuilder:printcolumn:name="Digest",type=string,priority=1,JSONPath=`.spec.digest`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -184,8 +208,8 @@ type ApprovalList struct {
 
 // ChangeApproval is what the approval gate says of a pending change.
 type ChangeApproval struct {
-	// State is Pending (no usable Approval names the digest yet) or
-	// Approved.
+	// State is Pending (no usable Approval names the digest yet),
+	// Approved or Denied.
 	State ApprovalState `json:"state"`
 	// Reasons say why approval is required, one line per requirement:
 	// "Major: 1.4.2 → 2.0.0", "PermissionGrowth: create on secrets
@@ -204,6 +228,12 @@ type ChangeApproval struct {
 	// ApprovedBy is the approver of the Approval that approved it.
 	// +optional
 	ApprovedBy string `json:"approvedBy,omitempty"`
+	// DeniedBy is the approver of the Approval that denied it, and
+	// DenialReason that Approval's spec.reason.
+	// +optional
+	DeniedBy string `json:"deniedBy,omitempty"`
+	// +optional
+	DenialReason string `json:"denialReason,omitempty"`
 	// Refused explains why Approvals naming the digest do not count
 	// (approved by the requester, no requester recorded).
 	// +optional
@@ -216,6 +246,7 @@ type ApprovalState string
 const (
 	ApprovalPending  ApprovalState = "Pending"
 	ApprovalApproved ApprovalState = "Approved"
+	ApprovalDenied   ApprovalState = "Denied"
 )
 
 const (
@@ -231,6 +262,9 @@ const (
 	// ReasonApprovalRefused: the only Approvals of the digest do not
 	// count (self-approval, no requester recorded).
 	ReasonApprovalRefused = "ApprovalRefused"
+	// ReasonApprovalDenied: an approver denied the change (an Approval
+	// with decision Deny); it stays refused until the spec changes.
+	ReasonApprovalDenied = "ApprovalDenied"
 )
 
 func init() {

@@ -8,7 +8,19 @@ import (
 
 // newApproveCommand is `annexctl approve INSTALLATION`.
 func newApproveCommand(kubeconfig *string) *cobra.Command {
-	o := cli.ApproveOptions{}
+	return newDecisionCommand(kubeconfig, false)
+}
+
+// newDenyCommand is `annexctl deny INSTALLATION`.
+func newDenyCommand(kubeconfig *string) *cobra.Command {
+	return newDecisionCommand(kubeconfig, true)
+}
+
+// newDecisionCommand is approve, or deny when deny is set: the same
+// review of the pending change, then an Approval of its digest with that
+// decision.
+func newDecisionCommand(kubeconfig *string, deny bool) *cobra.Command {
+	o := cli.ApproveOptions{Deny: deny}
 	var output string
 	cmd := &cobra.Command{
 		Use:   "approve INSTALLATION [-n NAMESPACE] [--digest DIGEST]",
@@ -59,5 +71,20 @@ you reviewed: approve refuses when the pending change is another one.`,
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "its namespace (default: the kubeconfig's)")
 	cmd.Flags().StringVar(&o.Digest, "digest", "", "approve only if the pending change has this digest")
 	outputFlag(cmd, &output)
+	if deny {
+		cmd.Use = "deny INSTALLATION [-n NAMESPACE] [--digest DIGEST] [--reason TEXT]"
+		cmd.Short = "Show an installation's change that waits for approval, and deny exactly that change"
+		cmd.Long = `deny prints the change an ExtensionInstallation waits to apply, as approve
+does, and creates an Approval of its digest with decision Deny: Annex refuses that
+change — the installation stops with reason ApprovalDenied, quoting --reason — and
+applies nothing of it. The requester goes on by changing spec.version or
+spec.values (another change, reviewed again); deleting the denying Approval has the
+same change reviewed again. A denial outweighs any approval of the same digest, and
+the requester may deny (withdraw) their own change.`
+		cmd.Example = `  annexctl deny podinfo -n team-a --reason "no major upgrades during the freeze"
+  annexctl deny podinfo -n team-a --digest sha256:3f1c…`
+		cmd.Flags().Lookup("digest").Usage = "deny only if the pending change has this digest"
+		cmd.Flags().StringVar(&o.Reason, "reason", "", "why, for the requester: quoted in the installation's Ready condition")
+	}
 	return cmd
 }

@@ -96,7 +96,7 @@ func newRootCommand(name string) *cobra.Command {
 		newCatalogCommand(&kubeconfig), newSearchCommand(&kubeconfig), newShowCommand(&kubeconfig),
 		newInstallCommand(&kubeconfig), newUpgradeCommand(&kubeconfig), newUninstallCommand(&kubeconfig),
 		newStatusCommand(&kubeconfig), newEventsCommand(&kubeconfig),
-		newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig), newApproveCommand(&kubeconfig),
+		newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig), newApproveCommand(&kubeconfig), newDenyCommand(&kubeconfig),
 		newPackageCommand(), newVersionCommand(), newConsoleCommand(&kubeconfig))
 	return root
 }

@@ -21,6 +21,10 @@ type ApproveOptions struct {
 	// Digest, when set, is the digest the approver reviewed: Approve
 	// refuses when the pending change has another one (it changed since).
 	Digest string
+	// Deny turns the change down instead (an Approval with decision
+	// Deny), with Reason quoted to the requester.
+	Deny   bool
+	Reason string
 	// Output is table (the default: the change as text, then what was
 	// done) or yaml/json (an ApproveResult, printed once approved).
 	Output Output
@@ -46,8 +50,14 @@ type ApproveResult struct {
 // records the caller as the approver; Annex applies the change once it
 // sees the Approval, unless the caller requested the change.
 //
+// With o.Deny it creates the Approval with decision Deny instead
+// (<installation>-<digest prefix>-deny): Annex then refuses the change,
+// with reason ApprovalDenied quoting o.Reason, until the spec changes or
+// the denial is deleted. The requester may deny their own change.
+//
 // Errors: nothing pending, no approval needed, o.Digest not the pending
-// digest, the caller is the change's requester, or the API server
+// digest, the change already denied (or, for a denial, approved), the
+// caller is the change's requester (approving only), or the API server
 // refuses (RBAC: create on approvals.annex.dev in the namespace).
 func Approve(ctx context.Context, c client.Client, o ApproveOptions) error {
 	inst := &v1alpha1.ExtensionInstallation{}
@@ -72,23 +82,31 @@ func Approve(ctx context.Context, c client.Client, o ApproveOptions) error {
 		return fmt.Errorf("the pending change of %s needs no approval (no ApprovalPolicy requires one); it waits for something else, see its Ready condition", name)
 	case o.Digest != "" && o.Digest != pc.Digest:
 		return fmt.Errorf("the pending change of %s is %s, not %s: it changed since it was reviewed; review it again", name, pc.Digest, o.Digest)
+	case pc.Approval.State == v1alpha1.ApprovalDenied:
+		return fmt.Errorf("the pending change of %s was denied by %s; delete that Approval first to have it reviewed again (kubectl get approvals -n %s)", name, pc.Approval.DeniedBy, o.Namespace)
+	case pc.Approval.State == v1alpha1.ApprovalApproved && o.Deny:
+		return fmt.Errorf("the pending change of %s is approved already (by %s) and being applied: it can no longer be denied", name, pc.Approval.ApprovedBy)
 	case pc.Approval.State == v1alpha1.ApprovalApproved && data:
 		return writeData(o.Out, o.Output, ApproveResult{Installation: name, Change: pc, Approver: pc.Approval.ApprovedBy, Existed: true})
 	case pc.Approval.State == v1alpha1.ApprovalApproved:
 		fmt.Fprintf(o.Out, "already approved by %s\n", pc.Approval.ApprovedBy)
 		return nil
 	}
-	if me := whoAmI(ctx, c); me != "" && me == pc.Approval.RequestedBy {
+	if me := whoAmI(ctx, c); !o.Deny && me != "" && me == pc.Approval.RequestedBy {
 		return fmt.Errorf("you (%s) requested this change of %s: someone else must approve it", me, name)
+	}
+	decision, verb := v1alpha1.DecisionApprove, "approved"
+	if o.Deny {
+		decision, verb = v1alpha1.DecisionDeny, "denied"
 	}
 	a := &v1alpha1.Approval{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: o.Namespace, Name: approvalName(o.Installation, pc.Digest),
+			Namespace: o.Namespace, Name: approvalName(o.Installation, pc.Digest, decision),
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1alpha1.GroupVersion.String(), Kind: "ExtensionInstallation", Name: inst.Name, UID: inst.UID,
 			}},
 		},
-		Spec: v1alpha1.ApprovalSpec{Installation: o.Installation, Digest: pc.Digest},
+		Spec: v1alpha1.ApprovalSpec{Installation: o.Installation, Digest: pc.Digest, Decision: decision, Reason: o.Reason},
 	}
 	err := c.Create(ctx, a)
 	switch {
@@ -99,29 +117,36 @@ func Approve(ctx context.Context, c client.Client, o ApproveOptions) error {
 		if data {
 			return result(a, true)
 		}
-		fmt.Fprintf(o.Out, "Approval %s/%s of this change exists already (approver %s)\n", a.Namespace, a.Name, a.Spec.Approver)
+		fmt.Fprintf(o.Out, "Approval %s/%s (%s) of this change exists already (approver %s)\n", a.Namespace, a.Name, a.Spec.Decision, a.Spec.Approver)
 		return nil
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("the API server refused the Approval: %w; approving needs create on approvals.annex.dev in namespace %s", err, o.Namespace)
+		return fmt.Errorf("the API server refused the Approval: %w; approving or denying needs create on approvals.annex.dev in namespace %s", err, o.Namespace)
 	case err != nil:
 		return fmt.Errorf("creating the Approval of %s: %w", name, err)
 	}
 	if data {
 		return result(a, false)
 	}
-	fmt.Fprintf(o.Out, "approved as %s: Approval %s/%s of %s; Annex applies the change now\n", a.Spec.Approver, a.Namespace, a.Name, pc.Digest)
+	if o.Deny {
+		fmt.Fprintf(o.Out, "%s as %s: Approval %s/%s (Deny) of %s; the installation stops with reason ApprovalDenied\n", verb, a.Spec.Approver, a.Namespace, a.Name, pc.Digest)
+		return nil
+	}
+	fmt.Fprintf(o.Out, "%s as %s: Approval %s/%s of %s; Annex applies the change now\n", verb, a.Spec.Approver, a.Namespace, a.Name, pc.Digest)
 	return nil
 }
 
-// approvalName is <installation>-<12 hex digits of the digest>, within
-// the 253 characters of a name.
-func approvalName(installation, digest string) string {
+// approvalName is <installation>-<12 hex digits of the digest>, with
+// "-deny" for a denial, within the 253 characters of a name.
+func approvalName(installation, digest string, decision v1alpha1.ApprovalDecision) string {
 	short := strings.TrimPrefix(digest, "sha256:")
 	if len(short) > 12 {
 		short = short[:12]
 	}
-	if len(installation) > 253-13 {
-		installation = installation[:253-13]
+	if decision == v1alpha1.DecisionDeny {
+		short += "-deny"
+	}
+	if len(installation) > 252-len(short) {
+		installation = installation[:252-len(short)]
 	}
 	return installation + "-" + short
 }

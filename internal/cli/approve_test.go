@@ -102,4 +102,31 @@ func TestApprove(t *testing.T) {
 	if err := bob.Update(ctx, a); err == nil || !strings.Contains(err.Error(), "cannot be changed") {
 		t.Fatalf("changing an Approval's digest: %v", err)
 	}
+
+	// deny: another change, denied with a reason — by its requester too
+	// (withdrawing grants nothing); once denied, it can be neither
+	// approved nor denied again.
+	denied := "sha256:" + strings.Repeat("ef", 32)
+	change.Digest, change.Approval.State = denied, v1alpha1.ApprovalPending
+	setChange(change)
+	o, out = opts(denied)
+	o.Deny, o.Reason = true, "not this quarter"
+	if err := cli.Approve(ctx, alice, o); err != nil {
+		t.Fatal(err)
+	}
+	if want := "denied as alice: Approval default/web-efefefefefef-deny (Deny) of " + denied; !strings.Contains(out.String(), want) {
+		t.Errorf("deny output lacks %q:\n%s", want, out.String())
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web-efefefefefef-deny"}, a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Spec.Decision != v1alpha1.DecisionDeny || a.Spec.Reason != "not this quarter" || a.Spec.Approver != "alice" || a.Spec.Digest != denied {
+		t.Fatalf("denial: %+v", a.Spec)
+	}
+	change.Approval.State, change.Approval.DeniedBy = v1alpha1.ApprovalDenied, "alice"
+	setChange(change)
+	o, _ = opts(denied)
+	if err := cli.Approve(ctx, bob, o); err == nil || !strings.Contains(err.Error(), "was denied by alice") {
+		t.Fatalf("approving a denied change: %v", err)
+	}
 }

@@ -184,6 +184,37 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.waitText(t, "main", "No change waits for approval.")
 		b.run(t, chromedp.Navigate(base+"/installations/"+gated+"/gated"), chromedp.WaitVisible(chromedp.CSS(`#ready`)))
 		b.waitText(t, "#ready", "True")
+
+		// A denial typed and clicked in the browser stops another change
+		// with its reason, and nothing of it is applied.
+		create(t, &v1alpha1.ExtensionInstallation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: gated, Name: "refused"},
+			Spec:       v1alpha1.ExtensionInstallationSpec{Extension: "console-gated"},
+		})
+		eventually(t, 60*time.Second, func() error {
+			if _, c := readyCondition(t, gated, "refused"); c == nil || c.Reason != v1alpha1.ReasonApprovalRequired {
+				return fmt.Errorf("refused: Ready %+v", c)
+			}
+			return nil
+		})
+		deny := `#deny-` + gated + `-refused`
+		b.run(t, chromedp.Navigate(base+"/approvals"), chromedp.WaitVisible(chromedp.CSS(deny)),
+			chromedp.SendKeys(chromedp.CSS(`#reason-`+gated+`-refused`), "not in this namespace"),
+			chromedp.Click(chromedp.CSS(deny)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+		b.waitText(t, ".flash", "denied as "+user)
+		eventually(t, 60*time.Second, func() error {
+			if _, c := readyCondition(t, gated, "refused"); c == nil || c.Reason != v1alpha1.ReasonApprovalDenied ||
+				!strings.Contains(c.Message, user+" denied console-gated") || !strings.Contains(c.Message, "not in this namespace") {
+				return fmt.Errorf("refused: Ready %+v", c)
+			}
+			return nil
+		})
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: gated, Name: "refused-config"}, cm); err == nil {
+			t.Error("the denied change was applied")
+		}
+		b.run(t, chromedp.Navigate(base+"/installations/"+gated+"/refused"), chromedp.WaitVisible(chromedp.CSS(`#ready`)))
+		b.waitText(t, "#reason", v1alpha1.ReasonApprovalDenied)
+		b.screenshot(t, "denied")
 	})
 
 	t.Run("clusters and installations", func(t *testing.T) {

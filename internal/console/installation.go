@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/cli"
@@ -59,18 +60,28 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 
 // approve creates, as the user, an Approval of exactly the digest the
 // form showed (cli.Approve refuses when the pending change has another
-// one since), and goes back to the approvals page with what happened.
+// one since) — with decision Deny and the reason given when the form's
+// decision is "deny" — and goes back to the page it came from with what
+// happened.
 func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	digest := r.PostFormValue("digest")
+	o := cli.ApproveOptions{Installation: name, Namespace: ns, Digest: r.PostFormValue("digest")}
+	if r.PostFormValue("decision") == "deny" {
+		o.Deny, o.Reason = true, strings.TrimSpace(r.PostFormValue("reason"))
+	}
 	var out bytes.Buffer
-	err := cli.Approve(r.Context(), s.client, cli.ApproveOptions{Installation: name, Namespace: ns, Digest: digest, Out: &out})
+	o.Out = &out
+	err := cli.Approve(r.Context(), s.client, o)
 	back := "/approvals"
 	if r.PostFormValue("from") == "installation" {
 		back = "/installations/" + ns + "/" + name
 	}
 	if err != nil {
-		s.redirect(w, r, back, "Not approved: "+err.Error(), true)
+		verb := "Not approved: "
+		if o.Deny {
+			verb = "Not denied: "
+		}
+		s.redirect(w, r, back, verb+err.Error(), true)
 		return
 	}
 	s.redirect(w, r, back, lastLine(out.String()), false)

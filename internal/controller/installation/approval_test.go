@@ -379,3 +379,70 @@ func TestApprovalOfCRDChange(t *testing.T) {
 		t.Fatalf("installed %s after approval, want 1.0.1", got.Status.InstalledVersion)
 	}
 }
+
+// A denied change: an approver's Approval with decision Deny stops the
+// change with reason ApprovalDenied, quoting the reason, and nothing of
+// it is applied; an Approve of the same digest does not outweigh it;
+// deleting the denial has the change reviewed again, and the Approve
+// then applies it.
+func TestApprovalDenied(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, podinfoChart("approvaldeny", "1.0.0", nil), podinfoChart("approvaldeny", "2.0.0", nil))
+	approvalPolicy(t, ns, v1alpha1.ApprovalPolicySpec{Require: []v1alpha1.ApprovalRequirement{v1alpha1.ApprovalMajor}})
+	asRequester := asUser(t, ns, requester, "requester")
+	asApprover := asUser(t, ns, approver, "approver")
+	asBoth := asUser(t, ns, both, "requester", "approver")
+
+	inst := &v1alpha1.ExtensionInstallation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec:       v1alpha1.ExtensionInstallationSpec{Extension: "approvaldeny", Version: "1.x"},
+	}
+	if err := asRequester.Create(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded)
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Version = "2.x"
+	if err := asRequester.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	got = waitPending(t, got, v1alpha1.ReasonApprovalRequired)
+	digest := got.Status.Change.Digest
+
+	denial := &v1alpha1.Approval{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no"},
+		Spec: v1alpha1.ApprovalSpec{Installation: "web", Digest: digest, Decision: v1alpha1.DecisionDeny,
+			Reason: "no major upgrades during the freeze"},
+	}
+	if err := asApprover.Create(ctx, denial); err != nil {
+		t.Fatal(err)
+	}
+	if err := approve(asBoth, got, "yes", digest); err != nil {
+		t.Fatal(err)
+	}
+	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonApprovalDenied)
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	if !strings.Contains(ready.Message, approver+" denied approvaldeny changing 1.0.0 → 2.0.0") ||
+		!strings.Contains(ready.Message, "no major upgrades during the freeze") {
+		t.Fatalf("Ready message: %s", ready.Message)
+	}
+	if a := got.Status.Change.Approval; a.State != v1alpha1.ApprovalDenied || a.DeniedBy != approver || a.ApprovedBy != "" {
+		t.Fatalf("status.change.approval: %+v", a)
+	}
+	if meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionStalled) == false {
+		t.Fatalf("a denied change is Stalled (a person must act): %+v", got.Status.Conditions)
+	}
+	if v := configMapVersion(t, ns, "web"); v != "1.0.0" || got.Status.InstalledVersion != "1.0.0" {
+		t.Fatalf("a denied change applied something: the cluster has %s's objects", v)
+	}
+
+	// Deleting the denial has the change reviewed again: the Approve of
+	// the same digest, by someone other than the requester, applies it.
+	if err := env.Client.Delete(ctx, denial); err != nil {
+		t.Fatal(err)
+	}
+	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded)
+	if v := configMapVersion(t, ns, "web"); v != "2.0.0" {
+		t.Fatalf("after the denial was withdrawn: the cluster has %s's objects, want 2.0.0's", v)
+	}
+}

@@ -74,6 +74,10 @@ func (r *Reconciler) requireApproval(ctx context.Context, s *scope) (ctrl.Result
 			a.ApprovedBy, s.change.to, s.change.digest, a.RequestedBy))
 		return ctrl.Result{}, nil
 	}
+	if a.State == v1alpha1.ApprovalDenied {
+		s.block = terminal(v1alpha1.ReasonApprovalDenied, denialMessage(s.inst, s.change, a))
+		return ctrl.Result{}, nil
+	}
 	s.block = wait(v1alpha1.ReasonApprovalRequired, approvalMessage(s.inst, s.change, a))
 	if len(a.Refused) > 0 {
 		s.block.reason = v1alpha1.ReasonApprovalRefused
@@ -81,14 +85,18 @@ func (r *Reconciler) requireApproval(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
-// judgeApprovals says whether one of approvals approves the change of
-// inst with digest: it must name the installation and the digest, and its
-// approver must be recorded and differ from the recorded requester. The
-// others that name the digest are listed as refused, with why.
+// judgeApprovals says whether approvals approve or deny the change of
+// inst with digest. An Approval counts when it names the installation
+// and the digest and records its approver. A Deny that counts denies the
+// change, whoever the requester (denying grants nothing) and whatever
+// else approves it. An Approve counts only when the recorded requester
+// is someone else. The others that name the digest are listed as
+// refused, with why.
 func judgeApprovals(approvals []v1alpha1.Approval, inst *v1alpha1.ExtensionInstallation, digest string) *v1alpha1.ChangeApproval {
 	requester := inst.Annotations[v1alpha1.AnnotationRequestedBy]
 	out := &v1alpha1.ChangeApproval{State: v1alpha1.ApprovalPending, RequestedBy: requester}
 	slices.SortFunc(approvals, func(a, b v1alpha1.Approval) int { return strings.Compare(a.Name, b.Name) })
+	var approvedBy string
 	for _, ap := range approvals {
 		if ap.Spec.Installation != inst.Name || ap.Spec.Digest != digest {
 			continue
@@ -97,17 +105,38 @@ func judgeApprovals(approvals []v1alpha1.Approval, inst *v1alpha1.ExtensionInsta
 		switch {
 		case approver == "":
 			out.Refused = append(out.Refused, fmt.Sprintf("Approval %s records no approver (install the admission policies of config/admission)", ap.Name))
+		case ap.Spec.Decision == v1alpha1.DecisionDeny:
+			out.State, out.DeniedBy, out.DenialReason, out.Refused = v1alpha1.ApprovalDenied, approver, ap.Spec.Reason, nil
+			return out
+		case approvedBy != "":
 		case requester == "":
 			out.Refused = append(out.Refused, fmt.Sprintf("Approval %s by %s: the installation records no requester (annotation %s, written by the admission policies of config/admission), so self-approval cannot be ruled out; change the spec again once they are installed",
 				ap.Name, approver, v1alpha1.AnnotationRequestedBy))
 		case approver == requester:
 			out.Refused = append(out.Refused, fmt.Sprintf("Approval %s by %s: %s requested this change and cannot approve it; someone else must", ap.Name, approver, requester))
 		default:
-			out.State, out.ApprovedBy, out.Refused = v1alpha1.ApprovalApproved, approver, nil
-			return out
+			approvedBy = approver
 		}
 	}
+	if approvedBy != "" {
+		out.State, out.ApprovedBy, out.Refused = v1alpha1.ApprovalApproved, approvedBy, nil
+	}
 	return out
+}
+
+// denialMessage is the Ready condition's message when an approver denied
+// the change: who, why, and how to go on.
+func denialMessage(inst *v1alpha1.ExtensionInstallation, c *change, a *v1alpha1.ChangeApproval) string {
+	what := "installing " + c.to
+	if c.from != "" {
+		what = fmt.Sprintf("changing %s → %s", c.from, c.to)
+	}
+	why := ""
+	if a.DenialReason != "" {
+		why = ": " + a.DenialReason
+	}
+	return fmt.Sprintf("%s denied %s %s (digest %s)%s; nothing of it was applied; change spec.version or spec.values to request another change, or delete the denying Approval to have it reviewed again",
+		a.DeniedBy, inst.Spec.Extension, what, c.digest, why)
 }
 
 // approvalMessage is the Ready condition's message while a change waits
