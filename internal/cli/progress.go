@@ -109,6 +109,7 @@ var stageOfReason = map[string]Stage{
 	v1alpha1.ReasonScopedGrantsRefused: StageRender,
 	v1alpha1.ReasonApprovalRequired:    StageGates,
 	v1alpha1.ReasonApprovalRefused:     StageGates,
+	v1alpha1.ReasonApprovalDenied:      StageGates,
 	v1alpha1.ReasonHookPending:         StageGates,
 	v1alpha1.ReasonHookRefused:         StageGates,
 	v1alpha1.ReasonHookFailed:          StageGates,

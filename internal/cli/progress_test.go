@@ -41,6 +41,7 @@ func TestProgressOf(t *testing.T) {
 		{"approval", []metav1.Condition{ready(metav1.ConditionFalse, v1alpha1.ReasonApprovalRequired, 2)}, false, false, cli.StageGates, cli.ProgressApprovalPending, v1alpha1.ReasonApprovalRequired},
 		// stopped for good
 		{"stalled", []metav1.Condition{ready(metav1.ConditionFalse, v1alpha1.ReasonRenderFailed, 2), stalled}, false, false, cli.StageRender, cli.ProgressFailed, v1alpha1.ReasonRenderFailed},
+		{"denied", []metav1.Condition{ready(metav1.ConditionFalse, v1alpha1.ReasonApprovalDenied, 2), stalled}, false, false, cli.StageGates, cli.ProgressFailed, v1alpha1.ReasonApprovalDenied},
 		// suspended wins over the conditions
 		{"suspended", []metav1.Condition{ready(metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 2)}, false, true, cli.StageResolve, cli.ProgressSuspended, v1alpha1.ReasonSuspended},
 		// deleting: the Ready of before the deletion is not its progress
