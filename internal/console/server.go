@@ -163,7 +163,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.mux.ServeHTTP(w, r)
+	// The change number before anything is read: a change that lands
+	// while the page is read makes the page older than its number.
+	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), startSeqKey{}, s.live.current(""))))
+}
+
+// startSeqKey holds, in a request's context, the notifier's change
+// number when the request began.
+type startSeqKey struct{}
+
+// pageSeq is the change number a page rendered for r reflects: its
+// object's (or every object's) current number, unless that moved after
+// the request began — then the data read may predate the change, and
+// the request's start number (lower) makes the live script fetch the
+// page again.
+func (s *Server) pageSeq(r *http.Request, key string) uint64 {
+	seq := s.live.current(key)
+	if start, ok := r.Context().Value(startSeqKey{}).(uint64); ok && start < seq {
+		return start
+	}
+	return seq
 }
 
 // hostAllowed accepts loopback names, the console's own host, and, when
@@ -275,7 +294,7 @@ func (s *Server) redirect(w http.ResponseWriter, r *http.Request, path, message 
 // change number it reflects in X-Console-Seq. A template error becomes a
 // 500 with the error, not half a page.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, p *page) {
-	p.User, p.CSRF, p.Seq, p.Now = s.user, s.csrf, s.live.current(p.LiveKey), time.Now()
+	p.User, p.CSRF, p.Seq, p.Now = s.user, s.csrf, s.pageSeq(r, p.LiveKey), time.Now()
 	if key := r.URL.Query().Get("flash"); key != "" && p.Flash == nil {
 		p.Flash = s.flashes.get(key)
 	}

@@ -1,6 +1,9 @@
 package console
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -86,5 +89,32 @@ func TestCondStatus(t *testing.T) {
 		if got := class(tc.condType, tc.status); got != tc.want {
 			t.Errorf("%s=%s: class %q, want %q", tc.condType, tc.status, got, tc.want)
 		}
+	}
+}
+
+// A page reflects the change number from before its data was read: when
+// its object changes while the request runs, the page gets the request's
+// start number, lower than the one the live stream sends first, so the
+// page fetches itself again rather than keep data older than its number.
+func TestPageSeqPredatesTheRead(t *testing.T) {
+	s := &Server{live: newNotifier(time.Millisecond)}
+	key := objectKey("ns", "web")
+	s.live.changed(key) // 1
+	var during, after uint64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.live.changed(key) // 2: lands while the page is read
+		during = s.pageSeq(r, key)
+		after = s.pageSeq(r, objectKey("ns", "other"))
+	})
+	r := httptest.NewRequest(http.MethodGet, "/installations/ns/web", nil)
+	h.ServeHTTP(httptest.NewRecorder(), r.WithContext(context.WithValue(r.Context(), startSeqKey{}, s.live.current(""))))
+	if during != 1 {
+		t.Errorf("page of an object changed during the request: seq %d, want the start number 1", during)
+	}
+	if after != 0 {
+		t.Errorf("page of an object that did not change: seq %d, want its own number 0", after)
+	}
+	if got := s.pageSeq(httptest.NewRequest(http.MethodGet, "/", nil).WithContext(context.WithValue(context.Background(), startSeqKey{}, s.live.current(""))), key); got != 2 {
+		t.Errorf("page read after the change: seq %d, want 2", got)
 	}
 }
