@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/cli"
 )
 
@@ -34,6 +35,37 @@ func (w *waitFlags) follow(cmd *cobra.Command, c client.WithWatch, namespace, na
 	})
 	pp.Done()
 	return err
+}
+
+// write is the body of install and upgrade: it reads -o and the
+// --values files, makes the hub client, has change write the
+// installation, prints it with verb ("(dry run)" added for one) and,
+// with --wait, follows it until it is Ready.
+func (w *waitFlags) write(cmd *cobra.Command, kubeconfig, output string, valuesFiles []string, verb string, dryRun bool,
+	change func(c client.WithWatch, values [][]byte) (*v1alpha1.ExtensionInstallation, error)) error {
+	out, err := cli.ParseOutput(output)
+	if err != nil {
+		return err
+	}
+	values, err := readValues(valuesFiles)
+	if err != nil {
+		return err
+	}
+	c, _, err := hubClients(kubeconfig)
+	if err != nil {
+		return err
+	}
+	inst, err := change(c, values)
+	if err != nil {
+		return err
+	}
+	if dryRun {
+		verb += " (dry run)"
+	}
+	if err := cli.WriteObject(cmd.OutOrStdout(), out, inst, verb); err != nil || dryRun || !w.wait {
+		return err
+	}
+	return w.follow(cmd, c, inst.Namespace, inst.Name, false)
 }
 
 // readValues reads --values files ("-" is standard input).
@@ -75,31 +107,11 @@ prints the ExtensionInstallation, which kubectl apply -f takes as it is.`,
 		Args:              args(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeArgs(1, extensionNames(kubeconfig)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			out, err := cli.ParseOutput(output)
-			if err != nil {
-				return err
-			}
-			if o.Values, err = readValues(valuesFiles); err != nil {
-				return err
-			}
-			o.Extension = a[0]
-			c, _, err := hubClients(*kubeconfig)
-			if err != nil {
-				return err
-			}
-			o.Namespace = namespaceOr(o.Namespace, *kubeconfig)
-			inst, err := cli.Install(cmd.Context(), c, o)
-			if err != nil {
-				return err
-			}
-			verb := "created"
-			if o.DryRun {
-				verb = "created (dry run)"
-			}
-			if err := cli.WriteObject(cmd.OutOrStdout(), out, inst, verb); err != nil || o.DryRun || !w.wait {
-				return err
-			}
-			return w.follow(cmd, c, inst.Namespace, inst.Name, false)
+			return w.write(cmd, *kubeconfig, output, valuesFiles, "created", o.DryRun,
+				func(c client.WithWatch, values [][]byte) (*v1alpha1.ExtensionInstallation, error) {
+					o.Extension, o.Values, o.Namespace = a[0], values, namespaceOr(o.Namespace, *kubeconfig)
+					return cli.Install(cmd.Context(), c, o)
+				})
 		},
 	}
 	f := cmd.Flags()
@@ -135,31 +147,11 @@ through the same stages as install.`,
 			return completeArgs(1, installationNames(kubeconfig, &o.Namespace, false))(cmd, a, s)
 		},
 		RunE: func(cmd *cobra.Command, a []string) error {
-			out, err := cli.ParseOutput(output)
-			if err != nil {
-				return err
-			}
-			if o.Values, err = readValues(valuesFiles); err != nil {
-				return err
-			}
-			o.Name = a[0]
-			c, _, err := hubClients(*kubeconfig)
-			if err != nil {
-				return err
-			}
-			o.Namespace = namespaceOr(o.Namespace, *kubeconfig)
-			inst, err := cli.Upgrade(cmd.Context(), c, o)
-			if err != nil {
-				return err
-			}
-			verb := "configured"
-			if o.DryRun {
-				verb = "configured (dry run)"
-			}
-			if err := cli.WriteObject(cmd.OutOrStdout(), out, inst, verb); err != nil || o.DryRun || !w.wait {
-				return err
-			}
-			return w.follow(cmd, c, inst.Namespace, inst.Name, false)
+			return w.write(cmd, *kubeconfig, output, valuesFiles, "configured", o.DryRun,
+				func(c client.WithWatch, values [][]byte) (*v1alpha1.ExtensionInstallation, error) {
+					o.Name, o.Values, o.Namespace = a[0], values, namespaceOr(o.Namespace, *kubeconfig)
+					return cli.Upgrade(cmd.Context(), c, o)
+				})
 		},
 	}
 	f := cmd.Flags()

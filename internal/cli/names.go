@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
-	"sort"
+	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -14,62 +16,39 @@ import (
 
 // ExtensionNames lists every Extension's name.
 func ExtensionNames(ctx context.Context, c client.Reader) ([]string, error) {
-	var list v1alpha1.ExtensionList
-	if err := c.List(ctx, &list); err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(list.Items))
-	for _, e := range list.Items {
-		out = append(out, e.Name)
-	}
-	sort.Strings(out)
-	return out, nil
+	return namesOf(ctx, c, &v1alpha1.ExtensionList{})
 }
 
 // InstallationNames lists the names of the installations in namespace
 // ("" for every namespace, then names repeat across namespaces only
 // once).
 func InstallationNames(ctx context.Context, c client.Reader, namespace string) ([]string, error) {
-	var list v1alpha1.ExtensionInstallationList
-	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, i := range list.Items {
-		if !seen[i.Name] {
-			seen[i.Name] = true
-			out = append(out, i.Name)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+	return namesOf(ctx, c, &v1alpha1.ExtensionInstallationList{}, client.InNamespace(namespace))
 }
 
 // CatalogNames lists every Catalog's name.
 func CatalogNames(ctx context.Context, c client.Reader) ([]string, error) {
-	var list v1alpha1.CatalogList
-	if err := c.List(ctx, &list); err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(list.Items))
-	for _, i := range list.Items {
-		out = append(out, i.Name)
-	}
-	sort.Strings(out)
-	return out, nil
+	return namesOf(ctx, c, &v1alpha1.CatalogList{})
 }
 
 // ClusterNames lists every ManagedCluster's name.
 func ClusterNames(ctx context.Context, c client.Reader) ([]string, error) {
-	var list v1alpha1.ManagedClusterList
-	if err := c.List(ctx, &list); err != nil {
+	return namesOf(ctx, c, &v1alpha1.ManagedClusterList{})
+}
+
+// namesOf lists list's objects and returns their names, sorted, each
+// once.
+func namesOf(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) ([]string, error) {
+	if err := c.List(ctx, list, opts...); err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(list.Items))
-	for _, i := range list.Items {
-		out = append(out, i.Name)
+	var names []string
+	if err := meta.EachListItem(list, func(o runtime.Object) error {
+		names = append(names, o.(client.Object).GetName())
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	sort.Strings(out)
-	return out, nil
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }

@@ -111,7 +111,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
 			Spec:       v1alpha1.ExtensionInstallationSpec{Extension: "console-broken"},
 		})
-		eventually(t, 60*time.Second, func() error {
+		testenv.Eventually(t, 60*time.Second, func() error {
 			if _, c := readyCondition(t, ns, "broken"); c == nil || c.Reason != v1alpha1.ReasonNoMatchingVersion {
 				return fmt.Errorf("broken: Ready %+v", c)
 			}
@@ -143,7 +143,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: gated, Name: "gated"},
 			Spec:       v1alpha1.ExtensionInstallationSpec{Extension: "console-gated"},
 		})
-		eventually(t, 60*time.Second, func() error {
+		testenv.Eventually(t, 60*time.Second, func() error {
 			if _, c := readyCondition(t, gated, "gated"); c == nil || c.Reason != v1alpha1.ReasonApprovalRequired {
 				return fmt.Errorf("gated: Ready %+v", c)
 			}
@@ -164,7 +164,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.screenshot(t, "approvals")
 		b.run(t, chromedp.Click(chromedp.CSS(button)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
 		b.waitText(t, ".flash", "approved as "+user)
-		eventually(t, 60*time.Second, func() error {
+		testenv.Eventually(t, 60*time.Second, func() error {
 			if _, c := readyCondition(t, gated, "gated"); c == nil || c.Status != metav1.ConditionTrue {
 				return fmt.Errorf("gated: Ready %+v", c)
 			}
@@ -191,7 +191,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: gated, Name: "refused"},
 			Spec:       v1alpha1.ExtensionInstallationSpec{Extension: "console-gated"},
 		})
-		eventually(t, 60*time.Second, func() error {
+		testenv.Eventually(t, 60*time.Second, func() error {
 			if _, c := readyCondition(t, gated, "refused"); c == nil || c.Reason != v1alpha1.ReasonApprovalRequired {
 				return fmt.Errorf("refused: Ready %+v", c)
 			}
@@ -202,7 +202,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.SendKeys(chromedp.CSS(`#reason-`+gated+`-refused`), "not in this namespace"),
 			chromedp.Click(chromedp.CSS(deny)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
 		b.waitText(t, ".flash", "denied as "+user)
-		eventually(t, 60*time.Second, func() error {
+		testenv.Eventually(t, 60*time.Second, func() error {
 			if _, c := readyCondition(t, gated, "refused"); c == nil || c.Reason != v1alpha1.ReasonApprovalDenied ||
 				!strings.Contains(c.Message, user+" denied console-gated") || !strings.Contains(c.Message, "not in this namespace") {
 				return fmt.Errorf("refused: Ready %+v", c)

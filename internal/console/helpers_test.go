@@ -133,7 +133,7 @@ func catalogOf(t *testing.T, name string, charts ...helmrepo.Chart) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cat) })
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		got := &v1alpha1.Catalog{}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cat), got); err != nil {
 			return err
@@ -200,23 +200,6 @@ data:
   version: {{ .Chart.Version | quote }}
 `,
 		}}
-}
-
-// eventually polls f until it returns nil, failing the test with its
-// last error after timeout.
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // readyCondition is the installation's Ready condition for its current

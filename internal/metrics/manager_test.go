@@ -116,23 +116,6 @@ func value(fams map[string]*dto.MetricFamily, name string, labels map[string]str
 	return v
 }
 
-// eventually polls f until it returns nil, failing the test with its last
-// error after timeout.
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // configChart is a chart of one ConfigMap: healthy as soon as applied.
 func configChart(name string) helmrepo.Chart {
 	return helmrepo.Chart{Name: name, Version: "1.0.0", Files: map[string]string{
@@ -163,7 +146,7 @@ func setup(t *testing.T, chart helmrepo.Chart) (string, *helmrepo.Server) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cat) })
-	eventually(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		got := &v1alpha1.Catalog{}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cat), got); err != nil {
 			return err
@@ -180,7 +163,7 @@ func setup(t *testing.T, chart helmrepo.Chart) (string, *helmrepo.Server) {
 func waitReady(t *testing.T, key types.NamespacedName) *v1alpha1.ExtensionInstallation {
 	t.Helper()
 	got := &v1alpha1.ExtensionInstallation{}
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		if err := env.Client.Get(context.Background(), key, got); err != nil {
 			return err
 		}
@@ -222,7 +205,7 @@ func eventReasons(t *testing.T, ns, kind, name string) []string {
 // ("Type Reason").
 func waitEvents(t *testing.T, ns, kind, name string, want ...string) {
 	t.Helper()
-	eventually(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		got := eventReasons(t, ns, kind, name)
 		for _, w := range want {
 			if !slices.Contains(got, w) {
@@ -281,14 +264,14 @@ func TestMetricsFollowAnInstallation(t *testing.T) {
 	if err := env.Client.Create(ctx, inst); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		if got := total(scrape(t)); got != totalBefore+1 {
 			return fmt.Errorf("annex_installations on the hub sum to %v, want %v", got, totalBefore+1)
 		}
 		return nil
 	})
 	waitReady(t, client.ObjectKeyFromObject(inst))
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		fams := scrape(t)
 		if got := value(fams, "annex_installations", installations(metrics.StateReady)); got != readyBefore+1 {
 			return fmt.Errorf(`annex_installations{state="Ready",cluster="hub"} = %v, want %v`, got, readyBefore+1)
@@ -322,7 +305,7 @@ func TestMetricsFollowAnInstallation(t *testing.T) {
 	if err := env.Client.Patch(ctx, cm, patch, client.FieldOwner("someone")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		if got := value(scrape(t), "annex_drift_corrections_total", hub); got <= corrections {
 			return fmt.Errorf(`annex_drift_corrections_total{cluster="hub"} = %v, want more than %v`, got, corrections)
 		}
@@ -333,7 +316,7 @@ func TestMetricsFollowAnInstallation(t *testing.T) {
 	// The catalog's source goes down: errors are counted, the last good
 	// sync stays where it was; it comes back: the sync time moves on.
 	repo.SetDown(true)
-	eventually(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		if got := value(scrape(t), "annex_catalog_sync_errors_total", map[string]string{"catalog": ns}); got < 1 {
 			return fmt.Errorf("annex_catalog_sync_errors_total{catalog=%q} = %v, want at least 1", ns, got)
 		}
@@ -342,7 +325,7 @@ func TestMetricsFollowAnInstallation(t *testing.T) {
 	waitEvents(t, metav1.NamespaceDefault, "Catalog", ns, "Warning FetchFailed")
 	lastGood := value(scrape(t), "annex_catalog_last_sync_timestamp_seconds", map[string]string{"catalog": ns})
 	repo.SetDown(false)
-	eventually(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		if got := value(scrape(t), "annex_catalog_last_sync_timestamp_seconds", map[string]string{"catalog": ns}); got <= lastGood {
 			return fmt.Errorf("annex_catalog_last_sync_timestamp_seconds{catalog=%q} = %v, want past %v", ns, got, lastGood)
 		}
@@ -354,7 +337,7 @@ func TestMetricsFollowAnInstallation(t *testing.T) {
 	if err := env.Client.Delete(ctx, inst); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		fams := scrape(t)
 		if got := total(fams); got != totalBefore {
 			return fmt.Errorf("annex_installations on the hub sum to %v, want %v again", got, totalBefore)
@@ -408,7 +391,7 @@ func TestApprovalWaitIsCounted(t *testing.T) {
 	if err := env.Client.Create(ctx, inst); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		if got := value(scrape(t), "annex_installations_waiting", approval); got != waitingBefore+1 {
 			return fmt.Errorf(`annex_installations_waiting{gate="approval",cluster="hub"} = %v, want %v`, got, waitingBefore+1)
 		}
@@ -421,7 +404,7 @@ func TestApprovalWaitIsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, client.ObjectKeyFromObject(inst))
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		if got := value(scrape(t), "annex_installations_waiting", approval); got != waitingBefore {
 			return fmt.Errorf(`annex_installations_waiting{gate="approval",cluster="hub"} = %v, want %v again`, got, waitingBefore)
 		}
