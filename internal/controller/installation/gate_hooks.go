@@ -298,6 +298,8 @@ func (a *hookAsking) expect(key types.NamespacedName) {
 	}
 	if a.waiter == nil {
 		a.waiter = &hookWaiter{wake: make(chan struct{}, 1)}
+	}
+	if a.expected == nil { // first, or again after stopWaiting
 		a.expected = map[types.NamespacedName]bool{}
 	}
 	a.r.hookKinds.expect(key, a.waiter)

@@ -180,3 +180,30 @@ func TestHookWatchesRoute(t *testing.T) {
 		t.Fatal("a change after the wait was withdrawn must enqueue the installation")
 	}
 }
+
+// TestHookAskingWaitsAgainAfterStopping: when an answer arrives as the
+// wait ends, the reconcile stops waiting and reads the resources once
+// more, which registers its waits again (the resources it created are
+// read as expected ones); that must work, and stopping again must
+// withdraw them.
+func TestHookAskingWaitsAgainAfterStopping(t *testing.T) {
+	w := &hookWatches{}
+	a := &hookAsking{r: &Reconciler{hookKinds: w}}
+	key := types.NamespacedName{Namespace: "team", Name: "web-preinstall-1-scan"}
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+
+	a.expect(key)
+	w.route(context.Background(), obj, q) // the answer, as the wait ends
+	if !a.stopWaiting() {
+		t.Fatal("stopWaiting must report the answer the watch handed over")
+	}
+	a.expect(key) // reading once more
+	if a.stopWaiting() {
+		t.Fatal("nothing changed during the second read")
+	}
+	if len(w.waiters) != 0 {
+		t.Fatalf("waits left registered: %v", w.waiters)
+	}
+}
