@@ -3,9 +3,9 @@ package console
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -49,7 +49,7 @@ func (r *reader) route(obj runtime.Object) (client.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	gvk.Kind = trimList(gvk.Kind)
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	if err := r.denied[gvk]; err != nil {
 		return nil, err
 	}
@@ -57,13 +57,6 @@ func (r *reader) route(obj runtime.Object) (client.Reader, error) {
 		return r.cache, nil
 	}
 	return r.direct, nil
-}
-
-func trimList(kind string) string {
-	if len(kind) > 4 && kind[len(kind)-4:] == "List" {
-		return kind[:len(kind)-4]
-	}
-	return kind
 }
 
 // Get implements client.Reader.
@@ -162,13 +155,3 @@ func mayListAndWatch(ctx context.Context, c client.Client, resource string) erro
 type deniedError string
 
 func (e deniedError) Error() string { return string(e) }
-
-// whoAmI is the user's name as the API server sees it, or "" when the
-// server cannot tell.
-func whoAmI(ctx context.Context, c client.Client) string {
-	review := &authenticationv1.SelfSubjectReview{}
-	if err := c.Create(ctx, review); err != nil {
-		return ""
-	}
-	return review.Status.UserInfo.Username
-}

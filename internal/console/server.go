@@ -35,6 +35,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/apply"
+	"github.com/annex-platform/annex/internal/cli"
 )
 
 // Options configure a console Server.
@@ -103,7 +104,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Server, error) {
 	if s.applier, err = apply.New(cfg); err != nil {
 		return nil, err
 	}
-	s.user = whoAmI(ctx, direct)
+	s.user = cli.WhoAmI(ctx, direct)
 	if s.user == "" {
 		s.user = "(unknown user)"
 	}
