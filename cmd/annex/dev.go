@@ -10,12 +10,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/catalog/builtin"
 	"github.com/annex-platform/annex/internal/exampleoperator"
 	"github.com/annex-platform/annex/internal/localcluster"
 	"github.com/annex-platform/annex/internal/manager"
@@ -28,7 +32,10 @@ type devOptions struct {
 	apiPort     int
 	metricsAddr string
 	nodes       int
-	clusters    string
+	// nodeCPU, nodeMemory and nodePods are each fake node's allocatable
+	// resources, as Kubernetes quantities.
+	nodeCPU, nodeMemory, nodePods string
+	clusters                      string
 	// exampleOperator is the binary that runs the Pods of the built-in
 	// example operator's image.
 	exampleOperator string
@@ -41,7 +48,11 @@ func newDevCommand() *cobra.Command {
 		Short: "Run a local control plane, the Annex manager and the built-in catalog, until Ctrl-C",
 		Long: `dev starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 kwok (with --nodes fake nodes, so that Deployments become Available and Jobs
-complete without a kubelet) from --bin-dir with their state in --dir, runs the
+complete without a kubelet) from --bin-dir with their state in --dir. The
+fake nodes carry the labels a kubelet sets (kubernetes.io/os=linux,
+kubernetes.io/arch, hostname, instance type, zones local-a/b/c of region
+local) and offer --node-cpu, --node-memory and --node-pods; they run no
+containers. It runs the
 Pods of the built-in example operator's image as local processes
 (--example-operator), installs
 the Annex CRDs, creates the Catalog "builtin", runs the manager in this process
@@ -56,6 +67,10 @@ everything; the next run finds the same state.`,
 	cmd.Flags().StringVar(&o.dir, "dir", ".annex/dev", "state of the local control plane (etcd data, certificates, logs, kubeconfig)")
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", "folder with the control-plane binaries and kwok (make run passes bin/k8s/<version>)")
 	cmd.Flags().IntVar(&o.nodes, "nodes", 3, "how many fake nodes kwok runs pods on, in each cluster")
+	def := localcluster.DefaultNodeAllocatable()
+	cmd.Flags().StringVar(&o.nodeCPU, "node-cpu", def.Cpu().String(), "CPUs each fake node offers the scheduler (allocatable cpu)")
+	cmd.Flags().StringVar(&o.nodeMemory, "node-memory", def.Memory().String(), "memory each fake node offers the scheduler (allocatable memory)")
+	cmd.Flags().StringVar(&o.nodePods, "node-pods", def.Pods().String(), "how many Pods each fake node takes (allocatable pods)")
 	cmd.Flags().StringVar(&o.clusters, "clusters", "", "also start managed clusters and register them as ManagedClusters: a number N "+
 		"(cluster-1…N, alternating between the hub's Kubernetes version and the newest other one built in bin/k8s), or name=version,… (e.g. edge-1=1.37.1,edge-2=1.36.4)")
 	cmd.Flags().IntVar(&o.apiPort, "api-port", 0, "kube-apiserver port on 127.0.0.1; 0 picks a free one once and keeps it")
@@ -87,9 +102,14 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	allocatable, err := nodeAllocatable(o.nodeCPU, o.nodeMemory, o.nodePods)
+	if err != nil {
+		return err
+	}
 	images := exampleOperatorImage(o.exampleOperator, out)
 	cluster, err := localcluster.Start(ctx, localcluster.Options{
-		Dir: dir, BinDir: o.binDir, APIPort: o.apiPort, Log: out, Workloads: true, Nodes: o.nodes, Images: images,
+		Dir: dir, BinDir: o.binDir, APIPort: o.apiPort, Log: out, Workloads: true,
+		Nodes: o.nodes, NodeAllocatable: allocatable, Images: images,
 	})
 	if err != nil {
 		return err
@@ -116,7 +136,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	managed, startErr := startDevClusters(ctx, cfg, clusters, dir, binRoot, o.nodes, images, out)
+	managed, startErr := startDevClusters(ctx, cfg, clusters, dir, binRoot, o.nodes, allocatable, images, out)
 	defer func() {
 		if len(managed) > 0 {
 			fmt.Fprintln(out, "annex dev: stopping the managed clusters...")
@@ -130,11 +150,110 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- mgr.Start(ctx) }()
+	// "Annex is running" promises a tour that starts with the built-in
+	// catalog's Extensions: say it once they are there.
+	if err := waitBuiltinCatalog(ctx, cfg, stopped, out); err != nil {
+		cancel()
+		if mgrErr := <-stopped; mgrErr != nil && !errors.Is(mgrErr, context.Canceled) {
+			return errors.Join(err, mgrErr)
+		}
+		return err
+	}
 	printNextSteps(out, kubeconfig, clusters)
-	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := <-stopped; err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// nodeAllocatable reads --node-cpu, --node-memory and --node-pods.
+func nodeAllocatable(cpu, memory, pods string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for _, f := range []struct {
+		flag, value string
+		name        corev1.ResourceName
+	}{{"--node-cpu", cpu, corev1.ResourceCPU}, {"--node-memory", memory, corev1.ResourceMemory}, {"--node-pods", pods, corev1.ResourcePods}} {
+		q, err := resource.ParseQuantity(f.value)
+		if err != nil || q.Sign() <= 0 {
+			example := localcluster.DefaultNodeAllocatable()[f.name]
+			return nil, fmt.Errorf("%s %q: want a positive Kubernetes quantity, such as %s", f.flag, f.value, example.String())
+		}
+		out[f.name] = q
+	}
+	return out, nil
+}
+
+// builtinCatalogTimeout bounds the wait for the built-in catalog's first
+// sync, which reads only what is compiled into annex and takes a second.
+const builtinCatalogTimeout = 2 * time.Minute
+
+// waitBuiltinCatalog waits until the Catalog "builtin" has synced (see
+// builtinCatalogSynced) or is suspended. It fails when the manager stops
+// first (its error is then received from stopped by the caller), when ctx
+// ends, or after builtinCatalogTimeout, quoting the catalog's Ready
+// condition.
+func waitBuiltinCatalog(ctx context.Context, cfg *rest.Config, stopped <-chan error, out io.Writer) error {
+	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		return err
+	}
+	index, err := builtin.Index(builtinCatalog)
+	if err != nil {
+		return err
+	}
+	deadline := time.NewTimer(builtinCatalogTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	why := "not read yet"
+	for {
+		cat := &v1alpha1.Catalog{}
+		if err := c.Get(ctx, client.ObjectKey{Name: builtinCatalog}, cat); err != nil {
+			why = err.Error()
+		} else {
+			var done bool
+			if done, why = builtinCatalogSynced(cat, index.Digest); done {
+				if why != "" {
+					fmt.Fprintf(out, "annex dev: %s\n", why)
+				}
+				return nil
+			}
+		}
+		select {
+		case <-stopped:
+			return errors.New("the manager stopped before the built-in catalog synced")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("Catalog %s did not sync within %s: %s; see the manager's log above", builtinCatalog, builtinCatalogTimeout, why)
+		case <-tick.C:
+		}
+	}
+}
+
+// builtinCatalogSynced reports whether cat, the Catalog "builtin", offers
+// the Extensions of this annex: Ready for its current generation, and,
+// while it has a builtin source, made from the index of digest (a state
+// kept from an older annex is not). A suspended catalog is done too, with
+// a note saying so; otherwise the text says what is awaited.
+func builtinCatalogSynced(cat *v1alpha1.Catalog, digest string) (bool, string) {
+	if cat.Spec.Suspend {
+		return true, fmt.Sprintf("Catalog %s is suspended (spec.suspend): its Extensions are those of its last sync", cat.Name)
+	}
+	ready := meta.FindStatusCondition(cat.Status.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case ready == nil || cat.Status.ObservedGeneration != cat.Generation:
+		return false, "not synced yet"
+	case ready.Status != metav1.ConditionTrue:
+		return false, fmt.Sprintf("Ready is %s: %s", ready.Status, ready.Message)
+	case cat.Spec.Source.Builtin != nil && cat.Status.ArtifactDigest != digest:
+		return false, "its Extensions are those of another annex build; syncing"
+	}
+	return true, ""
 }
 
 // exampleOperatorImage runs the Pods of the example operator's image as
@@ -151,6 +270,9 @@ func exampleOperatorImage(binary string, out io.Writer) []localcluster.Image {
 	}}
 }
 
+// builtinCatalog is the name of the Catalog annex dev creates.
+const builtinCatalog = "builtin"
+
 // ensureBuiltinCatalog creates the Catalog "builtin" unless it exists (a
 // user may have changed or suspended it; that is kept).
 func ensureBuiltinCatalog(ctx context.Context, cfg *rest.Config) error {
@@ -159,11 +281,11 @@ func ensureBuiltinCatalog(ctx context.Context, cfg *rest.Config) error {
 		return err
 	}
 	cat := &v1alpha1.Catalog{
-		ObjectMeta: metav1.ObjectMeta{Name: "builtin"},
+		ObjectMeta: metav1.ObjectMeta{Name: builtinCatalog},
 		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Builtin: &v1alpha1.BuiltinSource{}}},
 	}
 	if err := c.Create(ctx, cat); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating Catalog builtin: %w", err)
+		return fmt.Errorf("creating Catalog %s: %w", builtinCatalog, err)
 	}
 	return nil
 }

@@ -106,10 +106,10 @@ func hasWorkloadBinaries(binDir string) error {
 // startDevClusters starts each managed cluster's control plane, with its
 // state in dir/clusters/<name>, and registers it with the hub as a
 // ManagedCluster whose kubeconfig is the Secret annex-system/<name>-kubeconfig.
-// Each runs the Pods of images as local processes, as the hub does. It
-// returns the started clusters, to be stopped by the caller, also when it
-// fails part way.
-func startDevClusters(ctx context.Context, hub *rest.Config, clusters []devCluster, dir, binRoot string, nodes int, images []localcluster.Image, out io.Writer) ([]*localcluster.Cluster, error) {
+// Each has nodes fake nodes offering allocatable, and runs the Pods of
+// images as local processes, as the hub does. It returns the started
+// clusters, to be stopped by the caller, also when it fails part way.
+func startDevClusters(ctx context.Context, hub *rest.Config, clusters []devCluster, dir, binRoot string, nodes int, allocatable corev1.ResourceList, images []localcluster.Image, out io.Writer) ([]*localcluster.Cluster, error) {
 	c, err := client.New(hub, client.Options{Scheme: manager.Scheme()})
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func startDevClusters(ctx context.Context, hub *rest.Config, clusters []devClust
 		}
 		fmt.Fprintf(out, "starting managed cluster %s (Kubernetes %s)...\n", dc.name, dc.version)
 		lc, err := localcluster.Start(ctx, localcluster.Options{
-			Dir: filepath.Join(dir, "clusters", dc.name), BinDir: binDir, Workloads: true, Nodes: nodes,
+			Dir: filepath.Join(dir, "clusters", dc.name), BinDir: binDir, Workloads: true, Nodes: nodes, NodeAllocatable: allocatable,
 			Log: prefixWriter{prefix: dc.name + ": ", w: out}, Images: images,
 		})
 		if err != nil {

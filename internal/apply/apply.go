@@ -447,7 +447,7 @@ func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.U
 			// Changed since it was read: read it again.
 			continue
 		}
-		return nil, &ObjectError{Op: "apply", Object: ref, Err: err}
+		return nil, &ObjectError{Op: "apply", Object: ref, Err: a.explainApplyError(ctx, err)}
 	}
 }
 

@@ -1,14 +1,17 @@
 package apply
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
@@ -120,4 +123,52 @@ func managerOf(msg string) string {
 		return rest
 	}
 	return m
+}
+
+// kwokNodeAnnotation marks the fake nodes of kwok (kwok.x-k8s.io/node),
+// which `annex dev` and the test clusters run: they run no containers.
+const kwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// noContainersHint is what an apply error adds when a webhook could not be
+// called on a cluster whose nodes run no containers.
+const noContainersHint = "the cluster's nodes are kwok's fake nodes (a local cluster of annex dev), which run no containers, " +
+	"so a webhook served by a Pod never answers: turn the chart's webhooks off in its values, or install on a cluster with real nodes"
+
+// webhookUnreachable reports whether err is the API server failing to call
+// an admission or conversion webhook, as opposed to a webhook's refusal,
+// which is an answer.
+func webhookUnreachable(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "failed calling webhook") || strings.Contains(msg, "conversion webhook for")
+}
+
+// explainWebhookFailure adds noContainersHint to err when err is a webhook
+// the API server could not call (webhookUnreachable) and the cluster's
+// nodes run no containers; otherwise it returns err as it is.
+func explainWebhookFailure(err error, noContainers bool) error {
+	if err == nil || !noContainers || !webhookUnreachable(err) {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, noContainersHint)
+}
+
+// explainApplyError is explainWebhookFailure for this Applier's cluster. It
+// lists the nodes only for a webhook failure: their names and annotations,
+// at most 100; the nodes run no containers when every one is kwok's. When
+// they cannot be listed, err stays as it is.
+func (a *Applier) explainApplyError(ctx context.Context, err error) error {
+	if err == nil || !webhookUnreachable(err) {
+		return err
+	}
+	nodes := &metav1.PartialObjectMetadataList{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if listErr := a.Client.List(ctx, nodes, client.Limit(100)); listErr != nil || len(nodes.Items) == 0 {
+		return err
+	}
+	for _, n := range nodes.Items {
+		if _, fake := n.Annotations[kwokNodeAnnotation]; !fake {
+			return err
+		}
+	}
+	return explainWebhookFailure(err, true)
 }

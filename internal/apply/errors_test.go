@@ -76,3 +76,39 @@ func TestConflictErrorInstallation(t *testing.T) {
 		t.Errorf("Error() =\n%s\nwant\n%s", err.Error(), want)
 	}
 }
+
+func TestExplainWebhookFailure(t *testing.T) {
+	unreachable := errors.New(`Internal error occurred: failed calling webhook "validate.nginx.ingress.kubernetes.io": ` +
+		`failed to call webhook: Post "https://ingress-nginx-controller-admission.ingress-nginx.svc:443/networking/v1/ingresses?timeout=10s": ` +
+		`no endpoints available for service "ingress-nginx-controller-admission"`)
+	conversion := errors.New(`conversion webhook for cert-manager.io/v1, Kind=Certificate failed: Post "https://cert-manager-webhook.cert-manager.svc:443/convert?timeout=30s": dial tcp 10.96.0.12:443: connect: connection refused`)
+	denied := errors.New(`admission webhook "validate.kyverno.svc" denied the request: policy require-labels: label app is required`)
+	for _, tc := range []struct {
+		name         string
+		err          error
+		noContainers bool
+		hint         bool
+	}{
+		// An admission webhook that cannot be called on kwok's nodes: hinted.
+		{"admission webhook, fake nodes", unreachable, true, true},
+		// A conversion webhook alike.
+		{"conversion webhook, fake nodes", conversion, true, true},
+		// The same failure on a cluster with real nodes has other causes:
+		// no hint.
+		{"admission webhook, real nodes", unreachable, false, false},
+		// A webhook that answered and refused is not unreachable.
+		{"denied", denied, true, false},
+		// Other errors are left alone.
+		{"other", errors.New("namespaces \"demo\" not found"), true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := explainWebhookFailure(tc.err, tc.noContainers)
+			if !errors.Is(got, tc.err) {
+				t.Errorf("the result %v does not wrap the error", got)
+			}
+			if hinted := strings.HasSuffix(got.Error(), noContainersHint); hinted != tc.hint {
+				t.Errorf("hinted = %v, want %v: %v", hinted, tc.hint, got)
+			}
+		})
+	}
+}

@@ -61,12 +61,37 @@ func (h Health) Summary() string {
 // its health with kstatus rules (see objectStatus). An object that does not
 // exist is pending with status NotFound. The error is an *ObjectError (or
 // several, joined) when objects cannot be read.
+//
+// A workload or Job among the pending objects Summary names has the first
+// of its stuck Pods added to its message, with the scheduler's or the
+// kubelet's reason (see podProblem), e.g. `Deployment not Available; Pod
+// demo/web-x2v4q: cannot be scheduled (Unschedulable): 0/3 nodes are
+// available: ...`. Pods are read only then: a healthy inventory costs no
+// Pod reads.
 func (a *Applier) Health(ctx context.Context, inventory []v1alpha1.ObjectReference) (Health, error) {
 	objs, err := a.getAll(ctx, inventory)
 	if err != nil {
 		return Health{}, err
 	}
-	return healthOf(inventory, objs), nil
+	h := healthOf(inventory, objs)
+	if h.Ready {
+		return h, nil
+	}
+	live := make(map[objKey]*unstructured.Unstructured, len(inventory))
+	for i, ref := range inventory {
+		live[keyOf(ref)] = objs[i]
+	}
+	for i := range h.Pending[:min(len(h.Pending), summaryLimit)] {
+		p := &h.Pending[i]
+		obj := live[keyOf(p.Ref)]
+		if obj == nil || !hasPods(obj) || p.Status == string(status.TerminatingStatus) {
+			continue
+		}
+		if stuck := a.podProblemOf(ctx, obj); stuck != "" {
+			p.Message = joinNonEmpty("; ", p.Message, stuck)
+		}
+	}
+	return h, nil
 }
 
 // healthOf computes the health of inventory from the live objects, given

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -48,6 +50,10 @@ type HookError struct {
 	// Reason and Message come from the Job's Failed condition (or the
 	// Pod's status); on a timeout, Message tells the last state seen.
 	Reason, Message string
+	// StuckPod, on a timeout, names the hook's Pod that could not run and
+	// the scheduler's or kubelet's reason (see stuckPod), when one did
+	// not.
+	StuckPod string
 }
 
 // HookFailed marks the error for callers that classify errors without
@@ -56,6 +62,11 @@ func (e *HookError) HookFailed() bool { return true }
 
 func (e *HookError) Error() string {
 	obj := describe(e.Object)
+	if e.TimedOut && e.StuckPod != "" {
+		return fmt.Sprintf("%s hook %s did not complete within %s: %s; "+
+			"change what keeps the Pod from running (in the chart's values: nodeSelector, tolerations, resources, image) and retry",
+			e.Hook, obj, e.Timeout, e.StuckPod)
+	}
 	if e.TimedOut {
 		return fmt.Sprintf("%s hook %s did not complete within %s (%s): "+
 			"make the hook finish sooner or raise the installation's timeout", e.Hook, obj, e.Timeout, e.Message)
@@ -214,12 +225,16 @@ func (a *Applier) awaitHook(ctx context.Context, event HookEvent, obj *unstructu
 		return nil
 	}
 	ref := refOf(obj)
-	var last hookState
+	var (
+		last     hookState
+		lastLive *unstructured.Unstructured
+	)
 	timedOut, err := pollUntil(ctx, timeout, func(ctx context.Context) (bool, error) {
 		live, err := a.get(ctx, ref)
 		if err != nil {
 			return false, &ObjectError{Op: "read", Object: ref, Err: err}
 		}
+		lastLive = live
 		if live == nil {
 			last = hookState{message: "the object was deleted while it ran"}
 			return false, nil
@@ -231,11 +246,29 @@ func (a *Applier) awaitHook(ctx context.Context, event HookEvent, obj *unstructu
 	case err != nil:
 		return err
 	case timedOut:
-		return &HookError{Hook: event, Object: ref, TimedOut: true, Timeout: timeout, Message: last.message}
+		return &HookError{Hook: event, Object: ref, TimedOut: true, Timeout: timeout, Message: last.message,
+			StuckPod: a.stuckHookPod(ctx, lastLive)}
 	case last.failed:
 		return &HookError{Hook: event, Object: ref, Reason: last.reason, Message: last.message}
 	}
 	return nil
+}
+
+// stuckHookPod names the Pod of a hook Job, or the hook Pod itself, that
+// could not run, and why (see stuckPod); "" when none is stuck or live is
+// gone. It reads the Pods only once the hook has timed out.
+func (a *Applier) stuckHookPod(ctx context.Context, live *unstructured.Unstructured) string {
+	if live == nil {
+		return ""
+	}
+	if live.GroupVersionKind().Kind == "Job" {
+		return a.podProblemOf(ctx, live)
+	}
+	var pod corev1.Pod
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, &pod); err != nil {
+		return ""
+	}
+	return stuckPod([]corev1.Pod{pod})
 }
 
 // hookState is what a hook Job or Pod says about its run.

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -78,8 +79,14 @@ type Options struct {
 	// serves PersistentVolumeClaims of the default StorageClass "standard"
 	// (or of class "") with volumes under Dir/volumes; see storage.go.
 	Workloads bool
-	// Nodes is how many fake nodes Workloads creates (default 3).
+	// Nodes is how many fake nodes Workloads creates (default 3). They
+	// carry the labels and node info a kubelet registers (nodes.go).
 	Nodes int
+	// NodeAllocatable is what each fake node offers the scheduler; a
+	// resource it leaves out takes its value from
+	// DefaultNodeAllocatable. A node kept from an earlier start is
+	// updated to it.
+	NodeAllocatable corev1.ResourceList
 	// PodExecDir, when set with Workloads, makes the pods/exec subresource
 	// (kubectl exec) work for the fake nodes' Pods, which have no
 	// processes: kwok runs the command on this machine instead, in

@@ -60,7 +60,7 @@ func (c *Cluster) setKubeletPort(ctx context.Context, cs kubernetes.Interface) e
 	}
 	patch := fmt.Appendf(nil, `{"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}}}}`, c.kubeletPort)
 	for i := 1; i <= c.opts.Nodes; i++ {
-		name := "annex-node-" + strconv.Itoa(i)
+		name := nodeName(i)
 		if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 			return fmt.Errorf("pointing fake node %s at kwok's kubelet port %d: %w", name, c.kubeletPort, err)
 		}

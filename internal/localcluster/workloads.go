@@ -5,14 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // The processes that make workloads run without a kubelet:
@@ -100,77 +93,6 @@ func (c *Cluster) startWorkloads(ctx context.Context) error {
 		return nil
 	}
 	return c.startImages()
-}
-
-// ensureNodes creates the fake nodes annex-node-1 … annex-node-N that are
-// missing and waits until kwok has made every one Ready.
-func (c *Cluster) ensureNodes(ctx context.Context) error {
-	cs, err := kubernetes.NewForConfig(c.RESTConfig())
-	if err != nil {
-		return err
-	}
-	for i := 1; i <= c.opts.Nodes; i++ {
-		node := fakeNode("annex-node-" + strconv.Itoa(i))
-		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating fake node %s: %w", node.Name, err)
-		}
-	}
-	if err := c.setKubeletPort(ctx, cs); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, workloadsReadyTimeout)
-	defer cancel()
-	for {
-		ready, err := c.readyNodes(ctx, cs)
-		if err == nil && ready >= c.opts.Nodes {
-			return nil
-		}
-		for _, p := range c.workloads {
-			if p.exited() {
-				return fmt.Errorf("%s exited (%v); end of %s:\n%s", p.name, p.err, p.logPath, p.tail(logTailLines))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			kwok := c.workloads[len(c.workloads)-1]
-			return fmt.Errorf("%d of %d fake nodes Ready after %s (last error: %v); end of %s:\n%s",
-				ready, c.opts.Nodes, workloadsReadyTimeout, err, kwok.logPath, kwok.tail(logTailLines))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func (c *Cluster) readyNodes(ctx context.Context, cs kubernetes.Interface) (int, error) {
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, err
-	}
-	ready := 0
-	for _, n := range nodes.Items {
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				ready++
-			}
-		}
-	}
-	return ready, nil
-}
-
-// fakeNode is a node kwok manages, with room for plenty of pods.
-func fakeNode(name string) *corev1.Node {
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("250"),
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Annotations: map[string]string{kwokNodeAnnotation: "fake"},
-			Labels:      map[string]string{"type": "kwok", corev1.LabelHostname: name},
-		},
-		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
-	}
 }
 
 // stopWorkloadsLocked stops the image runner's processes, the volume

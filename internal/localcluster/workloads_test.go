@@ -3,6 +3,8 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"maps"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -18,19 +21,26 @@ import (
 	"github.com/annex-platform/annex/internal/testenv"
 )
 
-// TestWorkloadsRun starts a cluster with workloads, as annex dev does: a
-// Deployment of 2 replicas becomes Available on the fake nodes, a Job
-// completes, a Service gets a ClusterIP, and a deleted namespace with
-// objects in it goes away (the namespace controller finalizes it) instead
-// of staying Terminating. Stop leaves no process behind.
+// TestWorkloadsRun starts a cluster with workloads, as annex dev does: its
+// nodes carry the labels, node info and allocatable a kubelet registers; a
+// Deployment of 2 replicas that selects Linux nodes becomes Available on
+// the fake nodes, one of 3 replicas spread over zones too, with one Pod
+// in each zone; a Job that selects Linux nodes completes, a Service gets a
+// ClusterIP, and a deleted namespace with objects in it goes away (the
+// namespace controller finalizes it) instead of staying Terminating. Stop
+// leaves no process behind.
 func TestWorkloadsRun(t *testing.T) {
 	binDir := testenv.RequireWorkloadsBinDir(t)
 	ctx := context.Background()
-	c := startCluster(t, Options{Dir: t.TempDir(), BinDir: binDir, Workloads: true, Nodes: 2})
+	c := startCluster(t, Options{Dir: t.TempDir(), BinDir: binDir, Workloads: true,
+		NodeAllocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")}})
 	cs, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
+	expectNodesLikeKubelets(t, cs, 3, corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("128Gi"), corev1.ResourcePods: resource.MustParse("250"),
+	})
 	ns := "workloads"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -38,7 +48,13 @@ func TestWorkloadsRun(t *testing.T) {
 	labels := map[string]string{"app": "web"}
 	pod := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}},
+		Spec: corev1.PodSpec{
+			// What many charts select by default.
+			NodeSelector: map[string]string{corev1.LabelOSStable: "linux"},
+			Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")}}}},
+		},
 	}
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -46,7 +62,20 @@ func TestWorkloadsRun(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	jobPod := pod
+	spreadLabels := map[string]string{"app": "spread"}
+	spread := pod.DeepCopy()
+	spread.Labels = spreadLabels
+	spread.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: spreadLabels},
+	}}
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "spread"},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(int32(3)), Selector: &metav1.LabelSelector{MatchLabels: spreadLabels}, Template: *spread},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jobPod := *pod.DeepCopy()
 	jobPod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "once"},
@@ -65,16 +94,19 @@ func TestWorkloadsRun(t *testing.T) {
 		t.Error("the Service got no ClusterIP")
 	}
 
-	eventually(t, time.Minute, func() error {
-		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if d.Status.AvailableReplicas != 2 {
-			return fmt.Errorf("Deployment web: %d of 2 replicas available", d.Status.AvailableReplicas)
-		}
-		return nil
-	})
+	for name, replicas := range map[string]int32{"web": 2, "spread": 3} {
+		eventually(t, time.Minute, func() error {
+			d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if d.Status.AvailableReplicas != replicas {
+				return fmt.Errorf("Deployment %s: %d of %d replicas available", name, d.Status.AvailableReplicas, replicas)
+			}
+			return nil
+		})
+	}
+	expectOnePodPerZone(t, cs, ns, "app=spread")
 	eventually(t, time.Minute, func() error {
 		j, err := cs.BatchV1().Jobs(ns).Get(ctx, "once", metav1.GetOptions{})
 		if err != nil {
@@ -111,6 +143,76 @@ func TestWorkloadsRun(t *testing.T) {
 		if syscall.Kill(pid, 0) == nil {
 			t.Errorf("process %d outlived Stop", pid)
 		}
+	}
+}
+
+// expectNodesLikeKubelets checks that the cluster has n nodes, each
+// registered as a kubelet on this machine would register it, offering
+// allocatable, spread over the zones of one region.
+func expectNodesLikeKubelets(t *testing.T, cs kubernetes.Interface, n int, allocatable corev1.ResourceList) {
+	t.Helper()
+	ctx := context.Background()
+	version, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != n {
+		t.Fatalf("%d nodes, want %d", len(nodes.Items), n)
+	}
+	zonesSeen := map[string]bool{}
+	for _, node := range nodes.Items {
+		want := map[string]string{
+			corev1.LabelOSStable: "linux", corev1.LabelArchStable: runtime.GOARCH,
+			"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": runtime.GOARCH,
+			corev1.LabelHostname: node.Name, corev1.LabelInstanceTypeStable: "annex-fake",
+			corev1.LabelTopologyRegion: "local", "type": "kwok",
+		}
+		for k, v := range want {
+			if got := node.Labels[k]; got != v {
+				t.Errorf("node %s: label %s=%q, want %q", node.Name, k, got, v)
+			}
+		}
+		zonesSeen[node.Labels[corev1.LabelTopologyZone]] = true
+		for name, q := range allocatable {
+			if got := node.Status.Allocatable[name]; got.Cmp(q) != 0 {
+				t.Errorf("node %s: allocatable %s = %s, want %s", node.Name, name, got.String(), q.String())
+			}
+		}
+		info := node.Status.NodeInfo
+		if info.OperatingSystem != "linux" || info.Architecture != runtime.GOARCH || info.KubeletVersion != version.GitVersion {
+			t.Errorf("node %s: nodeInfo os %q, arch %q, kubelet %q; want linux, %s, %s",
+				node.Name, info.OperatingSystem, info.Architecture, info.KubeletVersion, runtime.GOARCH, version.GitVersion)
+		}
+	}
+	if !maps.Equal(zonesSeen, map[string]bool{"local-a": true, "local-b": true, "local-c": true}) {
+		t.Errorf("the nodes are in zones %v, want local-a, local-b and local-c", zonesSeen)
+	}
+}
+
+// expectOnePodPerZone checks that the Pods selector selects in ns run in
+// distinct zones.
+func expectOnePodPerZone(t *testing.T, cs kubernetes.Interface, ns, selector string) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones := map[string]string{}
+	for _, p := range pods.Items {
+		node, err := cs.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the node of Pod %s: %v", p.Name, err)
+		}
+		zone := node.Labels[corev1.LabelTopologyZone]
+		if other, ok := zones[zone]; ok {
+			t.Errorf("Pods %s and %s are both in zone %q", other, p.Name, zone)
+		}
+		zones[zone] = p.Name
 	}
 }
 
