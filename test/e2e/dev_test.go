@@ -19,6 +19,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,32 +33,53 @@ import (
 	"github.com/annex-platform/annex/internal/exampleoperator"
 	"github.com/annex-platform/annex/internal/manager"
 	"github.com/annex-platform/annex/internal/testenv"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
 
-// TestDev builds annex, runs `annex dev`, installs the sample from
-// config/samples with the kubeconfig it writes (its greeter runs 2 replicas
-// on the fake nodes), installs and uninstalls into a namespace Annex
-// creates, and stops it with SIGTERM: nothing it started may outlive it.
+// TestDev builds annex, runs `annex dev` with smaller nodes than its
+// default, checks that the built-in catalog's Extensions are there as soon
+// as it says it is running, installs the sample from config/samples with
+// the kubeconfig it writes (its greeter runs 2 replicas on the fake
+// nodes), installs charts whose Pods select Linux nodes (Ready) or a node
+// that does not exist (the condition names the Pod and the scheduler's
+// reason), installs and uninstalls into a namespace Annex creates, and
+// stops it with SIGTERM: nothing it started may outlive it.
 func TestDev(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, _, exited, stateDir := startDev(t, 90*time.Second)
+	dev, _, exited, stateDir := startDev(t, 90*time.Second, "--node-cpu", "8", "--node-memory", "32Gi")
 	c := clientFromKubeconfig(t, filepath.Join(stateDir, "kubeconfig"))
 	ctx := context.Background()
 
-	// The built-in catalog is synced.
-	waitFor(t, 60*time.Second, exited, func() error {
-		cat := &v1alpha1.Catalog{}
-		if err := c.Get(ctx, client.ObjectKey{Name: "builtin"}, cat); err != nil {
-			return err
+	// "Annex is running" came after the built-in catalog synced: its
+	// Extensions are listed at once, without waiting.
+	cat := &v1alpha1.Catalog{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "builtin"}, cat); err != nil {
+		t.Fatal(err)
+	}
+	if !meta.IsStatusConditionTrue(cat.Status.Conditions, v1alpha1.ConditionReady) || cat.Status.ExtensionCount < 2 {
+		t.Errorf("when annex dev said it was running, Catalog builtin was %+v", cat.Status)
+	}
+	var builtinExtensions v1alpha1.ExtensionList
+	if err := c.List(ctx, &builtinExtensions, client.MatchingLabels{v1alpha1.LabelCatalog: "builtin"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(builtinExtensions.Items); n < 2 || n != int(cat.Status.ExtensionCount) {
+		t.Errorf("when annex dev said it was running, the built-in catalog had %d Extensions, its status says %d", n, cat.Status.ExtensionCount)
+	}
+
+	// The flags size the fake nodes.
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if cpu, mem := n.Status.Allocatable.Cpu(), n.Status.Allocatable.Memory(); cpu.String() != "8" || mem.String() != "32Gi" {
+			t.Errorf("node %s offers cpu %s and memory %s, want 8 and 32Gi (--node-cpu, --node-memory)", n.Name, cpu, mem)
 		}
-		if !meta.IsStatusConditionTrue(cat.Status.Conditions, v1alpha1.ConditionReady) || cat.Status.ExtensionCount < 2 {
-			return fmt.Errorf("catalog builtin: %+v", cat.Status)
-		}
-		return nil
-	})
+	}
 
 	// The README's sample installs and becomes Ready, with its objects.
 	for _, obj := range readManifests(t, filepath.Join(root, "config/samples/hello.yaml")) {
@@ -88,6 +110,8 @@ func TestDev(t *testing.T) {
 	if deploy.Status.AvailableReplicas != 2 {
 		t.Fatalf("the greeter has %d available replicas, want 2", deploy.Status.AvailableReplicas)
 	}
+
+	expectPodsScheduleLikeOnRealNodes(t, c, exited)
 
 	// An installation into a namespace Annex creates uninstalls to the
 	// end: the namespace is finalized instead of staying Terminating.
@@ -140,6 +164,124 @@ func TestDev(t *testing.T) {
 	for _, pid := range children {
 		if alive(pid) {
 			t.Errorf("child process %d outlived annex dev", pid)
+		}
+	}
+}
+
+// linuxChartFiles is a chart as many are by default: a Deployment and a
+// post-install hook Job whose Pods select Linux nodes.
+var linuxChartFiles = map[string]string{
+	"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: linux-app}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: linux-app}}
+  template:
+    metadata: {labels: {app: linux-app}}
+    spec:
+      nodeSelector: {kubernetes.io/os: linux}
+      containers: [{name: app, image: "registry.example/app:1.0", resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`,
+	"templates/hook.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: linux-app-setup
+  annotations: {helm.sh/hook: post-install, helm.sh/hook-delete-policy: before-hook-creation}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector: {kubernetes.io/os: linux}
+      containers: [{name: setup, image: "registry.example/setup:1.0"}]
+`,
+}
+
+// stuckChartFiles is a chart whose Pod selects a node that no cluster of
+// annex dev has.
+var stuckChartFiles = map[string]string{
+	"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: stuck}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: stuck}}
+  template:
+    metadata: {labels: {app: stuck}}
+    spec:
+      nodeSelector: {disktype: none-such}
+      containers: [{name: app, image: "registry.example/app:1.0"}]
+`,
+}
+
+// expectPodsScheduleLikeOnRealNodes installs, from a Helm repository, a
+// chart whose Deployment and hook Job select Linux nodes: it becomes
+// Ready. A chart whose Pod selects a node that does not exist is not
+// Ready, and its Ready condition names the Pod and the scheduler's reason.
+func expectPodsScheduleLikeOnRealNodes(t *testing.T, c client.Client, exited <-chan error) {
+	t.Helper()
+	ctx := context.Background()
+	repo := helmrepo.NewServer(t,
+		helmrepo.Chart{Name: "linux-app", Version: "1.0.0", Files: linuxChartFiles},
+		helmrepo.Chart{Name: "stuck", Version: "1.0.0", Files: stuckChartFiles})
+	objs := []client.Object{
+		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "scheduling"},
+			Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}},
+		&v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "linux-app"},
+			Spec: v1alpha1.ExtensionInstallationSpec{Extension: "linux-app", TargetNamespace: "linux-app"}},
+		&v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "stuck"},
+			Spec: v1alpha1.ExtensionInstallationSpec{Extension: "stuck", TargetNamespace: "stuck"}},
+	}
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := func(name string) (*metav1.Condition, error) {
+		inst := &v1alpha1.ExtensionInstallation{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, inst); err != nil {
+			return nil, err
+		}
+		cond := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
+		if cond == nil {
+			return nil, fmt.Errorf("%s has no Ready condition yet: %+v", name, inst.Status.Conditions)
+		}
+		return cond, nil
+	}
+	waitFor(t, 2*time.Minute, exited, func() error {
+		cond, err := ready("linux-app")
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionTrue {
+			return fmt.Errorf("linux-app not Ready: %s: %s", cond.Reason, cond.Message)
+		}
+		return nil
+	})
+	job := &batchv1.Job{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "linux-app", Name: "linux-app-setup"}, job); err != nil {
+		t.Fatalf("the hook Job: %v", err)
+	}
+	if job.Status.Succeeded != 1 {
+		t.Errorf("the hook Job has %d succeeded Pods, want 1", job.Status.Succeeded)
+	}
+	const reason = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+	waitFor(t, 2*time.Minute, exited, func() error {
+		cond, err := ready("stuck")
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "Pod stuck/stuck-") ||
+			!strings.Contains(cond.Message, ": cannot be scheduled (Unschedulable): "+reason) {
+			return fmt.Errorf("stuck's Ready condition does not name its Pod and the scheduler's reason: %s: %s", cond.Reason, cond.Message)
+		}
+		return nil
+	})
+	// Installations first, their catalog last.
+	for i := len(objs) - 1; i >= 0; i-- {
+		if err := c.Delete(ctx, objs[i]); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
