@@ -43,7 +43,8 @@ type Drift struct {
 //
 // Diff also returns the health of the objects as it read them, in
 // inventory order, so that a caller checking drift and health need not
-// read everything twice. Errors are *ObjectErrors for objects that cannot
+// read everything twice; like Health's, it names the stuck Pods of
+// workloads that are not ready. Errors are *ObjectErrors for objects that cannot
 // be read or dry-run, joined; the drift found for the other objects is
 // still returned.
 func (a *Applier) Diff(ctx context.Context, owner Owner, set Set, defaultNamespace string) ([]Drift, Health, error) {
@@ -69,7 +70,14 @@ func (a *Applier) Diff(ctx context.Context, owner Owner, set Set, defaultNamespa
 		entries = append(entries, phasedRef{ref: ref, phase: phaseOf(gvkOf(ref).GroupKind(), crds), live: live[i]})
 	}
 	slices.SortFunc(out, func(x, y Drift) int { return compareRefs(x.Object, y.Object) })
-	return out, resultOf(entries).Health, errors.Join(errs...)
+	h := resultOf(entries).Health
+	a.nameStuckPods(ctx, h, func(ref v1alpha1.ObjectReference) *unstructured.Unstructured {
+		if i := slices.IndexFunc(entries, func(e phasedRef) bool { return e.ref == ref }); i >= 0 {
+			return entries[i].live
+		}
+		return nil
+	})
+	return out, h, errors.Join(errs...)
 }
 
 // diffOne returns the drift of one object, or nil when it has none, and

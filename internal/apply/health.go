@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -74,24 +75,33 @@ func (a *Applier) Health(ctx context.Context, inventory []v1alpha1.ObjectReferen
 		return Health{}, err
 	}
 	h := healthOf(inventory, objs)
-	if h.Ready {
-		return h, nil
-	}
-	live := make(map[objKey]*unstructured.Unstructured, len(inventory))
-	for i, ref := range inventory {
-		live[keyOf(ref)] = objs[i]
-	}
+	a.nameStuckPods(ctx, h, func(ref v1alpha1.ObjectReference) *unstructured.Unstructured {
+		if i := slices.Index(inventory, ref); i >= 0 {
+			return objs[i]
+		}
+		return nil
+	})
+	return h, nil
+}
+
+// nameStuckPods adds to the message of each workload or Job among the
+// pending objects of h that Summary names the first of its stuck Pods
+// (podProblemOf), live giving each object as it was read. A ready h costs
+// nothing.
+func (a *Applier) nameStuckPods(ctx context.Context, h Health, live func(v1alpha1.ObjectReference) *unstructured.Unstructured) {
 	for i := range h.Pending[:min(len(h.Pending), summaryLimit)] {
 		p := &h.Pending[i]
-		obj := live[keyOf(p.Ref)]
-		if obj == nil || !hasPods(obj) || p.Status == string(status.TerminatingStatus) {
+		if p.Status == string(status.TerminatingStatus) || p.Status == string(status.NotFoundStatus) {
+			continue
+		}
+		obj := live(p.Ref)
+		if obj == nil || !hasPods(obj) {
 			continue
 		}
 		if stuck := a.podProblemOf(ctx, obj); stuck != "" {
 			p.Message = joinNonEmpty("; ", p.Message, stuck)
 		}
 	}
-	return h, nil
 }
 
 // healthOf computes the health of inventory from the live objects, given
