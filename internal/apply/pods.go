@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -54,16 +53,10 @@ func (a *Applier) podProblemOf(ctx context.Context, obj *unstructured.Unstructur
 	if err != nil || sel.Empty() {
 		return ""
 	}
-	return a.podProblemMatching(ctx, obj.GetNamespace(), sel)
-}
-
-// podProblemMatching is podProblemOf for the Pods sel selects in
-// namespace.
-func (a *Applier) podProblemMatching(ctx context.Context, namespace string, sel labels.Selector) string {
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion("v1")
 	list.SetKind("PodList")
-	if err := a.Client.List(ctx, list, client.InNamespace(namespace),
+	if err := a.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()),
 		client.MatchingLabelsSelector{Selector: sel}, client.Limit(podListLimit)); err != nil {
 		return ""
 	}
