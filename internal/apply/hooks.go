@@ -89,20 +89,23 @@ func (e *HookError) Error() string {
 // the error.
 func (a *Applier) ApplyWithHooks(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts HookOptions) (Result, error) {
 	set = copySet(set)
-	return a.run(ctx, owner, defaultNamespace, Plan(set, opts.IsUpgrade), opts)
+	return a.run(ctx, owner, defaultNamespace, Plan(set, defaultNamespace, opts.IsUpgrade), opts)
 }
 
 // RunDeleteHooks runs the hooks of set for event, HookPreDelete (before
 // the caller's Delete) or HookPostDelete (once Delete reports nothing
 // remaining), as ApplyWithHooks runs hooks, each awaited at most timeout
-// (zero means DefaultHookTimeout). A set without such hooks makes no
+// (zero means DefaultHookTimeout). The Namespace named defaultNamespace,
+// when set brings it, is applied before the hooks, so that it is there
+// for them even if someone deleted it: a caller that deletes it deletes
+// it after the post-delete hooks. A set without such hooks makes no
 // requests.
 func (a *Applier) RunDeleteHooks(ctx context.Context, owner Owner, defaultNamespace string, set Set, event HookEvent, timeout time.Duration) error {
 	if event != HookPreDelete && event != HookPostDelete {
 		return fmt.Errorf("run delete hooks: event %q is not %q or %q", event, HookPreDelete, HookPostDelete)
 	}
 	set = copySet(set)
-	steps := planHooks(set, event)
+	steps := planHooks(set, defaultNamespace, event)
 	if len(steps) == 0 {
 		return nil
 	}
