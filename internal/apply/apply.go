@@ -262,13 +262,19 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 		inventory []phasedRef
 		seen      = map[objKey]bool{}
 		stepErr   error
+		succeeded []*unstructured.Unstructured // hooks of the current event to delete once all succeeded
 	)
 	// The steps run through the one plan executor, as a package's do; a
 	// chart's steps never wait, so the plan runs in this call, and the
 	// first error stops it.
 	runStep := func(ref plan.StepRef, _ plan.Step) plan.StepResult {
 		st := steps[ref.Step]
-		if err := a.runStep(ctx, owner, defaultNamespace, st, opts, seen, &inventory); err != nil {
+		err := a.runStep(ctx, owner, defaultNamespace, st, opts, seen, &inventory, &succeeded)
+		if lastOfEvent := st.Hook != "" && (ref.Step == len(steps)-1 || steps[ref.Step+1].Hook != st.Hook); err == nil && lastOfEvent {
+			err = a.deleteSucceeded(ctx, owner, succeeded, opts.timeout())
+			succeeded = nil
+		}
+		if err != nil {
 			stepErr = err
 			return plan.Failed(st.Name, err)
 		}
@@ -284,8 +290,9 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 
 // runStep applies one step of a chart: regular objects concurrently (CRDs
 // then awaited until Established), hooks one at a time, each awaited. The
-// regular objects applied join inventory.
-func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace string, st Step, opts HookOptions, seen map[objKey]bool, inventory *[]phasedRef) error {
+// regular objects applied join inventory; the hooks to delete once their
+// event succeeded join succeeded.
+func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace string, st Step, opts HookOptions, seen map[objKey]bool, inventory *[]phasedRef, succeeded *[]*unstructured.Unstructured) error {
 	// Custom resources are placed once their CRDs are Established.
 	for _, o := range st.Objects {
 		if err := a.place(o, defaultNamespace); err != nil {
@@ -299,7 +306,7 @@ func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace str
 		seen[keyOf(ref)] = true
 	}
 	if st.Hook != "" {
-		return a.runHookStep(ctx, owner, st, opts)
+		return a.runHookStep(ctx, owner, st, opts, succeeded)
 	}
 	applied, err := a.applyConcurrently(ctx, owner, st.Objects, opts.TakeOwnership)
 	if err == nil && st.phase == phaseCRDs {

@@ -79,8 +79,9 @@ func (e *HookError) Error() string {
 // is not a part of the release). Its helm.sh/hook-delete-policy is
 // honoured: before-hook-creation (the default) deletes the previous object
 // of the same name, if it belongs to owner, and waits until it is gone;
-// hook-succeeded and hook-failed delete the object once it succeeded or
-// failed. A hook Job is awaited until its Complete or Failed condition, a
+// hook-succeeded deletes the object once every hook of its event
+// succeeded (as Helm does, so that a Job's ServiceAccount and RBAC hooks
+// outlive it), hook-failed once it failed. A hook Job is awaited until its Complete or Failed condition, a
 // hook Pod until it Succeeded or Failed, each at most opts.HookTimeout;
 // other hook objects are not awaited.
 //
@@ -113,10 +114,11 @@ func (a *Applier) RunDeleteHooks(ctx context.Context, owner Owner, defaultNamesp
 	return err
 }
 
-// runHookStep runs the hooks of st one at a time.
-func (a *Applier) runHookStep(ctx context.Context, owner Owner, st Step, opts HookOptions) error {
+// runHookStep runs the hooks of st one at a time. The hooks that
+// succeeded and are to be deleted then (hook-succeeded) join succeeded.
+func (a *Applier) runHookStep(ctx context.Context, owner Owner, st Step, opts HookOptions, succeeded *[]*unstructured.Unstructured) error {
 	for _, obj := range st.Objects {
-		if err := a.runHook(ctx, owner, st.Hook, obj, opts); err != nil {
+		if err := a.runHook(ctx, owner, st.Hook, obj, opts, succeeded); err != nil {
 			return err
 		}
 	}
@@ -124,8 +126,11 @@ func (a *Applier) runHookStep(ctx context.Context, owner Owner, st Step, opts Ho
 }
 
 // runHook applies one hook object, awaits it and applies its delete
-// policies.
-func (a *Applier) runHook(ctx context.Context, owner Owner, event HookEvent, obj *unstructured.Unstructured, opts HookOptions) error {
+// policies: hook-failed at once, hook-succeeded by adding obj to
+// succeeded, which deleteSucceeded empties once every hook of the event
+// succeeded, as Helm does: the ServiceAccount and RBAC hooks of a Job hook
+// must outlive the Job.
+func (a *Applier) runHook(ctx context.Context, owner Owner, event HookEvent, obj *unstructured.Unstructured, opts HookOptions, succeeded *[]*unstructured.Unstructured) error {
 	policies := deletePolicies(obj)
 	if slices.Contains(policies, policyBeforeCreation) {
 		if err := a.deleteHookObject(ctx, owner, obj, opts.timeout(), true); err != nil {
@@ -138,13 +143,25 @@ func (a *Applier) runHook(ctx context.Context, owner Owner, event HookEvent, obj
 	err := a.awaitHook(ctx, event, obj, opts.timeout())
 	var hookErr *HookError
 	switch {
-	case err == nil && slices.Contains(policies, policySucceeded),
-		errors.As(err, &hookErr) && !hookErr.TimedOut && slices.Contains(policies, policyFailed):
+	case err == nil && slices.Contains(policies, policySucceeded):
+		*succeeded = append(*succeeded, obj)
+	case errors.As(err, &hookErr) && !hookErr.TimedOut && slices.Contains(policies, policyFailed):
 		if delErr := a.deleteHookObject(ctx, owner, obj, opts.timeout(), false); delErr != nil {
 			return errors.Join(err, delErr)
 		}
 	}
 	return err
+}
+
+// deleteSucceeded deletes the hooks of hooks (those of one event that
+// all succeeded, with the hook-succeeded policy), last applied first.
+func (a *Applier) deleteSucceeded(ctx context.Context, owner Owner, hooks []*unstructured.Unstructured, timeout time.Duration) error {
+	for i := len(hooks) - 1; i >= 0; i-- {
+		if err := a.deleteHookObject(ctx, owner, hooks[i], timeout, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteHookObject deletes the live object named like obj if it belongs
