@@ -3,6 +3,8 @@ package installation_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
 
@@ -100,6 +103,7 @@ spec:
 // Pod runs as exists (the Job controller could not create the Pod
 // otherwise), and counts the runs of each Job by name.
 type jobRuns struct {
+	c    client.Client
 	mu   sync.Mutex
 	runs map[string]map[types.UID]bool
 }
@@ -110,9 +114,9 @@ func (j *jobRuns) count(name string) int {
 	return len(j.runs[name])
 }
 
-func runJobs(t *testing.T, ns string) *jobRuns {
+func runJobs(t *testing.T, c *testenv.Env, ns string) *jobRuns {
 	t.Helper()
-	j := &jobRuns{runs: map[string]map[types.UID]bool{}}
+	j := &jobRuns{c: c.Client, runs: map[string]map[types.UID]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -120,7 +124,7 @@ func runJobs(t *testing.T, ns string) *jobRuns {
 		defer close(done)
 		for ctx.Err() == nil {
 			var jobs batchv1.JobList
-			if err := env.Client.List(ctx, &jobs, client.InNamespace(ns)); err == nil {
+			if err := j.c.List(ctx, &jobs, client.InNamespace(ns)); err == nil {
 				for i := range jobs.Items {
 					j.complete(ctx, &jobs.Items[i])
 				}
@@ -139,7 +143,7 @@ func (j *jobRuns) complete(ctx context.Context, job *batchv1.Job) {
 		return
 	}
 	if sa := job.Spec.Template.Spec.ServiceAccountName; sa != "" {
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: sa}, &corev1.ServiceAccount{}); err != nil {
+		if err := j.c.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: sa}, &corev1.ServiceAccount{}); err != nil {
 			return // no Pod without its ServiceAccount: the Job does not run
 		}
 	}
@@ -147,7 +151,7 @@ func (j *jobRuns) complete(ctx context.Context, job *batchv1.Job) {
 	status := fmt.Sprintf(`{"status":{"startTime":%q,"completionTime":%q,"succeeded":1,"conditions":[
 		{"type":"SuccessCriteriaMet","status":"True","lastTransitionTime":%[2]q},
 		{"type":"Complete","status":"True","lastTransitionTime":%[2]q}]}}`, now, now)
-	if err := env.Client.Status().Patch(ctx, job, client.RawPatch(types.MergePatchType, []byte(status))); err != nil {
+	if err := j.c.Status().Patch(ctx, job, client.RawPatch(types.MergePatchType, []byte(status))); err != nil {
 		return
 	}
 	j.mu.Lock()
@@ -161,12 +165,12 @@ func (j *jobRuns) complete(ctx context.Context, job *batchv1.Job) {
 // finishNamespace stands in for the namespace controller, which the
 // test API server does not run: once namespace name is being deleted, it
 // deletes what the tests put in it and removes the namespace's finalizer.
-func finishNamespace(t *testing.T, name string) {
+func finishNamespace(t *testing.T, c *testenv.Env, name string) {
 	t.Helper()
 	ctx := context.Background()
 	eventually(t, 60*time.Second, func() error {
 		ns := &corev1.Namespace{}
-		err := env.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
+		err := c.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -177,11 +181,11 @@ func finishNamespace(t *testing.T, name string) {
 			return fmt.Errorf("namespace %s is not being deleted", name)
 		}
 		for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &batchv1.Job{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
-			if err := env.Client.DeleteAllOf(ctx, obj, client.InNamespace(name)); err != nil {
+			if err := c.Client.DeleteAllOf(ctx, obj, client.InNamespace(name)); err != nil {
 				return err
 			}
 		}
-		cs, err := kubernetes.NewForConfig(env.Config)
+		cs, err := kubernetes.NewForConfig(c.Config)
 		if err != nil {
 			return err
 		}
@@ -193,22 +197,67 @@ func finishNamespace(t *testing.T, name string) {
 	})
 }
 
+// edgeCluster starts a second API server and registers it as a
+// ManagedCluster named name, its kubeconfig in a Secret of ns.
+func edgeCluster(t *testing.T, ns, name string) *testenv.Env {
+	t.Helper()
+	edge := testenv.Start(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := edge.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-kubeconfig"}, Data: map[string][]byte{"kubeconfig": data}},
+		&v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ManagedClusterSpec{
+			KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Namespace: ns, Name: name + "-kubeconfig", Key: "kubeconfig"}}},
+	} {
+		if err := env.Client.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+	return edge
+}
+
 // A chart whose pre-install hooks put a ServiceAccount, Role, RoleBinding
 // and Job in the release's namespace installs into a target namespace
 // that does not exist, as helm install --create-namespace does: Annex
 // creates it before the first hook. The upgrade runs the hooks again and
 // creates the namespace again when someone deleted it by hand; the
-// uninstall runs the pre-delete hook in it and removes it last.
+// uninstall runs the pre-delete hook in it and removes it last. On the
+// hub (spec.targetNamespace) and on a ManagedCluster (the installation's
+// namespace, which the cluster does not have).
 func TestHooksInATargetNamespaceThatDoesNotExist(t *testing.T) {
+	t.Run("hub", func(t *testing.T) {
+		ns, _ := setup(t, admissionChart("admission-hub", "1.0.0"), admissionChart("admission-hub", "1.1.0"))
+		target := ns + "-ingress"
+		hooksInANewNamespace(t, env, ns, target, "admission-hub", func(i *v1alpha1.ExtensionInstallation) { i.Spec.TargetNamespace = target })
+	})
+	t.Run("ManagedCluster", func(t *testing.T) {
+		ns, _ := setup(t, admissionChart("admission-edge", "1.0.0"), admissionChart("admission-edge", "1.1.0"))
+		edge := edgeCluster(t, ns, ns+"-edge")
+		hooksInANewNamespace(t, edge, ns, ns, "admission-edge", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Cluster = ns + "-edge" })
+	})
+}
+
+// hooksInANewNamespace installs extension 1.0.x as "web" in ns on cluster
+// c (with target), into namespace target, which does not exist there,
+// upgrades it to 1.1.x after deleting the namespace by hand, and
+// uninstalls it.
+func hooksInANewNamespace(t *testing.T, c *testenv.Env, ns, target, extension string, onTarget func(*v1alpha1.ExtensionInstallation)) {
 	ctx := context.Background()
-	ns, _ := setup(t, admissionChart("admission", "1.0.0"), admissionChart("admission", "1.1.0"))
-	target := ns + "-ingress"
-	jobs := runJobs(t, target)
-	inst := install(t, ns, "web", "admission", "1.0.x", func(i *v1alpha1.ExtensionInstallation) { i.Spec.TargetNamespace = target })
+	jobs := runJobs(t, c, target)
+	inst := install(t, ns, "web", extension, "1.0.x", onTarget)
 	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
 
 	created := &corev1.Namespace{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: target}, created); err != nil || created.Labels[v1alpha1.LabelInstallationName] != "web" {
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: target}, created); err != nil || created.Labels[v1alpha1.LabelInstallationName] != "web" {
 		t.Fatalf("namespace %s: labels %v (err=%v); want it created by the installation", target, created.Labels, err)
 	}
 	if !inventoryHas(got, target) {
@@ -221,15 +270,15 @@ func TestHooksInATargetNamespaceThatDoesNotExist(t *testing.T) {
 		t.Errorf("install steps %s: want the target namespace first, then the pre-install hooks", steps)
 	}
 	// hook-succeeded: gone once every pre-install hook succeeded.
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: target, Name: "web-admission"}, &corev1.ServiceAccount{}); !apierrors.IsNotFound(err) {
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: target, Name: "web-admission"}, &corev1.ServiceAccount{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the ServiceAccount hook is still there (err=%v)", err)
 	}
 
 	// Someone deletes the namespace; the upgrade's hooks find it again.
-	if err := env.Client.Delete(ctx, created); err != nil {
+	if err := c.Client.Delete(ctx, created); err != nil {
 		t.Fatal(err)
 	}
-	finishNamespace(t, target)
+	finishNamespace(t, c, target)
 	update(t, ns, "web", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Version = "1.1.x" })
 	eventually(t, 60*time.Second, func() error {
 		cur, err := getInstallation(t, ns, "web")
@@ -242,14 +291,15 @@ func TestHooksInATargetNamespaceThatDoesNotExist(t *testing.T) {
 		return nil
 	})
 	again := &corev1.Namespace{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: target}, again); err != nil || again.UID == created.UID {
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: target}, again); err != nil || again.UID == created.UID {
 		t.Fatalf("namespace %s not created again by the upgrade (err=%v)", target, err)
 	}
 	if n := jobs.count("web-admission-create"); n != 2 {
 		t.Errorf("the pre-upgrade Job ran %d times in all, want 2", n)
 	}
-	if v := configMapData(t, target, "web-config", "version"); v != "1.1.0" {
-		t.Errorf("web-config version %q, want 1.1.0", v)
+	cm := &corev1.ConfigMap{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: target, Name: "web-config"}, cm); err != nil || cm.Data["version"] != "1.1.0" {
+		t.Errorf("web-config: %v (err=%v), want version 1.1.0", cm.Data, err)
 	}
 
 	// The uninstall runs the pre-delete hook in the namespace, then
@@ -258,12 +308,12 @@ func TestHooksInATargetNamespaceThatDoesNotExist(t *testing.T) {
 	if err := env.Client.Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	finishNamespace(t, target)
+	finishNamespace(t, c, target)
 	waitGone(t, ns, "web")
 	if n := jobs.count("web-cleanup"); n != 1 {
 		t.Errorf("the pre-delete Job ran %d times, want 1", n)
 	}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: target}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: target}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace %s is still there after the uninstall (err=%v)", target, err)
 	}
 }
