@@ -30,7 +30,8 @@ import (
 // ServiceAccount, Role and RoleBinding (hooks of pre- and post-install
 // and upgrade) and a certificate Job running as that ServiceAccount
 // (a pre-install and pre-upgrade hook), all deleted once they succeeded,
-// in the release's namespace; and a pre-delete Job in it.
+// in the release's namespace; and a pre-delete and a post-delete Job in
+// it.
 func admissionChart(name, version string) helmrepo.Chart {
 	const policy = `"helm.sh/hook-delete-policy": before-hook-creation,hook-succeeded`
 	return helmrepo.Chart{Name: name, Version: version, Files: map[string]string{
@@ -82,7 +83,7 @@ spec:
       restartPolicy: OnFailure
       containers: [{name: create, image: "registry.k8s.io/ingress-nginx/kube-webhook-certgen:v1.4.0", args: [create]}]
 `,
-		"templates/pre-delete.yaml": `apiVersion: batch/v1
+		"templates/delete-hooks.yaml": `apiVersion: batch/v1
 kind: Job
 metadata:
   name: {{ .Release.Name }}-cleanup
@@ -94,6 +95,19 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{name: cleanup, image: "registry.example/cleanup:1.0"}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-farewell
+  annotations:
+    "helm.sh/hook": post-delete
+    ` + policy + `
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: farewell, image: "registry.example/cleanup:1.0"}]
 `,
 	}}
 }
@@ -230,7 +244,8 @@ func edgeCluster(t *testing.T, ns, name string) *testenv.Env {
 // that does not exist, as helm install --create-namespace does: Annex
 // creates it before the first hook. The upgrade runs the hooks again and
 // creates the namespace again when someone deleted it by hand; the
-// uninstall runs the pre-delete hook in it and removes it last. On the
+// uninstall runs the pre- and post-delete hooks in it and removes it
+// last. On the
 // hub (spec.targetNamespace) and on a ManagedCluster (the installation's
 // namespace, which the cluster does not have).
 func TestHooksInATargetNamespaceThatDoesNotExist(t *testing.T) {
@@ -302,8 +317,9 @@ func hooksInANewNamespace(t *testing.T, c *testenv.Env, ns, target, extension st
 		t.Errorf("web-config: %v (err=%v), want version 1.1.0", cm.Data, err)
 	}
 
-	// The uninstall runs the pre-delete hook in the namespace, then
-	// removes everything, the namespace last.
+	// The uninstall runs the pre-delete hook in the namespace, removes
+	// everything else, runs the post-delete hook in the namespace, and
+	// removes the namespace last.
 	got, _ = getInstallation(t, ns, "web")
 	if err := env.Client.Delete(ctx, got); err != nil {
 		t.Fatal(err)
@@ -312,6 +328,9 @@ func hooksInANewNamespace(t *testing.T, c *testenv.Env, ns, target, extension st
 	waitGone(t, ns, "web")
 	if n := jobs.count("web-cleanup"); n != 1 {
 		t.Errorf("the pre-delete Job ran %d times, want 1", n)
+	}
+	if n := jobs.count("web-farewell"); n != 1 {
+		t.Errorf("the post-delete Job ran %d times, want 1", n)
 	}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: target}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace %s is still there after the uninstall (err=%v)", target, err)
