@@ -377,7 +377,9 @@ const (
 	// ReasonHookRefused: a hook refused the change or did not answer in
 	// time, under failurePolicy Fail.
 	ReasonHookRefused = "HookRefused"
-	// ReasonKindNotServed: the API server does not serve a Hook's kind.
+	// ReasonKindNotServed: the API server does not serve a Hook's kind, or
+	// an installation's change has objects of kinds (in apiVersions) its
+	// cluster does not serve, so nothing of it is applied.
 	ReasonKindNotServed = "KindNotServed"
 	// ReasonClusterScopedKind: a Hook's kind is cluster-scoped; hook
 	// resources live in the installation's namespace.

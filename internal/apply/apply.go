@@ -33,6 +33,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
+	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
 )
 
@@ -184,7 +185,8 @@ func (a *Applier) Apply(ctx context.Context, owner Owner, defaultNamespace strin
 // only on an install or upgrade, through ApplyWithHooks. The objects of
 // set are not modified.
 //
-// Objects go in the phases of Plan: CRDs (then Apply waits until each is
+// Objects go in the phases of Plan: the Namespace named defaultNamespace
+// if set brings it, CRDs (then Apply waits until each is
 // Established, at most CRDEstablishTimeout), Namespaces, ServiceAccounts
 // and RBAC, everything else, and last the custom resources whose CRD is in
 // set. The objects of one phase are applied concurrently by Workers
@@ -212,7 +214,7 @@ func (a *Applier) Apply(ctx context.Context, owner Owner, defaultNamespace strin
 func (a *Applier) ApplyWithOptions(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts ApplyOptions) (Result, error) {
 	set = copySet(set)
 	var steps []Step
-	for _, st := range Plan(set, false) {
+	for _, st := range Plan(set, defaultNamespace, false) {
 		if st.Hook == "" {
 			steps = append(steps, st)
 		}
@@ -260,13 +262,19 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 		inventory []phasedRef
 		seen      = map[objKey]bool{}
 		stepErr   error
+		succeeded []*unstructured.Unstructured // hooks of the current event to delete once all succeeded
 	)
 	// The steps run through the one plan executor, as a package's do; a
 	// chart's steps never wait, so the plan runs in this call, and the
 	// first error stops it.
 	runStep := func(ref plan.StepRef, _ plan.Step) plan.StepResult {
 		st := steps[ref.Step]
-		if err := a.runStep(ctx, owner, defaultNamespace, st, opts, seen, &inventory); err != nil {
+		err := a.runStep(ctx, owner, defaultNamespace, st, opts, seen, &inventory, &succeeded)
+		if lastOfEvent := st.Hook != "" && (ref.Step == len(steps)-1 || steps[ref.Step+1].Hook != st.Hook); err == nil && lastOfEvent {
+			err = a.deleteSucceeded(ctx, owner, succeeded, opts.timeout())
+			succeeded = nil
+		}
+		if err != nil {
 			stepErr = err
 			return plan.Failed(st.Name, err)
 		}
@@ -282,8 +290,9 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 
 // runStep applies one step of a chart: regular objects concurrently (CRDs
 // then awaited until Established), hooks one at a time, each awaited. The
-// regular objects applied join inventory.
-func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace string, st Step, opts HookOptions, seen map[objKey]bool, inventory *[]phasedRef) error {
+// regular objects applied join inventory; the hooks to delete once their
+// event succeeded join succeeded.
+func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace string, st Step, opts HookOptions, seen map[objKey]bool, inventory *[]phasedRef, succeeded *[]*unstructured.Unstructured) error {
 	// Custom resources are placed once their CRDs are Established.
 	for _, o := range st.Objects {
 		if err := a.place(o, defaultNamespace); err != nil {
@@ -297,7 +306,7 @@ func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace str
 		seen[keyOf(ref)] = true
 	}
 	if st.Hook != "" {
-		return a.runHookStep(ctx, owner, st, opts)
+		return a.runHookStep(ctx, owner, st, opts, succeeded)
 	}
 	applied, err := a.applyConcurrently(ctx, owner, st.Objects, opts.TakeOwnership)
 	if err == nil && st.phase == phaseCRDs {
@@ -488,17 +497,42 @@ func (a *Applier) mappingError(ref v1alpha1.ObjectReference, err error) error {
 	if !meta.IsNoMatchError(err) {
 		return fmt.Errorf("look up API kind %q in group %q: %w", ref.Kind, ref.Group, err)
 	}
-	gvk := gvkOf(ref)
-	if mappings, anyErr := a.Mapper.RESTMappings(gvk.GroupKind()); anyErr == nil && len(mappings) > 0 {
-		served := make([]string, 0, len(mappings))
-		for _, m := range mappings {
-			served = append(served, m.GroupVersionKind.Version)
-		}
-		slices.Sort(served)
+	if served, _, err := a.servedVersions(gvkOf(ref).GroupKind()); err == nil && len(served) > 0 {
 		return fmt.Errorf("API kind %q in group %q has no version %q (served: %s): change apiVersion",
-			ref.Kind, ref.Group, ref.Version, strings.Join(slices.Compact(served), ", "))
+			ref.Kind, ref.Group, ref.Version, strings.Join(served, ", "))
 	}
 	return fmt.Errorf("no API kind %q in group %q: install the extension that provides it first", ref.Kind, ref.Group)
+}
+
+// Serves says whether the cluster serves gvk, asking discovery again when
+// the Mapper does not know it yet (a CRD applied since, an API server
+// upgraded), and, when it does not, which versions of the kind it serves
+// instead. Errors are discovery failing, never a kind not served.
+func (a *Applier) Serves(gvk schema.GroupVersionKind) (kubeapis.Answer, error) {
+	mapping, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err == nil {
+		return kubeapis.Answer{Served: true, Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}, nil
+	}
+	if !meta.IsNoMatchError(err) {
+		return kubeapis.Answer{}, fmt.Errorf("look up API kind %q in group %q: %w", gvk.Kind, gvk.Group, err)
+	}
+	versions, namespaced, err := a.servedVersions(gvk.GroupKind())
+	return kubeapis.Answer{Versions: versions, Namespaced: namespaced}, err
+}
+
+// servedVersions lists the versions of gk the cluster serves, sorted, and
+// whether gk is namespaced in them; none when it serves gk in none.
+func (a *Applier) servedVersions(gk schema.GroupKind) (versions []string, namespaced bool, err error) {
+	mappings, err := a.Mapper.RESTMappings(gk)
+	if err != nil && !meta.IsNoMatchError(err) {
+		return nil, false, fmt.Errorf("look up API kind %q in group %q: %w", gk.Kind, gk.Group, err)
+	}
+	for _, m := range mappings {
+		versions = append(versions, m.GroupVersionKind.Version)
+		namespaced = namespaced || m.Scope.Name() == meta.RESTScopeNameNamespace
+	}
+	slices.Sort(versions)
+	return slices.Compact(versions), namespaced, nil
 }
 
 // waitEstablished waits until every applied CRD is Established, so that

@@ -90,8 +90,9 @@ func (e *HookError) Error() string {
 // is not a part of the release). Its helm.sh/hook-delete-policy is
 // honoured: before-hook-creation (the default) deletes the previous object
 // of the same name, if it belongs to owner, and waits until it is gone;
-// hook-succeeded and hook-failed delete the object once it succeeded or
-// failed. A hook Job is awaited until its Complete or Failed condition, a
+// hook-succeeded deletes the object once every hook of its event
+// succeeded (as Helm does, so that a Job's ServiceAccount and RBAC hooks
+// outlive it), hook-failed once it failed. A hook Job is awaited until its Complete or Failed condition, a
 // hook Pod until it Succeeded or Failed, each at most opts.HookTimeout;
 // other hook objects are not awaited.
 //
@@ -100,20 +101,23 @@ func (e *HookError) Error() string {
 // the error.
 func (a *Applier) ApplyWithHooks(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts HookOptions) (Result, error) {
 	set = copySet(set)
-	return a.run(ctx, owner, defaultNamespace, Plan(set, opts.IsUpgrade), opts)
+	return a.run(ctx, owner, defaultNamespace, Plan(set, defaultNamespace, opts.IsUpgrade), opts)
 }
 
 // RunDeleteHooks runs the hooks of set for event, HookPreDelete (before
 // the caller's Delete) or HookPostDelete (once Delete reports nothing
 // remaining), as ApplyWithHooks runs hooks, each awaited at most timeout
-// (zero means DefaultHookTimeout). A set without such hooks makes no
+// (zero means DefaultHookTimeout). The Namespace named defaultNamespace,
+// when set brings it, is applied before the hooks, so that it is there
+// for them even if someone deleted it: a caller that deletes it deletes
+// it after the post-delete hooks. A set without such hooks makes no
 // requests.
 func (a *Applier) RunDeleteHooks(ctx context.Context, owner Owner, defaultNamespace string, set Set, event HookEvent, timeout time.Duration) error {
 	if event != HookPreDelete && event != HookPostDelete {
 		return fmt.Errorf("run delete hooks: event %q is not %q or %q", event, HookPreDelete, HookPostDelete)
 	}
 	set = copySet(set)
-	steps := planHooks(set, event)
+	steps := planHooks(set, defaultNamespace, event)
 	if len(steps) == 0 {
 		return nil
 	}
@@ -121,10 +125,11 @@ func (a *Applier) RunDeleteHooks(ctx context.Context, owner Owner, defaultNamesp
 	return err
 }
 
-// runHookStep runs the hooks of st one at a time.
-func (a *Applier) runHookStep(ctx context.Context, owner Owner, st Step, opts HookOptions) error {
+// runHookStep runs the hooks of st one at a time. The hooks that
+// succeeded and are to be deleted then (hook-succeeded) join succeeded.
+func (a *Applier) runHookStep(ctx context.Context, owner Owner, st Step, opts HookOptions, succeeded *[]*unstructured.Unstructured) error {
 	for _, obj := range st.Objects {
-		if err := a.runHook(ctx, owner, st.Hook, obj, opts); err != nil {
+		if err := a.runHook(ctx, owner, st.Hook, obj, opts, succeeded); err != nil {
 			return err
 		}
 	}
@@ -132,8 +137,11 @@ func (a *Applier) runHookStep(ctx context.Context, owner Owner, st Step, opts Ho
 }
 
 // runHook applies one hook object, awaits it and applies its delete
-// policies.
-func (a *Applier) runHook(ctx context.Context, owner Owner, event HookEvent, obj *unstructured.Unstructured, opts HookOptions) error {
+// policies: hook-failed at once, hook-succeeded by adding obj to
+// succeeded, which deleteSucceeded empties once every hook of the event
+// succeeded, as Helm does: the ServiceAccount and RBAC hooks of a Job hook
+// must outlive the Job.
+func (a *Applier) runHook(ctx context.Context, owner Owner, event HookEvent, obj *unstructured.Unstructured, opts HookOptions, succeeded *[]*unstructured.Unstructured) error {
 	policies := deletePolicies(obj)
 	if slices.Contains(policies, policyBeforeCreation) {
 		if err := a.deleteHookObject(ctx, owner, obj, opts.timeout(), true); err != nil {
@@ -146,13 +154,25 @@ func (a *Applier) runHook(ctx context.Context, owner Owner, event HookEvent, obj
 	err := a.awaitHook(ctx, event, obj, opts.timeout())
 	var hookErr *HookError
 	switch {
-	case err == nil && slices.Contains(policies, policySucceeded),
-		errors.As(err, &hookErr) && !hookErr.TimedOut && slices.Contains(policies, policyFailed):
+	case err == nil && slices.Contains(policies, policySucceeded):
+		*succeeded = append(*succeeded, obj)
+	case errors.As(err, &hookErr) && !hookErr.TimedOut && slices.Contains(policies, policyFailed):
 		if delErr := a.deleteHookObject(ctx, owner, obj, opts.timeout(), false); delErr != nil {
 			return errors.Join(err, delErr)
 		}
 	}
 	return err
+}
+
+// deleteSucceeded deletes the hooks of hooks (those of one event that
+// all succeeded, with the hook-succeeded policy), last applied first.
+func (a *Applier) deleteSucceeded(ctx context.Context, owner Owner, hooks []*unstructured.Unstructured, timeout time.Duration) error {
+	for i := len(hooks) - 1; i >= 0; i-- {
+		if err := a.deleteHookObject(ctx, owner, hooks[i], timeout, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteHookObject deletes the live object named like obj if it belongs

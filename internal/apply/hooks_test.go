@@ -216,3 +216,77 @@ func TestApplyWithHooksFailure(t *testing.T) {
 		}
 	})
 }
+
+// The shape of the admission-webhook hooks of ingress controllers: a
+// ServiceAccount, Role and RoleBinding and a Job that runs as the
+// ServiceAccount, all pre-install hooks in the release's namespace, which
+// does not exist yet and comes with the set (Annex creates it). The
+// namespace is there before the first hook; the RBAC hooks, deleted once
+// they succeeded (hook-succeeded), outlive the Job, as Helm deletes them
+// only when every hook of the event succeeded.
+func TestHooksInTheReleasesNewNamespace(t *testing.T) {
+	a := newApplier(t)
+	ctx := t.Context()
+	const ns = "hooks-new-namespace"
+	owner := Owner{Name: "ingress", Namespace: "team-a"}
+	rbacHook := `{helm.sh/hook: "pre-install,pre-upgrade,post-install,post-upgrade", helm.sh/hook-delete-policy: "before-hook-creation,hook-succeeded"}`
+	set := Set{Objects: objects(t,
+		configMapDoc("", "settings", "a"),
+		`{apiVersion: v1, kind: ServiceAccount, metadata: {name: admission, annotations: `+rbacHook+`}}`,
+		`{apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: admission, annotations: `+rbacHook+`},
+		  rules: [{apiGroups: [""], resources: [secrets], verbs: [get, create]}]}`,
+		`{apiVersion: rbac.authorization.k8s.io/v1, kind: RoleBinding, metadata: {name: admission, annotations: `+rbacHook+`},
+		  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: admission},
+		  subjects: [{kind: ServiceAccount, name: admission}]}`,
+		hookJobDoc("admission-create", "pre-install,pre-upgrade", "before-hook-creation,hook-succeeded"),
+		`{apiVersion: v1, kind: Namespace, metadata: {name: `+ns+`}}`,
+	)}
+	var rbacWhileJobRan []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		job := ref("batch", "v1", "Job", ns, "admission-create")
+		_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			live, err := a.get(ctx, job)
+			return live != nil, err
+		})
+		// The Job controller would create the Job's Pod now: its
+		// ServiceAccount and permissions must exist.
+		for _, r := range []v1alpha1.ObjectReference{
+			ref("", "v1", "ServiceAccount", ns, "admission"),
+			ref("rbac.authorization.k8s.io", "v1", "Role", ns, "admission"),
+			ref("rbac.authorization.k8s.io", "v1", "RoleBinding", ns, "admission"),
+		} {
+			if live, err := a.get(ctx, r); err == nil && live != nil {
+				rbacWhileJobRan = append(rbacWhileJobRan, r.Kind)
+			}
+		}
+		finishJob(ctx, t, a, ns, "admission-create", "", false)
+	}()
+	res, err := a.ApplyWithHooks(ctx, owner, ns, set, HookOptions{HookTimeout: 30 * time.Second})
+	<-done
+	if err != nil {
+		t.Fatalf("ApplyWithHooks: %v", err)
+	}
+	if want := []string{"ServiceAccount", "Role", "RoleBinding"}; !slices.Equal(rbacWhileJobRan, want) {
+		t.Errorf("while the hook Job ran, its RBAC hooks present were %v, want %v", rbacWhileJobRan, want)
+	}
+	for _, r := range []v1alpha1.ObjectReference{
+		ref("", "v1", "ServiceAccount", ns, "admission"),
+		ref("rbac.authorization.k8s.io", "v1", "Role", ns, "admission"),
+		ref("rbac.authorization.k8s.io", "v1", "RoleBinding", ns, "admission"),
+		ref("batch", "v1", "Job", ns, "admission-create"),
+	} {
+		if read(t, a, r) != nil {
+			t.Errorf("%s %s is still there: hook-succeeded deletes it once the event's hooks succeeded", r.Kind, r.Name)
+		}
+	}
+	// The namespace is the release's: in the inventory, first of the
+	// steps, before the CRD-less set's hooks.
+	if want := []v1alpha1.ObjectReference{ref("", "v1", "Namespace", "", ns), ref("", "v1", "ConfigMap", ns, "settings")}; !slices.Equal(res.Inventory, want) {
+		t.Errorf("inventory = %v, want %v", res.Inventory, want)
+	}
+	if steps := res.Plan.Phases[0].Steps; len(steps) == 0 || steps[0].Name != TargetNamespaceStep {
+		t.Errorf("first step = %+v, want %q", steps, TargetNamespaceStep)
+	}
+}

@@ -63,8 +63,13 @@ type Step struct {
 }
 
 // Plan orders set into the steps of an install (or, with isUpgrade, an
-// upgrade), the way Helm does:
+// upgrade) of a release in namespace, the way Helm does:
 //
+//  0. the release's namespace, when set brings a Namespace named namespace
+//     (Annex creates a target namespace that does not exist, as
+//     `helm install --create-namespace` does), in a step of its own before
+//     anything else, so that every hook and object finds its namespace
+//     whichever of them comes first;
 //  1. CustomResourceDefinitions (Helm installs a chart's crds/ before any
 //     hook runs, so a hook may use the chart's own kinds);
 //  2. pre-install (pre-upgrade) hooks, one step per weight, lowest first;
@@ -80,7 +85,7 @@ type Step struct {
 // are ordered by phase, kind and name; within a regular step they keep the
 // order of set. Steps without objects are left out. Plan does not modify
 // set.
-func Plan(set Set, isUpgrade bool) []Step {
+func Plan(set Set, namespace string, isUpgrade bool) []Step {
 	pre, post := HookPreInstall, HookPostInstall
 	if isUpgrade {
 		pre, post = HookPreUpgrade, HookPostUpgrade
@@ -89,10 +94,12 @@ func Plan(set Set, isUpgrade bool) []Step {
 	crds := definedKinds(regularObjects(all))
 
 	regular := map[phase][]*unstructured.Unstructured{}
-	var preHooks, postHooks []*unstructured.Unstructured
+	var target, preHooks, postHooks []*unstructured.Unstructured
 	for _, o := range all {
 		events, isHook := hookEvents(o)
 		switch {
+		case !isHook && isNamespace(o, namespace):
+			target = append(target, o)
 		case !isHook:
 			p := phaseOf(o.GroupVersionKind().GroupKind(), crds)
 			regular[p] = append(regular[p], o)
@@ -103,7 +110,7 @@ func Plan(set Set, isUpgrade bool) []Step {
 		}
 	}
 
-	var steps []Step
+	steps := targetStep(target)
 	add := func(p phase) {
 		if objs := regular[p]; len(objs) > 0 {
 			steps = append(steps, Step{Name: phaseNames[p], Objects: objs, phase: p})
@@ -118,16 +125,40 @@ func Plan(set Set, isUpgrade bool) []Step {
 }
 
 // planHooks returns the steps of the hooks of set for event alone, as
-// Plan orders them.
-func planHooks(set Set, event HookEvent) []Step {
+// Plan orders them, after the release's namespace when set brings it, so
+// that a delete hook finds its namespace even if someone deleted it.
+func planHooks(set Set, namespace string, event HookEvent) []Step {
 	all := slices.Concat(set.CRDs, set.Objects)
-	var hooks []*unstructured.Unstructured
+	var target, hooks []*unstructured.Unstructured
 	for _, o := range all {
-		if events, isHook := hookEvents(o); isHook && slices.Contains(events, event) {
+		events, isHook := hookEvents(o)
+		switch {
+		case isHook && slices.Contains(events, event):
 			hooks = append(hooks, o)
+		case !isHook && isNamespace(o, namespace):
+			target = append(target, o)
 		}
 	}
-	return hookSteps(event, hooks, definedKinds(regularObjects(all)))
+	if len(hooks) == 0 {
+		return nil
+	}
+	return append(targetStep(target), hookSteps(event, hooks, definedKinds(regularObjects(all)))...)
+}
+
+// TargetNamespaceStep names the step that creates the release's namespace.
+const TargetNamespaceStep = "target namespace"
+
+// targetStep is the step that applies the release's namespace, or none.
+func targetStep(objs []*unstructured.Unstructured) []Step {
+	if len(objs) == 0 {
+		return nil
+	}
+	return []Step{{Name: TargetNamespaceStep, Objects: objs, phase: phaseNamespaces}}
+}
+
+// isNamespace reports whether obj is the Namespace named name.
+func isNamespace(obj *unstructured.Unstructured, name string) bool {
+	return name != "" && obj.GroupVersionKind().GroupKind() == namespaceGK && obj.GetName() == name
 }
 
 var phaseNames = map[phase]string{

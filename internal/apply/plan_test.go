@@ -41,6 +41,7 @@ func TestPlan(t *testing.T) {
 	tests := []struct {
 		name      string
 		objects   []string
+		namespace string // the release's namespace; "apps" unless set
 		isUpgrade bool
 		want      []string
 	}{
@@ -82,6 +83,59 @@ func TestPlan(t *testing.T) {
 				"custom resources: Greeting/hi",
 				"post-install hooks (weight 0): ConfigMap/after",
 			},
+		},
+		{
+			// The release's namespace (Annex creates a target namespace
+			// that does not exist, as helm install --create-namespace does)
+			// comes first of all, in a step of its own: before the CRDs and
+			// before every hook, whichever weight the first hook has. A
+			// Namespace of another name stays in the Namespaces phase, as
+			// Helm applies a chart's own namespaces with the main objects.
+			name:      "the release's namespace first",
+			namespace: "demo",
+			objects: append(slices.Clone(regular),
+				`{apiVersion: v1, kind: Namespace, metadata: {name: extra}}`,
+				`{apiVersion: v1, kind: ServiceAccount, metadata: {name: admission, annotations: {helm.sh/hook: "pre-install,pre-upgrade", helm.sh/hook-weight: "-10"}}}`,
+				`{apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: admission, annotations: {helm.sh/hook: "pre-install,pre-upgrade", helm.sh/hook-weight: "-10"}}}`,
+				`{apiVersion: batch/v1, kind: Job, metadata: {name: admission-create, annotations: {helm.sh/hook: "pre-install,pre-upgrade"}}}`,
+			),
+			want: []string{
+				"target namespace: Namespace/demo",
+				"CustomResourceDefinitions: CustomResourceDefinition/greetings.plan.annex.dev",
+				"pre-install hooks (weight -10): Role/admission, ServiceAccount/admission",
+				"pre-install hooks (weight 0): Job/admission-create",
+				"Namespaces: Namespace/extra",
+				"ServiceAccounts and RBAC: ServiceAccount/web",
+				"objects: Deployment/web",
+				"custom resources: Greeting/hi",
+			},
+		},
+		{
+			// On an upgrade too: a namespace deleted by hand is there again
+			// before the first pre-upgrade hook.
+			name:      "the release's namespace first on upgrade",
+			namespace: "demo",
+			isUpgrade: true,
+			objects: []string{
+				hookDoc("migrate", "pre-upgrade", "-5"),
+				`{apiVersion: apps/v1, kind: Deployment, metadata: {name: web}}`,
+				`{apiVersion: v1, kind: Namespace, metadata: {name: demo}}`,
+			},
+			want: []string{
+				"target namespace: Namespace/demo",
+				"pre-upgrade hooks (weight -5): ConfigMap/migrate",
+				"objects: Deployment/web",
+			},
+		},
+		{
+			// A Namespace hook is a hook like any other, even when it is
+			// named like the release's namespace.
+			name:      "a namespace hook stays a hook",
+			namespace: "demo",
+			objects: []string{
+				`{apiVersion: v1, kind: Namespace, metadata: {name: demo, annotations: {helm.sh/hook: pre-install}}}`,
+			},
+			want: []string{"pre-install hooks (weight 0): Namespace/demo"},
 		},
 		{
 			// An upgrade runs the upgrade hooks; install-only and delete
@@ -130,7 +184,11 @@ func TestPlan(t *testing.T) {
 			if slices.ContainsFunc(tt.objects, func(d string) bool { return strings.Contains(d, "Greeting") }) {
 				set.CRDs = objects(t, crdDoc(group))
 			}
-			got := describeSteps(Plan(set, tt.isUpgrade))
+			ns := tt.namespace
+			if ns == "" {
+				ns = "apps"
+			}
+			got := describeSteps(Plan(set, ns, tt.isUpgrade))
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Plan =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
@@ -141,24 +199,29 @@ func TestPlan(t *testing.T) {
 func TestPlanHooks(t *testing.T) {
 	set := Set{Objects: objects(t,
 		`{apiVersion: apps/v1, kind: Deployment, metadata: {name: web}}`,
+		`{apiVersion: v1, kind: Namespace, metadata: {name: demo}}`,
 		hookDoc("second", "pre-delete", "1"),
 		hookDoc("first", "pre-delete,post-delete", "-1"),
 		hookDoc("after", "post-delete", ""),
 	)}
 	tests := []struct {
-		event HookEvent
-		want  []string
+		event     HookEvent
+		namespace string
+		want      []string
 	}{
 		// Only the hooks of the event, by weight.
-		{HookPreDelete, []string{"pre-delete hooks (weight -1): ConfigMap/first", "pre-delete hooks (weight 1): ConfigMap/second"}},
+		{HookPreDelete, "apps", []string{"pre-delete hooks (weight -1): ConfigMap/first", "pre-delete hooks (weight 1): ConfigMap/second"}},
 		// A hook of two delete events runs in each of the two calls.
-		{HookPostDelete, []string{"post-delete hooks (weight -1): ConfigMap/first", "post-delete hooks (weight 0): ConfigMap/after"}},
-		// No hooks: no steps.
-		{HookPreInstall, nil},
+		{HookPostDelete, "apps", []string{"post-delete hooks (weight -1): ConfigMap/first", "post-delete hooks (weight 0): ConfigMap/after"}},
+		// The release's namespace, which the set brings, is applied
+		// first: a hook finds it even when someone deleted it.
+		{HookPreDelete, "demo", []string{"target namespace: Namespace/demo", "pre-delete hooks (weight -1): ConfigMap/first", "pre-delete hooks (weight 1): ConfigMap/second"}},
+		// No hooks: no steps, not even the namespace.
+		{HookPreInstall, "demo", nil},
 	}
 	for _, tt := range tests {
-		t.Run(string(tt.event), func(t *testing.T) {
-			if got := describeSteps(planHooks(set, tt.event)); !slices.Equal(got, tt.want) {
+		t.Run(string(tt.event)+" in "+tt.namespace, func(t *testing.T) {
+			if got := describeSteps(planHooks(set, tt.namespace, tt.event)); !slices.Equal(got, tt.want) {
 				t.Errorf("planHooks = %q, want %q", got, tt.want)
 			}
 		})

@@ -113,6 +113,7 @@ var stageOfReason = map[string]Stage{
 	v1alpha1.ReasonHookPending:         StageGates,
 	v1alpha1.ReasonHookRefused:         StageGates,
 	v1alpha1.ReasonHookFailed:          StageGates,
+	v1alpha1.ReasonKindNotServed:       StageGates,
 	v1alpha1.ReasonApplyFailed:         StageApply,
 	v1alpha1.ReasonOwnershipConflict:   StageApply,
 	v1alpha1.ReasonRecordTooLarge:      StageApply,

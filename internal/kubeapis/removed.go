@@ -5,6 +5,7 @@ package kubeapis
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/Masterminds/semver/v3"
 )
@@ -60,23 +61,20 @@ func RemovedIn(group, version, kind, kubeVersion string) (*Removal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("Kubernetes version %q: %w", kubeVersion, err)
 	}
-	for i := range Removals {
-		r := &Removals[i]
-		if r.Group != group || r.Version != version || (len(r.Kinds) > 0 && !contains(r.Kinds, kind)) {
-			continue
-		}
-		if !v.LessThan(semver.MustParse(r.RemovedIn + ".0-0")) {
-			return r, nil
-		}
+	if r := Find(group, version, kind); r != nil && !v.LessThan(semver.MustParse(r.RemovedIn+".0-0")) {
+		return r, nil
 	}
 	return nil, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+// Find returns the removal of group/version kind in Removals, whichever
+// Kubernetes version is asked about, or nil when the table knows none.
+func Find(group, version, kind string) *Removal {
+	for i := range Removals {
+		r := &Removals[i]
+		if r.Group == group && r.Version == version && (len(r.Kinds) == 0 || slices.Contains(r.Kinds, kind)) {
+			return r
 		}
 	}
-	return false
+	return nil
 }

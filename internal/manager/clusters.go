@@ -14,6 +14,7 @@ import (
 	"github.com/annex-platform/annex/internal/catalog/sources"
 	"github.com/annex-platform/annex/internal/cluster"
 	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
 )
 
@@ -57,6 +58,12 @@ func (t installationTarget) ResourceScope(_ context.Context, gr schema.GroupReso
 		return false, false, nil
 	}
 	return false, false, err
+}
+
+// Serves asks the REST mapper the Target's appliers share, which reloads
+// discovery on a miss.
+func (t installationTarget) Serves(_ context.Context, gvk schema.GroupVersionKind) (kubeapis.Answer, error) {
+	return t.Target.Applier().Serves(gvk)
 }
 
 // applierAdapter lets apply.Applier serve the controller's interface.

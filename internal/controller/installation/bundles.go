@@ -63,7 +63,7 @@ func (r *Reconciler) renderBundle(ctx context.Context, s *scope) (ctrl.Result, e
 		rel.plans, rel.trigger = []plan.Plan{install}, trigger
 	}
 	s.release = rel
-	rel.namespace = r.objectsToApply(ctx, s, len(rel.plans) > 0)
+	rel.namespace = r.createdNamespace(ctx, s, len(rel.plans) > 0 && !resuming(s))
 	return ctrl.Result{}, nil
 }
 

@@ -1,10 +1,10 @@
 package installation
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,7 +52,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 	ns := s.targetNamespace()
 	switch t.Kind {
 	case plan.TaskApply:
-		applied, err := applier.Apply(ctx, s.owner(), ns, Set{Objects: s.withNamespace(t.Objects)},
+		applied, err := applier.Apply(ctx, s.owner(), ns, Set{Objects: t.Objects},
 			ApplyOptions{SkipHooks: true, TakeOwnership: s.inst.Spec.TakeOwnership})
 		if err != nil {
 			if b := r.permissionBlock(s.inst, err); b != nil {
@@ -140,11 +140,21 @@ func pipeOutputs(p *plan.Pipe) []*unstructured.Unstructured {
 	return out
 }
 
-// withNamespace puts the target namespace Annex creates (if it does) in
-// front of objs: applying it again costs a read.
-func (s *scope) withNamespace(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	if s.release == nil || len(s.release.namespace) == 0 {
-		return objs
+// ensureNamespace applies the target namespace Annex creates (objs: it,
+// or nothing) before a plan's steps run, on every pass of the executor,
+// so that the first step finds it whatever its tasks are (a pipe's pod, a
+// hook-like Job, RBAC), and a namespace deleted by hand is there again
+// before the next step. Applying it when it is there costs a read.
+func (r *Reconciler) ensureNamespace(ctx context.Context, s *scope, objs []*unstructured.Unstructured) *block {
+	if len(objs) == 0 {
+		return nil
 	}
-	return append(slices.Clone(s.release.namespace), objs...)
+	_, err := s.target.Applier().Apply(ctx, s.owner(), s.targetNamespace(), Set{Objects: objs},
+		ApplyOptions{SkipHooks: true, TakeOwnership: s.inst.Spec.TakeOwnership})
+	if err == nil {
+		return nil
+	}
+	b := cmp.Or(r.permissionBlock(s.inst, err), applyBlock(err))
+	b.message = fmt.Sprintf("creating the target namespace %s: %s", s.targetNamespace(), b.message)
+	return b
 }

@@ -2,13 +2,18 @@ package installation
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/gate"
+	"github.com/annex-platform/annex/internal/kubeapis"
+	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/render"
 )
 
@@ -102,6 +107,7 @@ func (r *Reconciler) gate(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	res, err := r.run(ctx, s, []step{
 		r.describeChange,
+		r.checkServed,
 		r.requireApproval,
 		r.runHooks,
 	})
@@ -134,6 +140,60 @@ func (r *Reconciler) describeChange(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	s.inst.Status.Change = pc
 	return ctrl.Result{}, nil
+}
+
+// checkServed refuses a change the target cluster cannot take, before
+// any other gate asks anyone and before anything is applied: every object
+// the change may apply (hooks, every plan's objects, the cleanup plan's)
+// must be of a kind the cluster serves in the object's apiVersion, or of
+// a kind a CRD of the change defines in a version that CRD serves.
+// Otherwise the change stops with a terminal block naming each object,
+// its apiVersion, what the cluster serves instead, and, for an API
+// Kubernetes removed (kubeapis.Removals), the release that removed it and
+// its replacement: a removed API never comes back, so retrying cannot
+// help. A new spec, a new Kubernetes version or another installation on
+// the cluster changing wakes the installation to check again.
+func (r *Reconciler) checkServed(ctx context.Context, s *scope) (ctrl.Result, error) {
+	objs := s.change.objects
+	if s.release != nil && s.release.cleanup != nil {
+		objs = slices.Concat(objs, allApplied([]plan.Plan{*s.release.cleanup}))
+	}
+	answers := map[schema.GroupVersionKind]kubeapis.Answer{}
+	for _, gvk := range kubeapis.ToAsk(objs) {
+		a, err := s.target.Serves(ctx, gvk)
+		if err != nil {
+			s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the API kinds %s serves: %v", clusterName(s.inst.Spec.Cluster), err))
+			return ctrl.Result{}, s.block
+		}
+		answers[gvk] = a
+	}
+	if unserved := kubeapis.Unserved(objs, answers, s.targetNamespace()); len(unserved) > 0 {
+		s.block = terminal(v1alpha1.ReasonKindNotServed, unservedMessage(s, unserved))
+	}
+	return ctrl.Result{}, nil
+}
+
+// maxUnservedNamed bounds how many unserved objects a message names.
+const maxUnservedNamed = 5
+
+// unservedMessage says which objects of the change the cluster cannot
+// take and what to do, in the same words for the same change.
+func unservedMessage(s *scope, unserved []kubeapis.UnservedObject) string {
+	parts := make([]string, 0, min(len(unserved), maxUnservedNamed+1))
+	for i, u := range unserved {
+		if i == maxUnservedNamed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(unserved)-maxUnservedNamed))
+			break
+		}
+		parts = append(parts, u.String())
+	}
+	cluster := clusterName(s.inst.Spec.Cluster)
+	if v := s.inst.Status.ClusterVersion; v != "" {
+		cluster += " (Kubernetes " + v + ")"
+	}
+	return fmt.Sprintf("%s %s cannot be applied: %s does not serve the kind of %d of its objects, so nothing was applied: %s. "+
+		"Choose a version made for this cluster with spec.version, or values that do not render these objects",
+		s.inst.Spec.Extension, s.choice.Version.Version, cluster, len(unserved), strings.Join(parts, "; "))
 }
 
 // showPermissions sets status.permissions from set, the objects of the

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/render"
 	"github.com/annex-platform/annex/internal/resolve"
@@ -59,6 +60,11 @@ type Target interface {
 	// rule's group and resource) as namespaced; known is false when it
 	// does not serve it. Errors (discovery failing) are retried.
 	ResourceScope(ctx context.Context, gr schema.GroupResource) (namespaced, known bool, err error)
+	// Serves says whether the cluster serves gvk (its discovery, asked
+	// again for a kind it did not know), and, when it does not, which
+	// versions of the kind it serves instead. Errors (discovery failing)
+	// are retried.
+	Serves(ctx context.Context, gvk schema.GroupVersionKind) (kubeapis.Answer, error)
 	Applier() Applier
 	// ApplierAs returns an applier whose requests impersonate user.
 	ApplierAs(user string) (Applier, error)

@@ -38,7 +38,8 @@ type release struct {
 	cleanup *plan.Plan
 	// namespace holds the target namespace when Annex creates it (it does
 	// not exist on the target cluster, or an earlier revision created it):
-	// applied with every Apply task, recorded, removed on uninstall.
+	// applied before the plans' first step on every pass, recorded, removed
+	// on uninstall.
 	namespace []*unstructured.Unstructured
 	warnings  []string
 }
@@ -120,7 +121,9 @@ func (r *Reconciler) renderPackage(ctx context.Context, s *scope) (ctrl.Result, 
 		}
 	}
 	s.release = rel
-	rel.namespace = r.objectsToApply(ctx, s, len(names) > 0)
+	// A plan that resumes creates only the namespace its revision
+	// recorded: what Annex applies is recorded first.
+	rel.namespace = r.createdNamespace(ctx, s, len(names) > 0 && !resuming(s))
 	if len(rel.warnings) > 0 {
 		setCondition(inst, v1alpha1.ConditionWarnings, metav1.ConditionTrue, "PackageWarnings", strings.Join(rel.warnings, "; "))
 	} else {
@@ -422,6 +425,9 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 func (r *Reconciler) advance(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
 	rev := *inst.Status.Pending
+	if b := r.ensureNamespace(ctx, s, s.release.namespace); b != nil {
+		return r.stopAt(s, b, nil)
+	}
 	for _, p := range s.release.plans {
 		st := planStatus(inst, p.Name)
 		if st == nil || st.Revision != rev.Number {
@@ -792,6 +798,13 @@ func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed Set) (c
 		setPlanStatus(inst, plan.Abandon(*st, "abandoned by request "+req.ID, metav1.NewTime(r.now())))
 		r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s; uninstalling goes on", cleanup.Name, req.ID))
 		return ctrl.Result{}, true, nil
+	}
+	if b := r.ensureNamespace(ctx, s, namespaceIn(installed.Objects, s.targetNamespace())); b != nil {
+		s.block = b
+		if b.kind == blockRetry {
+			return ctrl.Result{}, false, b
+		}
+		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, false, nil
 	}
 	next, waiting, err := r.drive(ctx, s, *cleanup, *st)
 	switch {

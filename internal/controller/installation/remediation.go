@@ -90,6 +90,8 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 		s.block = terminal(v1alpha1.ReasonRetrying, failed.Message)
 		return ctrl.Result{}, nil
 	}
+	// A namespace deleted by hand since is created again, first.
+	set.Objects = r.withTargetNamespace(ctx, s, set.Objects, true)
 	applier := s.target.Applier()
 	rev := *good
 	rev.Number = inst.Status.History[0].Number + 1

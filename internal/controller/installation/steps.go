@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -531,32 +532,68 @@ func (r *Reconciler) upToDate(s *scope) bool {
 		installed.ObservedGeneration == inst.Generation
 }
 
-// objectsToApply returns the rendered objects, plus the target namespace
-// when this installation created it (it is in the inventory), so that it
-// stays recorded and is removed with the rest. With mayCreate, a target
-// namespace that does not exist yet on the target cluster is added too;
-// only an apply needs that answer, so only an apply pays for the read. On
-// the hub, the installation's own namespace exists; on a managed cluster
-// it may not.
+// objectsToApply returns the rendered objects, with the target namespace
+// in front when Annex creates it (see createdNamespace). With mayCreate, a
+// target namespace that does not exist yet on the target cluster is
+// added too; only an apply needs that answer, so only an apply pays for
+// the read.
 func (r *Reconciler) objectsToApply(ctx context.Context, s *scope, mayCreate bool) []*unstructured.Unstructured {
-	objects := s.rendered.Objects
-	ns := s.targetNamespace()
-	if ns == s.inst.Namespace && s.inst.Spec.Cluster == "" {
+	return r.withTargetNamespace(ctx, s, s.rendered.Objects, mayCreate)
+}
+
+// withTargetNamespace returns objects with the target namespace in front
+// when Annex creates it, unless objects bring that Namespace themselves.
+// The applier applies it before anything else (apply.Plan), so that every
+// hook and object finds its namespace, as with helm install
+// --create-namespace.
+func (r *Reconciler) withTargetNamespace(ctx context.Context, s *scope, objects []*unstructured.Unstructured, mayCreate bool) []*unstructured.Unstructured {
+	if len(namespaceIn(objects, s.targetNamespace())) > 0 {
 		return objects
 	}
-	withNamespace := append([]*unstructured.Unstructured{namespaceObject(ns)}, objects...)
+	return slices.Concat(r.createdNamespace(ctx, s, mayCreate), objects)
+}
+
+// createdNamespace returns the target namespace, as the one object to
+// apply, when Annex creates it: an earlier revision created it (it is in
+// the inventory), so that it stays recorded and is removed with the rest;
+// or, with mayCreate, it does not exist on the target cluster. It returns
+// none otherwise: on the hub the installation's own namespace exists, and
+// a namespace someone else made is theirs.
+func (r *Reconciler) createdNamespace(ctx context.Context, s *scope, mayCreate bool) []*unstructured.Unstructured {
+	ns := s.targetNamespace()
+	if ns == s.inst.Namespace && s.inst.Spec.Cluster == "" {
+		return nil
+	}
+	created := []*unstructured.Unstructured{namespaceObject(ns)}
 	for _, ref := range s.inst.Status.Inventory {
 		if ref.Kind == "Namespace" && ref.Group == "" && ref.Name == ns {
-			return withNamespace
+			return created
 		}
 	}
 	if !mayCreate {
-		return objects
+		return nil
 	}
 	if exists, err := s.target.NamespaceExists(ctx, ns); err == nil && !exists {
-		return withNamespace
+		return created
 	}
-	return objects
+	return nil
+}
+
+// namespaceIn returns the Namespace name among objs (not a hook), or none.
+func namespaceIn(objs []*unstructured.Unstructured, name string) []*unstructured.Unstructured {
+	for _, o := range objs {
+		if isNamespaceNamed(o, name) {
+			return []*unstructured.Unstructured{o}
+		}
+	}
+	return nil
+}
+
+// isNamespaceNamed reports whether obj is the Namespace name, and not a
+// Helm hook.
+func isNamespaceNamed(obj *unstructured.Unstructured, name string) bool {
+	_, hook := obj.GetAnnotations()["helm.sh/hook"]
+	return !hook && obj.GetAPIVersion() == "v1" && obj.GetKind() == "Namespace" && obj.GetName() == name
 }
 
 func namespaceObject(name string) *unstructured.Unstructured {

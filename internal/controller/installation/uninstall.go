@@ -84,24 +84,29 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 		r.event(s, corev1.EventTypeNormal, v1alpha1.ReasonUninstalling, removing)
 	}
 	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonUninstalling, removing)
-	if len(inst.Status.Inventory) > 0 {
-		remaining, err := applier.Delete(ctx, s.owner(), inst.Status.Inventory, inst.Spec.Uninstall.DeleteCRDs)
-		if b := r.permissionBlock(inst, err); b != nil {
-			return r.stopAt(s, b, nil)
-		}
-		if err != nil {
-			s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("removing the objects of %s: %v", inst.Spec.Extension, err))
-			return ctrl.Result{}, s.block
-		}
-		if remaining > 0 {
-			return r.waitForDeletion(ctx, s, applier, remaining)
-		}
+	// The target namespace Annex created goes after everything else; with
+	// post-delete hooks, which run in it, after them too.
+	remove, held := inst.Status.Inventory, []v1alpha1.ObjectReference(nil)
+	if haveRecord && hasPostDeleteHooks(hooks) {
+		remove, held = holdNamespace(remove, s.targetNamespace())
+	}
+	if res, done, err := r.deleteAll(ctx, s, applier, remove); !done || err != nil {
+		return res, err
 	}
 	if haveRecord {
-		if err := applier.RunDeleteHooks(ctx, s.owner(), s.targetNamespace(), hooks, true, timeoutOf(inst)); err != nil {
-			s.block = retry(v1alpha1.ReasonHookFailed, fmt.Sprintf("post-delete hook of %s: %v", inst.Spec.Extension, err))
-			return ctrl.Result{}, s.block
+		hooksRan, err := r.postDeleteHooksRan(ctx, s, applier, held)
+		if err != nil {
+			return ctrl.Result{}, err
 		}
+		if !hooksRan {
+			if err := applier.RunDeleteHooks(ctx, s.owner(), s.targetNamespace(), hooks, true, timeoutOf(inst)); err != nil {
+				s.block = retry(v1alpha1.ReasonHookFailed, fmt.Sprintf("post-delete hook of %s: %v", inst.Spec.Extension, err))
+				return ctrl.Result{}, s.block
+			}
+		}
+	}
+	if res, done, err := r.deleteAll(ctx, s, applier, held); !done || err != nil {
+		return res, err
 	}
 	if err := r.deleteRecords(ctx, inst, records, nil, nil); err != nil {
 		return ctrl.Result{}, err
@@ -113,6 +118,75 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	s.gone = true
 	return ctrl.Result{}, nil
+}
+
+// deleteAll deletes refs (objects of the inventory) and reports done when
+// none of them is left; until then the installation waits (see
+// waitForDeletion).
+func (r *Reconciler) deleteAll(ctx context.Context, s *scope, applier Applier, refs []v1alpha1.ObjectReference) (ctrl.Result, bool, error) {
+	inst := s.inst
+	if len(refs) == 0 {
+		return ctrl.Result{}, true, nil
+	}
+	remaining, err := applier.Delete(ctx, s.owner(), refs, inst.Spec.Uninstall.DeleteCRDs)
+	if b := r.permissionBlock(inst, err); b != nil {
+		res, err := r.stopAt(s, b, nil)
+		return res, false, err
+	}
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("removing the objects of %s: %v", inst.Spec.Extension, err))
+		return ctrl.Result{}, false, s.block
+	}
+	if remaining > 0 {
+		res, err := r.waitForDeletion(ctx, s, applier, remaining)
+		return res, false, err
+	}
+	return ctrl.Result{}, true, nil
+}
+
+// holdNamespace splits the Namespace ns from inventory.
+func holdNamespace(inventory []v1alpha1.ObjectReference, ns string) (rest, held []v1alpha1.ObjectReference) {
+	for _, ref := range inventory {
+		if ref.Group == "" && ref.Kind == "Namespace" && ref.Name == ns {
+			held = append(held, ref)
+			continue
+		}
+		rest = append(rest, ref)
+	}
+	return rest, held
+}
+
+// postDeleteHooksRan reports whether the post-delete hooks of an
+// uninstall that holds back the target namespace (held) already ran: the
+// namespace is deleted right after them, so a namespace being deleted, or
+// gone, says they did (or that it went by hand, and its hooks with it).
+func (r *Reconciler) postDeleteHooksRan(ctx context.Context, s *scope, applier Applier, held []v1alpha1.ObjectReference) (bool, error) {
+	if len(held) == 0 {
+		return false, nil
+	}
+	h, err := applier.Health(ctx, held)
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("reading namespace %s: %v", s.targetNamespace(), err))
+		return false, s.block
+	}
+	for _, o := range h.NotReady {
+		if o.Status == "Terminating" || o.Status == "NotFound" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// hasPostDeleteHooks reports whether set holds Helm post-delete hooks.
+func hasPostDeleteHooks(set Set) bool {
+	for _, o := range set.Objects {
+		for _, event := range strings.Split(o.GetAnnotations()["helm.sh/hook"], ",") {
+			if strings.TrimSpace(event) == "post-delete" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // waitForDeletion waits for the inventory's objects to go. Custom
