@@ -65,6 +65,9 @@ func consoleUser(t *testing.T, user string, roles map[string]string) *rest.Confi
 		ObjectMeta: metav1.ObjectMeta{Name: readerRole},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+			// An extension's page asks the manager for the values of a
+			// version it has not read (annotation annex.dev/values-requested).
+			{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"extensions"}, Verbs: []string{"patch"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps", "serviceaccounts"}, Verbs: []string{"get", "list", "watch"}},
 		},
