@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/catalog"
@@ -76,7 +81,9 @@ func TestShowPrintsChartValues(t *testing.T) {
 		}
 	})
 	changed := helmrepo.Chart{Name: "changed-demo", Version: "1.0.0", Files: map[string]string{"values.yaml": "a: 1\n"}}
-	repo := helmrepo.NewServer(t, valuesChart, plainChart, changed)
+	repo := helmrepo.NewServer(t, valuesChart, plainChart, changed,
+		helmrepo.Chart{Name: "viewer-demo", Version: "1.0.0", Files: map[string]string{"values.yaml": "a: 1\n"}},
+		helmrepo.Chart{Name: "plain-demo-reader", Version: "1.0.0", Files: map[string]string{"values.yaml": "a: 1\n"}})
 	addCatalog(t, env.Client, &v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "builtin"},
 		Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Builtin: &v1alpha1.BuiltinSource{}}}})
 	addCatalog(t, env.Client, &v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "repo"},
@@ -141,6 +148,42 @@ func TestShowPrintsChartValues(t *testing.T) {
 		}
 	})
 
+	t.Run("viewers ask, and change nothing else", func(t *testing.T) {
+		viewer := userClient(t, env, "values-viewer", "annex-extension-viewer")
+		d, err := cli.Show(ctx, viewer, "viewer-demo", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := d.Versions[0]; v.Values == nil || len(v.Values.Properties) != 1 || v.Values.Properties[0].Default != "1" || v.ValuesNote != "" {
+			t.Errorf("the viewer's show of viewer-demo: values %+v, note %q; want a: 1", v.Values, v.ValuesNote)
+		}
+		// What an Extension installs is not the viewer's to change (the
+		// policy annex-values-request takes effect a moment after it is
+		// written).
+		testenv.Eventually(t, time.Minute, func() error {
+			ext := &v1alpha1.Extension{}
+			if err := viewer.Get(ctx, client.ObjectKey{Name: "viewer-demo"}, ext); err != nil {
+				return err
+			}
+			before := ext.DeepCopy()
+			ext.Spec.Versions[0].Source.URL = "http://127.0.0.1:1/elsewhere.tgz"
+			err := viewer.Patch(ctx, ext, client.MergeFrom(before))
+			if err == nil || !strings.Contains(err.Error(), "may change only the annotation annex.dev/values-requested") {
+				return fmt.Errorf("the viewer's change of spec.versions[0].source.url: %v", err)
+			}
+			return nil
+		})
+		// Who may only read is told why the values are missing.
+		reader := userClient(t, env, "values-reader", readerRole(t, env))
+		d, err = cli.Show(ctx, reader, "plain-demo-reader", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if note := d.Versions[0].ValuesNote; !strings.Contains(note, "needs permission to patch extensions.annex.dev") {
+			t.Errorf("the reader's note: %q", note)
+		}
+	})
+
 	t.Run("an archive that is not the one indexed is not read", func(t *testing.T) {
 		changed.Files = map[string]string{"values.yaml": "a: 2\n"}
 		repo.ReplaceArchive(t, changed)
@@ -169,4 +212,58 @@ func addCatalog(t *testing.T, c client.Client, cat *v1alpha1.Catalog) {
 		}
 		return nil
 	})
+}
+
+// userClient is a client that impersonates user, bound cluster-wide to
+// the ClusterRole role (created from config/rbac/approval_roles.yaml
+// when it is one of Annex's).
+func userClient(t *testing.T, env *testenv.Env, user, role string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "approval_roles.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc := range strings.SplitSeq(string(data), "\n---\n") {
+		cr := &rbacv1.ClusterRole{}
+		if err := yaml.UnmarshalStrict([]byte(doc), cr); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Create(ctx, cr); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role + "-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if err := env.Client.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// readerRole creates a ClusterRole that may read Extensions only, and
+// returns its name.
+func readerRole(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	cr := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "extension-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"extensions"}, Verbs: []string{"get", "list", "watch"}}},
+	}
+	if err := env.Client.Create(context.Background(), cr); err != nil {
+		t.Fatal(err)
+	}
+	return cr.Name
 }
