@@ -256,20 +256,11 @@ func DetailOf(ext *v1alpha1.Extension) *ExtensionDetail {
 // chart's values.yaml once the manager has read it, and what the manager
 // said when it could not.
 func valuesOf(ext *v1alpha1.Extension, v v1alpha1.ExtensionVersion) (*SchemaSummary, string) {
-	var schema, defaults []byte
+	schema, defaults := ValuesOf(ext, v.Version)
 	note := ""
 	read, current := catalog.CurrentValues(ext, v.Version)
 	if current {
 		note = read.Message
-		if read.Schema != nil {
-			schema = read.Schema.Raw
-		}
-		if read.Defaults != nil {
-			defaults = read.Defaults.Raw
-		}
-	}
-	if v.ValuesSchema != nil {
-		schema = v.ValuesSchema.Raw
 	}
 	if schema == nil && defaults == nil && (!current || note != "") {
 		return nil, note
