@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/catalog"
 )
 
@@ -71,5 +72,56 @@ func TestReadChartValues(t *testing.T) {
 				t.Errorf("schema %s defaults %s, want %s and %s", got.Schema, got.Defaults, c.schema, c.defaults)
 			}
 		})
+	}
+}
+
+// The request annotation and the entries of status.values: what is
+// asked, what is current for the version's digest, and what is kept.
+func TestValuesRequestsAndEntries(t *testing.T) {
+	for _, c := range []struct{ annotation, add, want string }{
+		{"", "1.0.0", "1.0.0"},                          // the first ask
+		{"1.0.0", "2.0.0", "1.0.0,2.0.0"},               // another version joins
+		{"1.0.0, 2.0.0,,1.0.0", "2.0.0", "1.0.0,2.0.0"}, // blanks and repeats go
+	} {
+		if got := catalog.AddRequestedVersion(c.annotation, c.add); got != c.want {
+			t.Errorf("AddRequestedVersion(%q, %q) = %q, want %q", c.annotation, c.add, got, c.want)
+		}
+	}
+
+	digest := "sha256:" + strings.Repeat("a", 64)
+	ext := &v1alpha1.Extension{
+		Spec: v1alpha1.ExtensionSpec{Versions: []v1alpha1.ExtensionVersion{
+			{Version: "2.0.0", Source: v1alpha1.ArtifactSource{URL: "http://x/2.tgz", Digest: digest}},
+			{Version: "1.0.0", Source: v1alpha1.ArtifactSource{URL: "http://x/1.tgz"}},
+		}},
+		Status: v1alpha1.ExtensionStatus{Values: []v1alpha1.VersionValues{
+			{Version: "2.0.0", Digest: "sha256:" + strings.Repeat("b", 64)},
+			{Version: "1.0.0", Digest: digest},
+		}},
+	}
+	for _, c := range []struct {
+		version string
+		current bool
+	}{
+		{"2.0.0", false}, // read from an archive the catalog no longer offers
+		{"1.0.0", true},  // no digest to compare: what was read stands
+		{"3.0.0", false}, // never read
+	} {
+		if _, ok := catalog.CurrentValues(ext, c.version); ok != c.current {
+			t.Errorf("CurrentValues(%s) = %v, want %v", c.version, ok, c.current)
+		}
+	}
+
+	var kept []v1alpha1.VersionValues
+	for _, v := range []string{"1", "2", "3", "4", "5", "3"} {
+		kept = catalog.RememberValues(kept, v1alpha1.VersionValues{Version: v})
+	}
+	var order []string
+	for _, e := range kept {
+		order = append(order, e.Version)
+	}
+	// The most recently asked first, at most MaxVersionValues.
+	if got := strings.Join(order, ","); got != "3,5,4,2" {
+		t.Errorf("kept %s, want 3,5,4,2", got)
 	}
 }
