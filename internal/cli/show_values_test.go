@@ -19,6 +19,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/catalog"
+	"github.com/annex-platform/annex/internal/catalog/catalogtest"
 	"github.com/annex-platform/annex/internal/cli"
 	"github.com/annex-platform/annex/internal/manager"
 	"github.com/annex-platform/annex/internal/testenv"
@@ -60,8 +61,8 @@ var plainChart = helmrepo.Chart{Name: "plain-demo", Version: "0.3.0", AppVersion
 	}}
 
 // annexctl show prints the defaults of the chart's values.yaml for every
-// value, for a built-in chart and for charts of a Helm repository served
-// over HTTP, which the manager reads when show asks: not at the catalog's
+// value, for a built-in chart, charts of a Helm repository served over
+// HTTP and one of an OCI registry, which the manager reads when show asks: not at the catalog's
 // sync, once per digest however often it is asked, and never an archive
 // whose digest is not the one the catalog indexed.
 func TestShowPrintsChartValues(t *testing.T) {
@@ -88,6 +89,12 @@ func TestShowPrintsChartValues(t *testing.T) {
 		Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Builtin: &v1alpha1.BuiltinSource{}}}})
 	addCatalog(t, env.Client, &v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "repo"},
 		Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}})
+	// An OCI registry's chart is read the same way.
+	registry := catalogtest.NewRegistry(t)
+	helmrepo.PushOCI(t, registry, "charts", helmrepo.Chart{Name: "oci-demo", Version: "2.0.0", Description: "A chart in an OCI registry.",
+		Files: map[string]string{"values.yaml": "replicas: 3\n", "values.schema.json": `{"properties":{"replicas":{"type":"integer","minimum":1}}}`}})
+	addCatalog(t, env.Client, &v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "oci"},
+		Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{OCI: &v1alpha1.OCISource{Repository: "oci://" + registry + "/charts"}}}})
 	archive := "/" + valuesChart.Name + "-" + valuesChart.Version + ".tgz"
 	if n := repo.Requests(archive); n != 0 {
 		t.Fatalf("the catalog's sync downloaded %s %d times; the index is all it needs", archive, n)
@@ -105,6 +112,7 @@ func TestShowPrintsChartValues(t *testing.T) {
 		{"hello", "show-values-builtin.txt"},    // built-in: the schema in the Extension, values.yaml read on request
 		{"values-demo", "show-values-helm.txt"}, // a Helm repository's chart with a schema
 		{"plain-demo", "show-values-plain.txt"}, // one with values.yaml only
+		{"oci-demo", "show-values-oci.txt"},     // a chart of an OCI registry
 	} {
 		t.Run(c.extension, func(t *testing.T) {
 			var out bytes.Buffer
