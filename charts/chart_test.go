@@ -66,10 +66,11 @@ func TestChartCopiesInSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairs := map[string]string{ // chart folder or file → config folder or file
-		"crds":                              "config/crd/bases",
-		"files/manager-role.yaml":           "config/rbac/role.yaml",
-		"files/admission/approver.yaml":     "config/admission/approver.yaml",
-		"files/admission/requested-by.yaml": "config/admission/requested-by.yaml",
+		"crds":                                "config/crd/bases",
+		"files/manager-role.yaml":             "config/rbac/role.yaml",
+		"files/admission/approver.yaml":       "config/admission/approver.yaml",
+		"files/admission/requested-by.yaml":   "config/admission/requested-by.yaml",
+		"files/admission/values-request.yaml": "config/admission/values-request.yaml",
 	}
 	for inChart, inConfig := range pairs {
 		chartFiles, configFiles := yamlFiles(t, filepath.Join(root, "charts/annex", inChart)), yamlFiles(t, filepath.Join(root, inConfig))
@@ -218,8 +219,8 @@ func TestChartRenders(t *testing.T) {
 			for _, want := range []string{
 				"ServiceAccount/annex-system/annex", "ClusterRole//annex-manager", "ClusterRoleBinding//annex-manager",
 				"Role/annex-system/annex-leader-election", "RoleBinding/annex-system/annex-leader-election",
-				"ClusterRoleBinding//annex-extension-applier", "ClusterRole//annex-extension-requester", "ClusterRole//annex-approver",
-				"Service/annex-system/annex-metrics", "MutatingAdmissionPolicy//annex-requested-by", "ValidatingAdmissionPolicy//annex-approver",
+				"ClusterRoleBinding//annex-extension-applier", "ClusterRole//annex-extension-requester", "ClusterRole//annex-approver", "ClusterRole//annex-extension-viewer",
+				"Service/annex-system/annex-metrics", "MutatingAdmissionPolicy//annex-requested-by", "ValidatingAdmissionPolicy//annex-approver", "ValidatingAdmissionPolicy//annex-values-request",
 			} {
 				if objs[want] == nil {
 					t.Errorf("no %s among %v", want, keysOf(objs))

@@ -102,6 +102,11 @@ const (
 	// AnnotationSyncRequestedAt on a Catalog asks for a sync now; its
 	// value (annexctl writes the time) only has to change.
 	AnnotationSyncRequestedAt = "annex.dev/sync-requested-at"
+	// AnnotationValuesRequested on an Extension asks the manager to read
+	// the values schema and values.yaml of the versions it lists (comma
+	// separated) into status.values; the manager removes each version it
+	// has answered.
+	AnnotationValuesRequested = "annex.dev/values-requested"
 	// LabelManagedBy marks every object Annex applies into a cluster.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy.

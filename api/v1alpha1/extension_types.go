@@ -181,13 +181,53 @@ type ArtifactSource struct {
 	Digest string `json:"digest,omitempty"`
 }
 
-// ExtensionStatus is reserved for observations about an Extension.
+// ExtensionStatus holds observations about an Extension.
 type ExtensionStatus struct {
 	// Conditions about the extension.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Values are the values schemas and default values of the versions
+	// someone asked for (annotation annex.dev/values-requested), as the
+	// manager read them from each version's archive: a Helm index does not
+	// carry them, and reading every archive at every sync would download
+	// every chart. The most recently asked version comes first; at most
+	// MaxVersionValues are kept.
+	// +listType=map
+	// +listMapKey=version
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Values []VersionValues `json:"values,omitempty"`
+}
+
+// MaxVersionValues is how many versions' values an Extension's status
+// keeps; asking for another drops the least recently asked.
+const MaxVersionValues = 4
+
+// VersionValues is what one version's archive says about its values.
+type VersionValues struct {
+	// Version is the ExtensionVersion these values belong to.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Version string `json:"version"`
+	// Digest is the "sha256:<hex>" of the archive read. When the version's
+	// source.digest differs (the catalog now offers other content under
+	// this version) these values are stale and are read again on request.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// Schema is the chart's values.schema.json; empty when it has none.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Schema *apiextensionsv1.JSON `json:"schema,omitempty"`
+	// Defaults is the chart's values.yaml as JSON: the values it installs
+	// with when none are set (Helm's semantics); empty when it has none.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Defaults *apiextensionsv1.JSON `json:"defaults,omitempty"`
+	// Message says why the values could not be read, and what to do.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // Extension is one installable extension with all its versions. Catalogs

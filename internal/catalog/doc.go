@@ -43,7 +43,9 @@
 // used: links, devices, absolute or parent paths, duplicates and
 // decompression bombs are refused before Helm's loader sees them.
 // DiskCache keeps artifacts by digest on disk with LRU eviction;
-// MemoryCache keeps the most recent in memory.
+// MemoryCache keeps the most recent in memory. ReadChartValues reads a
+// checked chart archive's values.schema.json and values.yaml, which the
+// manager writes into an Extension's status.values when someone asks.
 //
 // # Fuzzing
 //

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/catalog"
 )
 
 // ExtensionMatch is one extension a search found.
@@ -160,14 +163,18 @@ type VersionDetail struct {
 	Deprecated   bool                  `json:"deprecated,omitempty"`
 	// Channels are an operator bundle's channels.
 	Channels []string `json:"channels,omitempty"`
-	// Values summarises the version's values schema; nil when it has
-	// none.
+	// Values summarises what may be set: the version's values schema and
+	// its chart's values.yaml (the defaults); nil when neither is known.
 	Values *SchemaSummary `json:"values,omitempty"`
+	// ValuesNote says why the chart's values are not shown, when they are
+	// not: the manager could not read them, or was not asked.
+	ValuesNote string `json:"valuesNote,omitempty"`
 }
 
-// SchemaSummary is the top of a values schema: what a person may set.
+// SchemaSummary is the top of a version's values: what a person may set.
 type SchemaSummary struct {
-	// Properties are the schema's properties two levels deep, by path.
+	// Properties are the schema's properties and values.yaml's keys two
+	// levels deep, by path.
 	Properties []SchemaProperty `json:"properties"`
 	// More counts the properties deeper than that, not listed.
 	More int `json:"more,omitempty"`
@@ -176,21 +183,35 @@ type SchemaSummary struct {
 // SchemaProperty is one property of a values schema.
 type SchemaProperty struct {
 	// Path is dotted, as --set takes it: "image.tag".
-	Path        string `json:"path"`
-	Type        string `json:"type,omitempty"`
-	Required    bool   `json:"required,omitempty"`
+	Path     string `json:"path"`
+	Type     string `json:"type,omitempty"`
+	Required bool   `json:"required,omitempty"`
+	// Default is the value as JSON: the schema's default when it has one,
+	// else the chart's values.yaml value (an object's keys are listed as
+	// properties of their own).
 	Default     string `json:"default,omitempty"`
 	Description string `json:"description,omitempty"`
 }
 
-// Show reads one Extension (one GET) and returns its detail. A missing
+// Show reads one Extension and returns its detail. When valuesWait is
+// positive and the manager has not read the newest version's values yet,
+// Show asks it to (AskValues) and waits up to valuesWait; the detail then
+// says in ValuesNote why they are missing, if they are. A missing
 // extension is an error naming it and the commands that find one.
-func Show(ctx context.Context, c client.Reader, name string) (*ExtensionDetail, error) {
+func Show(ctx context.Context, c client.Client, name string, valuesWait time.Duration) (*ExtensionDetail, error) {
 	ext := &v1alpha1.Extension{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, ext); err != nil {
 		return nil, extensionError(name, err)
 	}
-	return DetailOf(ext), nil
+	note := ""
+	if valuesWait > 0 && len(ext.Spec.Versions) > 0 {
+		ext, note = AskValues(ctx, c, ext, ext.Spec.Versions[0].Version, valuesWait)
+	}
+	d := DetailOf(ext)
+	if note != "" {
+		d.Versions[0].ValuesNote = note
+	}
+	return d, nil
 }
 
 func extensionError(name string, err error) error {
@@ -224,26 +245,66 @@ func DetailOf(ext *v1alpha1.Extension) *ExtensionDetail {
 		for _, ch := range v.Channels {
 			vd.Channels = append(vd.Channels, ch.Name)
 		}
-		if v.ValuesSchema != nil {
-			vd.Values = SummarizeSchema(v.ValuesSchema.Raw)
-		}
+		vd.Values, vd.ValuesNote = valuesOf(ext, v)
 		d.Versions = append(d.Versions, vd)
 	}
 	return d
 }
 
-// schemaDepth is how deep SummarizeSchema lists properties.
+// valuesOf summarises a version's values: its schema (the Extension's, or
+// the one the manager read from the chart) with the defaults of the
+// chart's values.yaml once the manager has read it, and what the manager
+// said when it could not.
+func valuesOf(ext *v1alpha1.Extension, v v1alpha1.ExtensionVersion) (*SchemaSummary, string) {
+	schema, defaults := ValuesOf(ext, v.Version)
+	note := ""
+	read, current := catalog.CurrentValues(ext, v.Version)
+	if current {
+		note = read.Message
+	}
+	if schema == nil && defaults == nil && (!current || note != "") {
+		return nil, note
+	}
+	return SummarizeValues(schema, defaults), note
+}
+
+// ValuesOf returns a version's values schema and defaults (values.yaml as
+// JSON), each nil when not known: the schema from the Extension's spec or,
+// like the defaults, from what the manager read (status.values, when it
+// belongs to the version's current digest).
+func ValuesOf(ext *v1alpha1.Extension, version string) (schema, defaults []byte) {
+	for _, v := range ext.Spec.Versions {
+		if v.Version == version && v.ValuesSchema != nil {
+			schema = v.ValuesSchema.Raw
+		}
+	}
+	if read, ok := catalog.CurrentValues(ext, version); ok {
+		if read.Schema != nil && schema == nil {
+			schema = read.Schema.Raw
+		}
+		if read.Defaults != nil {
+			defaults = read.Defaults.Raw
+		}
+	}
+	return schema, defaults
+}
+
+// schemaDepth is how deep SummarizeValues lists properties.
 const schemaDepth = 2
 
-// SummarizeSchema lists the properties of a JSON schema two levels deep,
-// sorted by path, and counts the deeper ones. A schema that is not a
-// JSON object yields an empty summary.
-func SummarizeSchema(raw []byte) *SchemaSummary {
-	var root map[string]any
+// SummarizeValues lists what may be set, two levels deep, sorted by path,
+// and counts the deeper properties: the properties of a JSON schema, each
+// with the schema's default or else the value values.yaml gives it, and
+// the keys of values.yaml the schema does not list (values.yaml is the
+// chart's default values, as Helm reads them), typed by their value.
+// defaults is values.yaml as JSON; either may be nil. Something that is
+// not a JSON object counts as nothing.
+func SummarizeValues(schemaRaw, defaultsRaw []byte) *SchemaSummary {
+	var root, defaults map[string]any
 	s := &SchemaSummary{Properties: []SchemaProperty{}}
-	if json.Unmarshal(raw, &root) != nil {
-		return s
-	}
+	_ = json.Unmarshal(schemaRaw, &root)
+	_ = json.Unmarshal(defaultsRaw, &defaults)
+	seen := map[string]bool{}
 	var walk func(node map[string]any, prefix string, depth int)
 	walk = func(node map[string]any, prefix string, depth int) {
 		props, _ := node["properties"].(map[string]any)
@@ -257,12 +318,14 @@ func SummarizeSchema(raw []byte) *SchemaSummary {
 		}
 		for name, p := range props {
 			child, _ := p.(map[string]any)
+			path := prefix + pathKey(name)
+			seen[path] = true
 			if depth > schemaDepth {
 				s.More++
-				walk(child, prefix+name+".", depth+1)
+				walk(child, path+".", depth+1)
 				continue
 			}
-			sp := SchemaProperty{Path: prefix + name, Required: required[name]}
+			sp := SchemaProperty{Path: path, Required: required[name]}
 			if child != nil {
 				sp.Type = typeOf(child["type"])
 				if def, ok := child["default"]; ok {
@@ -271,13 +334,176 @@ func SummarizeSchema(raw []byte) *SchemaSummary {
 				}
 				sp.Description, _ = child["description"].(string)
 			}
+			if sp.Default == "" {
+				if v, ok := valueAt(defaults, path); ok {
+					sp.Default = defaultText(v)
+				}
+			}
 			s.Properties = append(s.Properties, sp)
-			walk(child, prefix+name+".", depth+1)
+			walk(child, path+".", depth+1)
 		}
 	}
 	walk(root, "", 1)
+	var walkValues func(node map[string]any, prefix string, depth int)
+	walkValues = func(node map[string]any, prefix string, depth int) {
+		for name, v := range node {
+			path := prefix + pathKey(name)
+			child, _ := v.(map[string]any)
+			switch {
+			case seen[path]:
+			case depth > schemaDepth:
+				s.More++
+			default:
+				s.Properties = append(s.Properties, SchemaProperty{Path: path, Type: jsonType(v), Default: defaultText(v)})
+			}
+			walkValues(child, path+".", depth+1)
+		}
+	}
+	walkValues(defaults, "", 1)
 	sort.Slice(s.Properties, func(i, j int) bool { return s.Properties[i].Path < s.Properties[j].Path })
 	return s
+}
+
+// pathKey is a key as a segment of a dotted path: dots escaped with a
+// backslash, as --set reads them ("podAnnotations.prometheus\.io/port").
+func pathKey(key string) string { return strings.ReplaceAll(key, ".", `\.`) }
+
+// valueAt returns the value at a dotted path (segments as pathKey writes
+// them) of values.
+func valueAt(values map[string]any, path string) (any, bool) {
+	var cur any = values
+	for _, seg := range splitPath(path) {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[seg]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// splitPath splits a dotted path at the dots pathKey did not escape.
+func splitPath(path string) []string {
+	var out []string
+	var seg strings.Builder
+	for i := 0; i < len(path); i++ {
+		switch {
+		case path[i] == '\\' && i+1 < len(path) && path[i+1] == '.':
+			seg.WriteByte('.')
+			i++
+		case path[i] == '.':
+			out = append(out, seg.String())
+			seg.Reset()
+		default:
+			seg.WriteByte(path[i])
+		}
+	}
+	return append(out, seg.String())
+}
+
+// defaultText prints a values.yaml value as a default: JSON, except an
+// object with keys, whose keys are listed on their own ("").
+func defaultText(v any) string {
+	if m, ok := v.(map[string]any); ok && len(m) > 0 {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// jsonType names the JSON schema type of a values.yaml value.
+func jsonType(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case float64:
+		if v == float64(int64(v)) {
+			return "integer"
+		}
+		return "number"
+	case nil:
+		return "null"
+	}
+	return ""
+}
+
+// AskValues makes sure the manager has read the values of one version of
+// ext: when status.values has no current entry for it, or one that says
+// why it could not be read (the repository may be back), AskValues adds the
+// version to the annotation annex.dev/values-requested (the manager reads
+// the chart with the catalog's credentials; the user needs to reach only
+// the API server) and polls the Extension until the manager has answered
+// or wait has passed. It returns the Extension as last read and, when
+// the values are still unknown, a note saying why and what to do.
+// Versions of other engines than Helm have no values.yaml and are not
+// asked for; a wait of zero or less does not ask.
+func AskValues(ctx context.Context, c client.Client, ext *v1alpha1.Extension, version string, wait time.Duration) (*v1alpha1.Extension, string) {
+	if held, ok := catalog.CurrentValues(ext, version); (ok && held.Message == "") || wait <= 0 {
+		return ext, ""
+	}
+	for _, v := range ext.Spec.Versions {
+		if v.Version == version && v.Engine != "" && v.Engine != v1alpha1.EngineHelm {
+			return ext, ""
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := requestValues(ctx, c, ext, version); err != nil {
+		if apierrors.IsForbidden(err) {
+			return ext, fmt.Sprintf("the values.yaml of %s %s is not read yet, and asking the manager to read it needs permission to patch extensions.annex.dev; ask an admin to run annexctl show %[1]s once, or for that permission", ext.Name, version)
+		}
+		return ext, fmt.Sprintf("asking the manager for the values of %s %s: %v", ext.Name, version, err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ext, fmt.Sprintf("the manager did not read the values of %s %s within %s; is it running? It keeps the request: run the command again later", ext.Name, version, wait)
+		case <-time.After(valuesPoll):
+		}
+		got := &v1alpha1.Extension{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ext), got); err != nil {
+			if ctx.Err() == nil {
+				return ext, fmt.Sprintf("reading extension %q: %v", ext.Name, err)
+			}
+			continue
+		}
+		ext = got
+		asked := catalog.RequestedVersions(ext.Annotations[v1alpha1.AnnotationValuesRequested])
+		if _, ok := catalog.CurrentValues(ext, version); ok && !slices.Contains(asked, version) {
+			return ext, ""
+		}
+	}
+}
+
+// valuesPoll is how often AskValues reads the Extension while it waits.
+const valuesPoll = 200 * time.Millisecond
+
+// requestValues adds version to the annotation annex.dev/values-requested
+// of ext, re-reading it when someone else changed it in between.
+func requestValues(ctx context.Context, c client.Client, ext *v1alpha1.Extension, version string) error {
+	ext = ext.DeepCopy()
+	for attempt := 0; ; attempt++ {
+		before := ext.DeepCopy()
+		if ext.Annotations == nil {
+			ext.Annotations = map[string]string{}
+		}
+		ext.Annotations[v1alpha1.AnnotationValuesRequested] = catalog.AddRequestedVersion(ext.Annotations[v1alpha1.AnnotationValuesRequested], version)
+		err := c.Patch(ctx, ext, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if !apierrors.IsConflict(err) || attempt == 4 {
+			return err
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ext), ext); err != nil {
+			return err
+		}
+	}
 }
 
 // typeOf prints a schema "type", which is a string or a list of them.

@@ -56,18 +56,18 @@ func TestReadCommandsGolden(t *testing.T) {
 		}
 	})
 	t.Run("show", func(t *testing.T) {
-		d, err := cli.Show(ctx, env.Client, "podinfo")
+		d, err := cli.Show(ctx, env.Client, "podinfo", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		print(t, "show-podinfo.txt", func(b *bytes.Buffer) error { return cli.WriteExtension(b, cli.OutputTable, d) })
 		print(t, "show-podinfo.yaml", func(b *bytes.Buffer) error { return cli.WriteExtension(b, cli.OutputYAML, d) })
-		d, err = cli.Show(ctx, env.Client, "cert-manager")
+		d, err = cli.Show(ctx, env.Client, "cert-manager", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		print(t, "show-cert-manager.txt", func(b *bytes.Buffer) error { return cli.WriteExtension(b, cli.OutputTable, d) })
-		_, err = cli.Show(ctx, env.Client, "nginx")
+		_, err = cli.Show(ctx, env.Client, "nginx", 0)
 		if want := `extension "nginx" not found in any catalog; run "annexctl search nginx" or "annexctl catalog list"`; err == nil || err.Error() != want {
 			t.Errorf("show of a missing extension: %v, want %s", err, want)
 		}

@@ -113,9 +113,16 @@ func WriteExtension(w io.Writer, o Output, d *ExtensionDetail) error {
 		return nil
 	}
 	newest := d.Versions[0]
-	if newest.Values == nil {
-		_, err := fmt.Fprintf(w, "\n%s has no values schema.\n", newest.Version)
-		return err
+	if newest.Values == nil || len(newest.Values.Properties) == 0 {
+		what := "no values schema"
+		if newest.Values != nil {
+			what = "no values schema and sets no values in values.yaml"
+		}
+		fmt.Fprintf(w, "\n%s has %s.\n", newest.Version, what)
+		if newest.ValuesNote != "" {
+			fmt.Fprintln(w, newest.ValuesNote)
+		}
+		return nil
 	}
 	fmt.Fprintf(w, "\nValues of %s (set with --set PATH=VALUE or --values FILE):\n", newest.Version)
 	t = newTable(w)
@@ -132,6 +139,9 @@ func WriteExtension(w io.Writer, o Output, d *ExtensionDetail) error {
 	}
 	if newest.Values.More > 0 {
 		fmt.Fprintf(w, "and %d deeper properties (annexctl show %s -o yaml lists the top two levels only; the schema is in the Extension)\n", newest.Values.More, d.Name)
+	}
+	if newest.ValuesNote != "" {
+		fmt.Fprintln(w, newest.ValuesNote)
 	}
 	return nil
 }

@@ -34,7 +34,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	handWrittenExtension(t, demoChart("console-demo", "1.0.0", ">=1.20.0"), demoChart("console-demo", "0.9.0", "<1.20.0"))
 	catalogOf(t, "console-browser",
 		demoChart("console-broken", "1.0.0", ">=9.0.0"),
-		demoChart("console-gated", "1.0.0", ""))
+		demoChart("console-gated", "1.0.0", ""),
+		demoChart("console-repo", "1.0.0", ""))
 	const user = "console-browser-user"
 	base := serveConsole(t, consoleUser(t, user, map[string]string{ns: "requester", gated: "approver"}))
 	b := newBrowser(t)
@@ -62,6 +63,25 @@ func TestConsoleInBrowser(t *testing.T) {
 		if got := b.text(t, "#values-schema"); !strings.Contains(got, "The greeting the ConfigMap holds.") {
 			t.Errorf("values schema table: %q", got)
 		}
+	})
+
+	t.Run("a Helm repository's chart has the fields of its schema", func(t *testing.T) {
+		// The repository's index carries no schema: the page asks the
+		// manager to read the chart, and the form has a field for every
+		// property, the chart's values.yaml default as placeholder.
+		b.run(t, chromedp.Navigate(base+"/catalog/console-repo"), chromedp.WaitVisible(chromedp.CSS(`#install-form`)),
+			chromedp.WaitVisible(chromedp.CSS(`#value-message`)))
+		for id, want := range map[string]string{"value-message": "hello", "value-replicas": "1"} {
+			if got := b.eval(t, `document.getElementById(`+jsString(id)+`).placeholder`); got != want {
+				t.Errorf("#%s placeholder %q, want the chart's default %q", id, got, want)
+			}
+		}
+		b.waitText(t, `#value-color option[value=""]`, "chart default (blue)")
+		b.waitText(t, `#value-enabled option[value=""]`, "chart default (true)")
+		if got := b.text(t, "#values-schema"); !strings.Contains(got, "The greeting the ConfigMap holds.") || !strings.Contains(got, "hello") {
+			t.Errorf("values table: %q", got)
+		}
+		b.screenshot(t, "install-form-helm-repository")
 	})
 
 	t.Run("install through the form reaches Ready on screen", func(t *testing.T) {

@@ -108,7 +108,11 @@ func displayName(d *cli.ExtensionDetail) string {
 
 // extensionView reads the Extension (from the informer) and the clusters,
 // and builds the page for version ("" is the latest that is not
-// deprecated).
+// deprecated). When the manager has not read that version's values
+// (values.schema.json and values.yaml, which a Helm repository's index
+// does not carry) the page asks it to and waits for the answer, at most
+// Options.ValuesWait: the install form then has fields for a chart that
+// ships a schema, each with the chart's default as its placeholder.
 func (s *Server) extensionView(r *http.Request, name, version string) (*extensionView, error) {
 	ext := &v1alpha1.Extension{}
 	if err := s.client.Get(r.Context(), client.ObjectKey{Name: name}, ext); err != nil {
@@ -117,19 +121,12 @@ func (s *Server) extensionView(r *http.Request, name, version string) (*extensio
 		}
 		return nil, err
 	}
-	v := &extensionView{Detail: cli.DetailOf(ext)}
-	if len(v.Detail.Versions) == 0 {
+	if len(ext.Spec.Versions) == 0 {
 		return nil, fmt.Errorf("extension %q has no versions", name)
 	}
-	v.Clusters = s.clusterColumns(r)
 	chosen := -1
-	for i, vd := range v.Detail.Versions {
-		row := versionRow{VersionDetail: vd}
-		for _, c := range v.Clusters {
-			row.Cells = append(row.Cells, compatibility(vd.KubeVersion, c.KubeVersion))
-		}
-		v.Rows = append(v.Rows, row)
-		if vd.Version == version || (version == "" && chosen < 0 && !vd.Deprecated) {
+	for i, ev := range ext.Spec.Versions {
+		if ev.Version == version || (version == "" && chosen < 0 && !ev.Deprecated) {
 			chosen = i
 		}
 	}
@@ -139,10 +136,23 @@ func (s *Server) extensionView(r *http.Request, name, version string) (*extensio
 		}
 		chosen = 0
 	}
+	ext, note := cli.AskValues(r.Context(), s.client, ext, ext.Spec.Versions[chosen].Version, s.valuesWait)
+	v := &extensionView{Detail: cli.DetailOf(ext)}
+	v.Clusters = s.clusterColumns(r)
+	for _, vd := range v.Detail.Versions {
+		row := versionRow{VersionDetail: vd}
+		for _, c := range v.Clusters {
+			row.Cells = append(row.Cells, compatibility(vd.KubeVersion, c.KubeVersion))
+		}
+		v.Rows = append(v.Rows, row)
+	}
 	v.Version = v.Detail.Versions[chosen]
+	if note != "" {
+		v.Version.ValuesNote = note
+	}
 	v.Form.SchemaVersion = v.Version.Version
-	if schema := ext.Spec.Versions[chosen].ValuesSchema; schema != nil {
-		fields, err := FormFields(schema.Raw)
+	if schema, defaults := cli.ValuesOf(ext, v.Version.Version); schema != nil {
+		fields, err := FormFields(schema, defaults)
 		if err != nil {
 			v.Form.SchemaError = err.Error()
 		}

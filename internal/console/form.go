@@ -32,7 +32,8 @@ type Field struct {
 	Required bool
 	// Options are the values of an enum.
 	Options []string
-	// Default is the schema's default, shown as a placeholder.
+	// Default is the schema's default, else the chart's values.yaml
+	// value, shown as a placeholder.
 	Default string
 	// Min, Max bound a number; MinLength, MaxLength a string; Pattern is
 	// the string's regular expression. The browser checks them before
@@ -74,10 +75,12 @@ type schemaNode struct {
 const maxFormDepth = 4
 
 // FormFields returns the inputs for a values schema (raw JSON), in a
-// stable order: required properties first, then by path. No schema, or
-// one without properties, gives no inputs (the YAML box remains). The
-// error says what is wrong with the schema.
-func FormFields(schema []byte) ([]Field, error) {
+// stable order: required properties first, then by path. Each field's
+// placeholder is the schema's default, else the value of the chart's
+// values.yaml (defaults, as JSON; nil when not known). No schema, or one
+// without properties, gives no inputs (the YAML box remains). The error
+// says what is wrong with the schema.
+func FormFields(schema, defaults []byte) ([]Field, error) {
 	if len(schema) == 0 {
 		return nil, nil
 	}
@@ -85,8 +88,10 @@ func FormFields(schema []byte) ([]Field, error) {
 	if err := json.Unmarshal(schema, root); err != nil {
 		return nil, fmt.Errorf("the values schema is not a JSON schema object: %w", err)
 	}
+	var values map[string]any
+	_ = json.Unmarshal(defaults, &values) // values.yaml that is not a mapping sets no placeholder
 	var out []Field
-	walkSchema(root, "", 0, &out)
+	walkSchema(root, values, "", 0, &out)
 	slices.SortStableFunc(out, func(a, b Field) int {
 		if a.Required != b.Required {
 			if a.Required {
@@ -99,7 +104,9 @@ func FormFields(schema []byte) ([]Field, error) {
 	return out, nil
 }
 
-func walkSchema(n *schemaNode, prefix string, depth int, out *[]Field) {
+// walkSchema adds the fields of n's properties; values is the part of
+// values.yaml at n's path.
+func walkSchema(n *schemaNode, values map[string]any, prefix string, depth int, out *[]Field) {
 	for name, p := range n.Properties {
 		if p == nil {
 			continue
@@ -109,11 +116,17 @@ func walkSchema(n *schemaNode, prefix string, depth int, out *[]Field) {
 			path = prefix + "." + name
 		}
 		required := slices.Contains(n.Required, name)
+		value, hasValue := values[name]
 		if len(p.Properties) > 0 && depth+1 < maxFormDepth && typeOf(p) == "object" {
-			walkSchema(p, path, depth+1, out)
+			nested, _ := value.(map[string]any)
+			walkSchema(p, nested, path, depth+1, out)
 			continue
 		}
-		*out = append(*out, fieldOf(path, p, required))
+		f := fieldOf(path, p, required)
+		if f.Default == "" && hasValue && value != nil {
+			f.Default = scalarText(value)
+		}
+		*out = append(*out, f)
 	}
 }
 

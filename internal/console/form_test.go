@@ -9,9 +9,10 @@ import (
 func TestFormFields(t *testing.T) {
 	min0 := 0.0
 	for _, tc := range []struct {
-		name   string
-		schema string
-		want   []Field
+		name     string
+		schema   string
+		defaults string // values.yaml as JSON
+		want     []Field
 	}{{
 		// No schema: no inputs, only the YAML box.
 		name: "none", schema: "", want: nil,
@@ -48,9 +49,24 @@ func TestFormFields(t *testing.T) {
 			{Path: "nullable", Input: "text"},
 			{Path: "port", Input: "yaml"},
 		},
+	}, {
+		// values.yaml gives the placeholders the schema's defaults do not
+		// (the schema's default wins), nested ones too; a key values.yaml
+		// sets that the schema does not list gets no field.
+		name: "values.yaml defaults",
+		schema: `{"properties":{
+			"replicas":{"type":"integer","default":1},
+			"image":{"type":"object","properties":{"tag":{"type":"string"}}},
+			"tags":{"type":"array"}}}`,
+		defaults: `{"replicas":3,"image":{"tag":"1.2"},"tags":["a"],"other":true}`,
+		want: []Field{
+			{Path: "image.tag", Input: "text", Default: "1.2"},
+			{Path: "replicas", Input: "integer", Default: "1"},
+			{Path: "tags", Input: "yaml", Default: `["a"]`},
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := FormFields([]byte(tc.schema))
+			got, err := FormFields([]byte(tc.schema), []byte(tc.defaults))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +75,7 @@ func TestFormFields(t *testing.T) {
 			}
 		})
 	}
-	if _, err := FormFields([]byte(`[1]`)); err == nil {
+	if _, err := FormFields([]byte(`[1]`), nil); err == nil {
 		t.Error("a schema that is not an object gives no error")
 	}
 }
@@ -69,7 +85,7 @@ func TestValuesFromForm(t *testing.T) {
 		"message":{"type":"string"},"replicas":{"type":"integer"},"ratio":{"type":"number"},
 		"enabled":{"type":"boolean"},"level":{"enum":[1,2,"high"]},
 		"image":{"type":"object","properties":{"tag":{"type":"string"}}},
-		"tags":{"type":"array"}}}`))
+		"tags":{"type":"array"}}}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,8 @@ func TestMain(m *testing.M) { withmanager.Main(m, &env) }
 const readerRole = "annex-console-test-reader"
 
 // consoleUser returns a rest.Config that impersonates user, who may read
-// what the console shows (readerRole, cluster-wide) and, in each
+// what the console shows (readerRole, cluster-wide), ask for an
+// extension's values (annex-extension-viewer) and, in each
 // namespace of roles, what Annex's shipped ClusterRoles grant:
 // "requester" (annex-extension-requester: write installations) or
 // "approver" (annex-approver: create Approvals).
@@ -75,6 +76,12 @@ func consoleUser(t *testing.T, user string, roles map[string]string) *rest.Confi
 	bindings := []client.Object{&rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: readerRole + "-" + user},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: readerRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, &rbacv1.ClusterRoleBinding{
+		// An extension's page asks the manager for the values of a
+		// version it has not read, as annex-extension-viewer may.
+		ObjectMeta: metav1.ObjectMeta{Name: "annex-extension-viewer-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "annex-extension-viewer"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}}
 	for ns, role := range roles {

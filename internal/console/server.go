@@ -50,6 +50,10 @@ type Options struct {
 	// SyncTimeout bounds how long New waits for the informers' first
 	// LIST (default 1 minute).
 	SyncTimeout time.Duration
+	// ValuesWait bounds how long an extension's page waits for the
+	// manager to read the values of a version it has not read yet
+	// (default 10 s; negative: the page does not ask).
+	ValuesWait time.Duration
 }
 
 // Server serves the console. It is an http.Handler.
@@ -69,6 +73,8 @@ type Server struct {
 	flashes flashes
 	mux     *http.ServeMux
 	hub     hubVersion
+	// valuesWait is Options.ValuesWait.
+	valuesWait time.Duration
 }
 
 // New connects to the API server cfg names, as its user, starts the
@@ -81,6 +87,9 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Server, error) {
 	}
 	if o.SyncTimeout <= 0 {
 		o.SyncTimeout = time.Minute
+	}
+	if o.ValuesWait == 0 {
+		o.ValuesWait = 10 * time.Second
 	}
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -99,7 +108,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Server, error) {
 	}
 	s := &Server{
 		discovery: disc, csrf: hex.EncodeToString(token), address: o.Address,
-		live: newNotifier(o.LiveInterval), flashes: flashes{m: map[string]flash{}},
+		live: newNotifier(o.LiveInterval), flashes: flashes{m: map[string]flash{}}, valuesWait: o.ValuesWait,
 	}
 	if s.applier, err = apply.New(cfg); err != nil {
 		return nil, err

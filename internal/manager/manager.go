@@ -25,6 +25,7 @@ import (
 	"github.com/annex-platform/annex/internal/catalog/sources"
 	"github.com/annex-platform/annex/internal/cluster"
 	catalogcontroller "github.com/annex-platform/annex/internal/controller/catalog"
+	extensioncontroller "github.com/annex-platform/annex/internal/controller/extension"
 	hookcontroller "github.com/annex-platform/annex/internal/controller/hook"
 	"github.com/annex-platform/annex/internal/controller/imagepolicy"
 	"github.com/annex-platform/annex/internal/controller/installation"
@@ -135,6 +136,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Events:  recorder,
 		Sources: catalogSources{&sources.Catalogs{Fetcher: fetcher, Builtin: builtin.Index, Lookup: lookup, CacheDir: cacheDir}},
 	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// Values schemas and values.yaml are read when someone asks for them,
+	// through the same cache as the installations' charts.
+	if err := (&extensioncontroller.Reconciler{Client: mgr.GetClient(), Artifacts: artifacts}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	clusters := &cluster.Registry{Local: cfg, Reader: mgr.GetAPIReader(), VersionTTL: o.ClusterVersionInterval}

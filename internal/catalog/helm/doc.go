@@ -33,6 +33,9 @@
 //     keywords, home, and the annotation annex.dev/display-name (DisplayName,
 //     default: the chart name).
 //   - ValuesSchema stays nil: a Helm index does not carry values.schema.json.
+//     The manager reads it and values.yaml from the archive when someone
+//     asks (internal/controller/extension), into the Extension's
+//     status.values.
 //
 // A chart that needs cert-manager 1.14 or later says so in its Chart.yaml:
 //

@@ -2,7 +2,6 @@ package catalog_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -11,65 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/catalog/oci"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
-
-// rawManifest is an OCI manifest pushed as written.
-type rawManifest struct{ raw []byte }
-
-func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
-func (m rawManifest) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
-
-// pushChart stores c in an OCI registry as `helm push` does: a config blob
-// holding Chart.yaml as JSON, one chart layer, tagged with the version.
-func pushChart(t *testing.T, registryHost, repository string, c helmrepo.Chart) {
-	t.Helper()
-	archive, err := helmrepo.Archive(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config, err := json.Marshal(map[string]any{"apiVersion": "v2", "name": c.Name, "version": c.Version, "description": c.Description})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := name.NewRepository(registryHost + "/" + repository + "/" + c.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var descs []v1.Descriptor
-	for _, blob := range []struct {
-		data []byte
-		mt   types.MediaType
-	}{{config, oci.MediaTypeHelmConfig}, {archive, oci.MediaTypeHelmChart}} {
-		layer := static.NewLayer(blob.data, blob.mt)
-		if err := remote.WriteLayer(repo, layer); err != nil {
-			t.Fatal(err)
-		}
-		digest, _ := layer.Digest()
-		descs = append(descs, v1.Descriptor{MediaType: blob.mt, Digest: digest, Size: int64(len(blob.data))})
-	}
-	manifest, err := json.Marshal(map[string]any{
-		"schemaVersion": 2, "mediaType": string(types.OCIManifestSchema1),
-		"config": descs[0], "layers": []v1.Descriptor{descs[1]},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Put(repo.Tag(strings.ReplaceAll(c.Version, "+", "_")), rawManifest{manifest}); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestInstallFromEachSourceKind installs one extension from a Helm
 // repository, an OCI registry, a directory (a chart folder and a packed
@@ -83,8 +30,8 @@ func TestInstallFromEachSourceKind(t *testing.T) {
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
 	host := strings.TrimPrefix(reg.URL, "http://")
-	pushChart(t, host, "charts", configChart("kind-oci", "1.0.0", "oci"))
-	pushChart(t, host, "charts", configChart("kind-oci", "1.1.0+build.1", "oci"))
+	helmrepo.PushOCI(t, host, "charts", configChart("kind-oci", "1.0.0", "oci"))
+	helmrepo.PushOCI(t, host, "charts", configChart("kind-oci", "1.1.0+build.1", "oci"))
 	createCatalog(t, "kinds-oci", v1alpha1.CatalogSource{OCI: &v1alpha1.OCISource{Repository: "oci://" + host + "/charts"}})
 
 	dir := t.TempDir()
