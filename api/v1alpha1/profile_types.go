@@ -118,8 +118,12 @@ type ProfileInstallationState struct {
 	Message   string `json:"message,omitempty"`
 }
 
-// ExtensionProfile gives every matching cluster its extensions.
+// ExtensionProfile gives every matching cluster its extensions. Its name
+// labels the installations it creates (annex.dev/profile) and keys the
+// record of the Default extensions it gave (profiles.annex.dev/<name>),
+// so it fits in 63 characters.
 // +kubebuilder:object:root=true
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a profile's name labels its installations (annex.dev/profile): at most 63 characters"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=annex,shortName=profile
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.matchingClusters`

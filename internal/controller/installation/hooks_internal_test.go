@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -127,14 +128,25 @@ func TestImagesOf(t *testing.T) {
 	}
 }
 
-func TestBoundedName(t *testing.T) {
-	long := strings.Repeat("a", 235) + ".-" + strings.Repeat("b", 30)
-	got := boundedName(long)
-	if len(got) > 253 || strings.Contains(got, ".-") || got != boundedName(long) {
-		t.Fatalf("boundedName: %q (%d)", got, len(got))
+func TestHookRequestName(t *testing.T) {
+	long := strings.Repeat("a", 235) + ".-" + strings.Repeat("b", 16) // 253 characters, the longest name
+	for _, tc := range []struct{ installation, event, digest, want string }{
+		// A short installation: the name says what it is for.
+		{"podinfo", EventPreInstall, "sha256:0123456789abcdef", "podinfo-preinstall-0123456789"},
+		// The longest installation name: shortened to an object name (checked below).
+		{long, EventPreUpgrade, "sha256:0123456789abcdef", ""},
+	} {
+		got := hookRequestName(tc.installation, tc.event, tc.digest)
+		if tc.want != "" && got != tc.want {
+			t.Errorf("hookRequestName(%q) = %q, want %q", tc.installation, got, tc.want)
+		}
+		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+			t.Errorf("hookRequestName(%q) = %q: %v", tc.installation, got, errs)
+		}
 	}
-	if boundedName("short") != "short" {
-		t.Fatal("a short name changed")
+	// Each change of a long-named installation has its own request.
+	if hookRequestName(long, EventPreInstall, "sha256:aa") == hookRequestName(long, EventPreInstall, "sha256:bb") {
+		t.Error("two changes of a long-named installation share a HookRequest name")
 	}
 }
 
