@@ -46,9 +46,10 @@ type ExtensionProfileSpec struct {
 
 // ProfileExtension is one extension of a profile.
 type ProfileExtension struct {
-	// Name of the Extension.
+	// Name of the Extension. On the hub it is the installation's name, and
+	// so a DNS label: at most 63 characters.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +required
 	Name string `json:"name"`
