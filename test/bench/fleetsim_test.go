@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -541,10 +542,16 @@ type tcpGate struct {
 	conns map[net.Conn]bool
 }
 
-// startGate starts a gate to the API server at host (https://ip:port).
+// startGate starts a gate to the API server at host (ip:port, with or
+// without https://).
 func startGate(b *testing.B, host string) *tcpGate {
 	b.Helper()
-	g := &tcpGate{target: host[len("https://"):], conns: map[net.Conn]bool{}}
+	u, err := url.Parse(host)
+	if err != nil || u.Host == "" {
+		u, err = url.Parse("https://" + host) // a rest.Config's Host may lack the scheme
+	}
+	must(b, err)
+	g := &tcpGate{target: u.Host, conns: map[net.Conn]bool{}}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must(b, err)
 	g.addr = l.Addr().String()
