@@ -56,10 +56,22 @@ bench-micro: envtest-assets ## Resolver, catalog ingest, applier and console-pag
 	go tool benchstat bin/bench.raw | tee bin/bench.txt
 
 .PHONY: bench-system
-bench-system: envtest-assets ## Annex vs a raw client, Annex's requests without a manager, and the Helm CLI at N=100/500/1000, manager RSS, idle writes, 1,000 CRDs; a profile of 10 extensions on the hub vs on 3 managed clusters; 300 installations through annex dev; annexctl status over 1,000 installations on 3 clusters (about 28 min).
+bench-system: envtest-assets ## Annex vs a raw client, Annex's requests without a manager, and the Helm CLI at N=100/500/1000, manager RSS, idle writes, 1,000 CRDs; a profile of 10 extensions on the hub vs on 3 managed clusters; 300 installations through annex dev; annexctl status over 1,000 installations on 3 clusters; the fleet simulation at 20 clusters × 2 extensions over 2 member API servers (about 30 min).
 	@mkdir -p bin
 	go test -run '^$$' -bench 'System|Fleet|DevN300|PlanOverhead|DevPackages|GateOverhead|Status1000' -benchtime 1x -count 1 -timeout 90m ./test/bench/ | tee bin/bench-system.raw
 	go tool benchstat bin/bench-system.raw | tee bin/bench-system.txt
+
+# The fleet simulation's size: `make bench-fleet CLUSTERS=100 EXTENSIONS=10
+# MEMBERS=4` (defaults 1000, 10, 4). Not set globally: `make run CLUSTERS=2`
+# means something else.
+FLEET_COUNT ?= 1
+
+.PHONY: bench-fleet
+bench-fleet: envtest-assets ## The fleet simulation: a real hub and `annex manager`, CLUSTERS (1000) ManagedClusters over MEMBERS (4) member API servers, a profile of EXTENSIONS (10); rollout, version bump, values change, manager SIGKILL, a member down (FLEET_COUNT runs; table in bin/bench-fleet.txt).
+	@mkdir -p bin
+	ANNEX_FLEET_CLUSTERS=$(or $(CLUSTERS),1000) ANNEX_FLEET_EXTENSIONS=$(or $(EXTENSIONS),10) ANNEX_FLEET_MEMBERS=$(or $(MEMBERS),4) \
+	  go test -run '^$$' -bench '^BenchmarkFleetScale$$' -benchtime 1x -count $(FLEET_COUNT) -timeout 240m ./test/bench/ | tee bin/bench-fleet.raw
+	go tool benchstat bin/bench-fleet.raw | tee bin/bench-fleet.txt
 
 .PHONY: fuzz
 fuzz: ## Fuzz every parser of outside input for FUZZTIME each (default 60s).

@@ -46,9 +46,10 @@ type ExtensionProfileSpec struct {
 
 // ProfileExtension is one extension of a profile.
 type ProfileExtension struct {
-	// Name of the Extension.
+	// Name of the Extension. On the hub it is the installation's name, and
+	// so a DNS label: at most 63 characters.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +required
 	Name string `json:"name"`
@@ -118,8 +119,12 @@ type ProfileInstallationState struct {
 	Message   string `json:"message,omitempty"`
 }
 
-// ExtensionProfile gives every matching cluster its extensions.
+// ExtensionProfile gives every matching cluster its extensions. Its name
+// labels the installations it creates (annex.dev/profile) and keys the
+// record of the Default extensions it gave (profiles.annex.dev/<name>),
+// so it fits in 63 characters.
 // +kubebuilder:object:root=true
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a profile's name labels its installations (annex.dev/profile): at most 63 characters"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=annex,shortName=profile
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.matchingClusters`

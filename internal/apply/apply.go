@@ -34,6 +34,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/kubeapis"
+	"github.com/annex-platform/annex/internal/names"
 	"github.com/annex-platform/annex/internal/plan"
 )
 
@@ -106,12 +107,15 @@ type Owner struct {
 	Name, Namespace string
 }
 
-func (o Owner) String() string { return o.Namespace + "/" + o.Name }
+// String is "namespace/name" as the owner's labels carry it: the name
+// shortened beyond 63 characters (names.LabelValue), so that it compares
+// with installationOf.
+func (o Owner) String() string { return o.Namespace + "/" + names.LabelValue(o.Name) }
 
 func (o Owner) labels() map[string]string {
 	return map[string]string{
 		v1alpha1.LabelManagedBy:             v1alpha1.ManagedByValue,
-		v1alpha1.LabelInstallationName:      o.Name,
+		v1alpha1.LabelInstallationName:      names.LabelValue(o.Name),
 		v1alpha1.LabelInstallationNamespace: o.Namespace,
 	}
 }
@@ -128,7 +132,7 @@ func (o Owner) owns(obj *unstructured.Unstructured) bool {
 }
 
 // installationOf returns "namespace/name" of the installation whose labels
-// obj carries, or "" when it carries none.
+// obj carries (as Owner.String writes it), or "" when it carries none.
 func installationOf(obj *unstructured.Unstructured) string {
 	l := obj.GetLabels()
 	if l[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || l[v1alpha1.LabelInstallationName] == "" {

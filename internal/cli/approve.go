@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/names"
 )
 
 // ApproveOptions configure Approve.
@@ -138,7 +139,8 @@ func Approve(ctx context.Context, c client.Client, o ApproveOptions) error {
 }
 
 // approvalName is <installation>-<12 hex digits of the digest>, with
-// "-deny" for a denial, within the 253 characters of a name.
+// "-deny" for a denial, shortened (names.Bounded) to the 253 characters
+// of a name.
 func approvalName(installation, digest string, decision v1alpha1.ApprovalDecision) string {
 	short := strings.TrimPrefix(digest, "sha256:")
 	if len(short) > 12 {
@@ -147,10 +149,7 @@ func approvalName(installation, digest string, decision v1alpha1.ApprovalDecisio
 	if decision == v1alpha1.DecisionDeny {
 		short += "-deny"
 	}
-	if len(installation) > 252-len(short) {
-		installation = installation[:252-len(short)]
-	}
-	return installation + "-" + short
+	return names.Bounded(installation+"-"+short, names.MaxSubdomain)
 }
 
 // WhoAmI returns the caller's user name as the API server sees it, or ""

@@ -4,9 +4,9 @@
 package fleet
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
+
+	"github.com/annex-platform/annex/internal/names"
 )
 
 // InstallationName is the name of the installation of extension ext on
@@ -17,16 +17,12 @@ import (
 // across clusters, and a profile's extension and another installation's
 // dependency on the same cluster are one installation. The name is also
 // the release name charts name their objects after, so it stays a DNS
-// label: a name longer than 63 characters is shortened and ends in a hash
-// of the full name.
+// label: a name longer than 63 characters is shortened by names.Bounded
+// and ends in a hash of the full name.
 func InstallationName(ext, cluster string) string {
 	name := ext
 	if cluster != "" {
 		name = ext + "-" + strings.ReplaceAll(cluster, ".", "-")
 	}
-	if len(name) <= 63 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return strings.TrimRight(name[:54], "-") + "-" + hex.EncodeToString(sum[:])[:8]
+	return names.Bounded(name, names.MaxDNSLabel)
 }

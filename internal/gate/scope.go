@@ -8,8 +8,6 @@ package gate
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -19,6 +17,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/annex-platform/annex/internal/names"
 )
 
 // ScopeOf tells whether the cluster serves a resource (an RBAC rule's
@@ -446,16 +446,10 @@ func resourceList(rules []rbacv1.PolicyRule) string {
 	return strings.Join(slices.Compact(out), ", ")
 }
 
-// boundedName is name+suffix, shortened with a hash of name when longer
-// than an object name may be.
+// boundedName is name+suffix, name shortened (names.Bounded) when the
+// whole is longer than an object name may be.
 func boundedName(name, suffix string) string {
-	const maxName = 253
-	if len(name)+len(suffix) <= maxName {
-		return name + suffix
-	}
-	sum := sha256.Sum256([]byte(name))
-	hash := hex.EncodeToString(sum[:4])
-	return name[:maxName-len(suffix)-len(hash)-1] + "-" + hash + suffix
+	return names.Bounded(name, names.MaxSubdomain-len(suffix)) + suffix
 }
 
 func isRBAC(o *unstructured.Unstructured, kind string) bool {

@@ -27,8 +27,6 @@ package installation
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +59,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/gate"
+	"github.com/annex-platform/annex/internal/names"
 	"github.com/annex-platform/annex/internal/render"
 )
 
@@ -148,7 +147,7 @@ func (r *Reconciler) hookRequest(ctx context.Context, s *scope, hooks []v1alpha1
 	}
 	req = &v1alpha1.HookRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{
-			v1alpha1.LabelInstallationName: s.inst.Name, v1alpha1.LabelInstallationNamespace: s.inst.Namespace,
+			v1alpha1.LabelInstallationName: names.LabelValue(s.inst.Name), v1alpha1.LabelInstallationNamespace: s.inst.Namespace,
 		}},
 		Spec: v1alpha1.HookRequestSpec{
 			Installation: s.inst.Name, Event: v1alpha1.HookEvent(c.event), Digest: c.digest,
@@ -214,7 +213,7 @@ func hookSelects(sel v1alpha1.HookSelector, inst *v1alpha1.ExtensionInstallation
 func (r *Reconciler) trimHookRequests(ctx context.Context, s *scope, current string) {
 	var list v1alpha1.HookRequestList
 	if err := r.Client.List(ctx, &list, client.InNamespace(s.inst.Namespace),
-		client.MatchingLabels{v1alpha1.LabelInstallationName: s.inst.Name}); err != nil {
+		client.MatchingLabels{v1alpha1.LabelInstallationName: names.LabelValue(s.inst.Name)}); err != nil {
 		return
 	}
 	old := slices.DeleteFunc(list.Items, func(q v1alpha1.HookRequest) bool { return q.Name == current })
@@ -412,7 +411,7 @@ func (a *hookAsking) ask(ctx context.Context, hook *v1alpha1.Hook, res v1alpha1.
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	key := types.NamespacedName{Namespace: ns, Name: boundedName(a.req.Name + "-" + hook.Name)}
+	key := types.NamespacedName{Namespace: ns, Name: names.Bounded(a.req.Name+"-"+hook.Name, names.MaxSubdomain)}
 	if a.created[key] {
 		// Register before reading, so that an answer after the read
 		// ends the wait.
@@ -522,7 +521,7 @@ func (a *hookAsking) create(ctx context.Context, hook *v1alpha1.Hook, gvk schema
 	obj.SetName(key.Name)
 	obj.SetLabels(map[string]string{
 		v1alpha1.LabelHook:                  hook.Name,
-		v1alpha1.LabelInstallationName:      a.s.inst.Name,
+		v1alpha1.LabelInstallationName:      names.LabelValue(a.s.inst.Name),
 		v1alpha1.LabelInstallationNamespace: a.s.inst.Namespace,
 	})
 	if err := controllerutil.SetControllerReference(a.req, obj, r.Client.Scheme()); err != nil {
@@ -576,7 +575,7 @@ func (r *Reconciler) writeHookObjects(ctx context.Context, req *v1alpha1.HookReq
 	ref := v1alpha1.SecretKeyReference{Namespace: req.Namespace, Name: req.Name, Key: key}
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name, Labels: map[string]string{
-			v1alpha1.LabelInstallationName: req.Spec.Installation, v1alpha1.LabelInstallationNamespace: req.Namespace,
+			v1alpha1.LabelInstallationName: names.LabelValue(req.Spec.Installation), v1alpha1.LabelInstallationNamespace: req.Namespace,
 		}},
 		Type: v1alpha1.HookObjectsSecretType,
 		Data: map[string][]byte{key: data},
@@ -718,17 +717,7 @@ func hookRequestName(installation, event, digest string) string {
 	if len(sum) > 10 {
 		sum = sum[:10]
 	}
-	return boundedName(installation + "-" + strings.ToLower(event) + "-" + sum)
-}
-
-// boundedName returns name when it fits in an object name (253
-// characters); otherwise its beginning and a hash of the whole.
-func boundedName(name string) string {
-	if len(name) <= 253 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return strings.TrimRight(name[:236], "-.") + "-" + hex.EncodeToString(sum[:])[:16]
+	return names.Bounded(installation+"-"+strings.ToLower(event)+"-"+sum, names.MaxSubdomain)
 }
 
 // gateUninstall runs the PreUninstall hooks before an uninstall deletes
@@ -843,7 +832,7 @@ func (w *hookWatches) route(ctx context.Context, o client.Object, q workqueue.Ty
 		}
 		return
 	}
-	for _, req := range installationOfHookObject(ctx, o) {
+	for _, req := range installationOfHookObject(ctx, w.cache, o) {
 		q.Add(req)
 	}
 }
@@ -879,15 +868,23 @@ func (w *hookWatches) watch(ctx context.Context, gvk schema.GroupVersionKind) er
 }
 
 // installationOfHookObject maps a hook resource to the installation its
-// labels name.
-func installationOfHookObject(_ context.Context, o client.Object) []reconcile.Request {
+// labels name. The label holds the installation's name shortened beyond
+// 63 characters (names.LabelValue); the HookRequest that controls the
+// resource, read from reader, names it in full.
+func installationOfHookObject(ctx context.Context, reader client.Reader, o client.Object) []reconcile.Request {
 	l := o.GetLabels()
-	if l[v1alpha1.LabelHook] == "" || l[v1alpha1.LabelInstallationName] == "" {
+	name, ns := l[v1alpha1.LabelInstallationName], l[v1alpha1.LabelInstallationNamespace]
+	if l[v1alpha1.LabelHook] == "" || name == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{
-		Namespace: l[v1alpha1.LabelInstallationNamespace], Name: l[v1alpha1.LabelInstallationName],
-	}}}
+	if ref := metav1.GetControllerOf(o); reader != nil && ref != nil && ref.Kind == "HookRequest" {
+		req := &v1alpha1.HookRequest{}
+		if err := reader.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, req); err == nil &&
+			names.LabelValue(req.Spec.Installation) == name {
+			name = req.Spec.Installation
+		}
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
 // watchHooks adds the hooks' watches to the installation controller: a

@@ -7,13 +7,18 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/names"
 )
 
 func TestHookAnswer(t *testing.T) {
@@ -127,14 +132,25 @@ func TestImagesOf(t *testing.T) {
 	}
 }
 
-func TestBoundedName(t *testing.T) {
-	long := strings.Repeat("a", 235) + ".-" + strings.Repeat("b", 30)
-	got := boundedName(long)
-	if len(got) > 253 || strings.Contains(got, ".-") || got != boundedName(long) {
-		t.Fatalf("boundedName: %q (%d)", got, len(got))
+func TestHookRequestName(t *testing.T) {
+	long := strings.Repeat("a", 243) + "." + strings.Repeat("b", 9) // 253 characters, the longest name; the cut meets the dot
+	for _, tc := range []struct{ installation, event, digest, want string }{
+		// A short installation: the name says what it is for.
+		{"podinfo", EventPreInstall, "sha256:0123456789abcdef", "podinfo-preinstall-0123456789"},
+		// The longest installation name: shortened to an object name (checked below).
+		{long, EventPreUpgrade, "sha256:0123456789abcdef", ""},
+	} {
+		got := hookRequestName(tc.installation, tc.event, tc.digest)
+		if tc.want != "" && got != tc.want {
+			t.Errorf("hookRequestName(%q) = %q, want %q", tc.installation, got, tc.want)
+		}
+		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+			t.Errorf("hookRequestName(%q) = %q: %v", tc.installation, got, errs)
+		}
 	}
-	if boundedName("short") != "short" {
-		t.Fatal("a short name changed")
+	// Each change of a long-named installation has its own request.
+	if hookRequestName(long, EventPreInstall, "sha256:aa") == hookRequestName(long, EventPreInstall, "sha256:bb") {
+		t.Error("two changes of a long-named installation share a HookRequest name")
 	}
 }
 
@@ -205,5 +221,52 @@ func TestHookAskingWaitsAgainAfterStopping(t *testing.T) {
 	}
 	if len(w.waiters) != 0 {
 		t.Fatalf("waits left registered: %v", w.waiters)
+	}
+}
+
+// TestInstallationOfHookObject: a hook resource's change wakes the
+// installation its labels name; when the name is longer than a label
+// value, the HookRequest that controls the resource names it in full.
+func TestInstallationOfHookObject(t *testing.T) {
+	long := "web-" + strings.Repeat("w", 100)
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&v1alpha1.HookRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "long-request"},
+		Spec:       v1alpha1.HookRequestSpec{Installation: long},
+	}).Build()
+	resource := func(installation, request string) *metav1.PartialObjectMetadata {
+		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "r", Labels: map[string]string{
+			v1alpha1.LabelHook: "scan", v1alpha1.LabelInstallationName: names.LabelValue(installation), v1alpha1.LabelInstallationNamespace: "team",
+		}}}
+		if request != "" {
+			o.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "HookRequest",
+				Name: request, Controller: ptr.To(true)}}
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name string
+		obj  *metav1.PartialObjectMetadata
+		want string // "" for no request
+	}{
+		// A name that fits a label value is the label.
+		{"short", resource("web", ""), "web"},
+		// A long name: the controlling HookRequest gives it in full.
+		{"long", resource(long, "long-request"), long},
+		// Its HookRequest gone: the label is all there is (it names no installation).
+		{"long without its request", resource(long, "gone"), names.LabelValue(long)},
+		// Not a hook resource.
+		{"unlabelled", &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "r"}}, ""},
+	} {
+		got := installationOfHookObject(context.Background(), reader, tc.obj)
+		switch {
+		case tc.want == "" && len(got) != 0:
+			t.Errorf("%s: %v, want nothing", tc.name, got)
+		case tc.want != "" && (len(got) != 1 || got[0].Name != tc.want || got[0].Namespace != "team"):
+			t.Errorf("%s: %v, want team/%s", tc.name, got, tc.want)
+		}
 	}
 }

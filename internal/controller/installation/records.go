@@ -18,6 +18,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
+	"github.com/annex-platform/annex/internal/names"
 )
 
 // Revision records, and why a crash at any instant orphans nothing.
@@ -91,9 +92,18 @@ type RecordIndex struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 
 // recordName is the Secret holding revision n of an installation, after
-// Helm's sh.helm.release.v1.<name>.v<n>.
+// Helm's sh.helm.release.v1.<name>.v<n>: annex.<name>.v<n>, the name
+// shortened (names.Bounded) when the Secret's name would not fit 253
+// characters with any revision number.
 func recordName(inst *v1alpha1.ExtensionInstallation, n int64) string {
-	return fmt.Sprintf("annex.%s.v%d", inst.Name, n)
+	return fmt.Sprintf("annex.%s.v%d", recordStem(inst), n)
+}
+
+// recordStem is the installation's name as its record Secrets' names
+// carry it: room is kept for "annex.", ".v" and the 19 digits of the
+// largest revision number, so that it is the same for every revision.
+func recordStem(inst *v1alpha1.ExtensionInstallation) string {
+	return names.Bounded(inst.Name, names.MaxSubdomain-len("annex..v")-19)
 }
 
 // maxLeftoverRecords bounds how many unrecorded attempts an installation
@@ -182,7 +192,7 @@ func (r *Reconciler) createRecord(ctx context.Context, inst *v1alpha1.ExtensionI
 			Namespace: inst.Namespace,
 			Name:      recordName(inst, n),
 			Labels: map[string]string{
-				v1alpha1.LabelInstallationName: inst.Name,
+				v1alpha1.LabelInstallationName: names.LabelValue(inst.Name),
 				v1alpha1.LabelRevision:         strconv.FormatInt(n, 10),
 			},
 			OwnerReferences: []metav1.OwnerReference{installationOwner(inst)},
@@ -237,7 +247,7 @@ func (r *Reconciler) takeOverLeftovers(ctx context.Context, s *scope, rev *v1alp
 	}
 	if len(leftovers) > maxLeftoverRecords {
 		return false, fmt.Errorf("%d records of attempts that never completed; delete the Secrets annex.%s.v* above v%d by hand",
-			len(leftovers), inst.Name, recorded)
+			len(leftovers), recordStem(inst), recorded)
 	}
 	highest := leftovers[0] // listRecords sorts newest first
 	if ix, err := highest.decode(r.Records); err == nil && sameContent(ix, *rev, planned) {
@@ -258,7 +268,7 @@ func (r *Reconciler) notALeftover(ctx context.Context, inst *v1alpha1.ExtensionI
 	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: recordName(inst, n)}, sec); err != nil {
 		return err
 	}
-	if sec.Type != v1alpha1.RevisionSecretType || sec.Labels[v1alpha1.LabelInstallationName] != inst.Name {
+	if sec.Type != v1alpha1.RevisionSecretType || sec.Labels[v1alpha1.LabelInstallationName] != names.LabelValue(inst.Name) {
 		return fmt.Errorf("Secret %s/%s exists and is not a record of this installation (type %q); rename or delete it",
 			sec.Namespace, sec.Name, sec.Type)
 	}
@@ -414,7 +424,7 @@ func (rec storedRecord) decode(codec RecordCodec) (RecordIndex, error) {
 func (r *Reconciler) listRecords(ctx context.Context, inst *v1alpha1.ExtensionInstallation) ([]storedRecord, error) {
 	var list corev1.SecretList
 	if err := r.Reader.List(ctx, &list, client.InNamespace(inst.Namespace),
-		client.MatchingLabels{v1alpha1.LabelInstallationName: inst.Name}); err != nil {
+		client.MatchingLabels{v1alpha1.LabelInstallationName: names.LabelValue(inst.Name)}); err != nil {
 		return nil, err
 	}
 	var out []storedRecord

@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/names"
 )
 
 // Reconciler reconciles ExtensionProfiles.
@@ -177,8 +178,10 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs 
 	return nil
 }
 
+// profileLabels are the labels of p's installation on cluster; a cluster
+// name longer than a label value is shortened (names.LabelValue).
 func profileLabels(p *v1alpha1.ExtensionProfile, cluster string) map[string]string {
-	return map[string]string{v1alpha1.LabelProfile: p.Name, v1alpha1.LabelProfileCluster: clusterLabel(cluster)}
+	return map[string]string{v1alpha1.LabelProfile: p.Name, v1alpha1.LabelProfileCluster: names.LabelValue(clusterLabel(cluster))}
 }
 
 // recordDefault adds ext to the Default extensions p has given a cluster

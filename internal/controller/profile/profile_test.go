@@ -1,6 +1,7 @@
 package profile_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -17,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/fleet"
+	"github.com/annex-platform/annex/internal/names"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 	"github.com/annex-platform/annex/internal/testenv/withmanager"
@@ -225,5 +228,98 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProfileLongNames: an extension and a ManagedCluster with
+// 63-character names, and a cluster whose name is longer than a label
+// value, sharing one member API server: the profile's installations
+// install (on the hub too) and uninstall, their names and labels
+// shortened where needed. A profile's own name is refused beyond 63
+// characters, with the reason.
+func TestProfileLongNames(t *testing.T) {
+	ctx := context.Background()
+	const ns = "long-names"
+	ext := "ext-" + strings.Repeat("e", 59)
+	clusters := []string{"eu.edge-" + strings.Repeat("c", 55), "region-" + strings.Repeat("d", 60) + "." + strings.Repeat("f", 60)}
+	if len(ext) != 63 || len(clusters[0]) != 63 {
+		t.Fatalf("names of %d and %d characters, want 63", len(ext), len(clusters[0]))
+	}
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata: {v: {{ .Chart.Version | quote }}}\n"
+	repo := helmrepo.NewServer(t, helmrepo.Chart{Name: ext, Version: "1.0.0", Files: map[string]string{"templates/cm.yaml": cm}})
+
+	member := testenv.Start(t)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	must(t, member.WriteKubeconfig(path))
+	kubeconfig, err := os.ReadFile(path)
+	must(t, err)
+	must(t, member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "member"}, Data: map[string][]byte{"kubeconfig": kubeconfig}},
+		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "long-names"}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}},
+	}
+	for _, name := range clusters {
+		objs = append(objs, &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"names": "long"}}, Spec: v1alpha1.ManagedClusterSpec{
+			KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Namespace: ns, Name: "member", Key: "kubeconfig"}}})
+	}
+	profile := &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: "long-names"}, Spec: v1alpha1.ExtensionProfileSpec{
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"names": "long"}},
+		IncludeHub:      true,
+		Namespace:       ns,
+		Extensions:      []v1alpha1.ProfileExtension{{Name: ext, Version: "1.x", Mode: v1alpha1.ProfileModeEnforced}},
+	}}
+	for _, obj := range append(objs, profile) {
+		must(t, env.Client.Create(ctx, obj))
+	}
+
+	// Every installation is Ready, its objects and records labelled with
+	// valid values that the lookups find.
+	installations := map[string]string{ext: ""} // name: cluster
+	for _, c := range clusters {
+		installations[fleet.InstallationName(ext, c)] = c
+	}
+	for name, c := range installations {
+		inst := awaitReady(t, ns, name, "1.0.0")
+		if got, want := inst.Labels[v1alpha1.LabelProfileCluster], names.LabelValue(cmp.Or(c, "hub")); got != want {
+			t.Errorf("%s: label %s=%q, want %q", name, v1alpha1.LabelProfileCluster, got, want)
+		}
+		if len(name) > 63 {
+			t.Errorf("installation name %q has %d characters", name, len(name))
+		}
+		target := env.Client
+		if c != "" {
+			target = member.Client
+		}
+		obj := &corev1.ConfigMap{}
+		must(t, target.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj))
+		if got := obj.Labels[v1alpha1.LabelInstallationName]; got != names.LabelValue(name) {
+			t.Errorf("ConfigMap %s: label %s=%q", name, v1alpha1.LabelInstallationName, got)
+		}
+		var records corev1.SecretList
+		must(t, env.Client.List(ctx, &records, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelInstallationName: names.LabelValue(name)}))
+		if len(records.Items) != 1 || records.Items[0].Type != v1alpha1.RevisionSecretType {
+			t.Errorf("%s: %d revision records, want 1", name, len(records.Items))
+		}
+	}
+
+	// A profile's name longer than 63 characters is refused, saying why.
+	tooLong := profile.DeepCopy()
+	tooLong.ObjectMeta = metav1.ObjectMeta{Name: "p" + strings.Repeat("x", 63)}
+	if err := env.Client.Create(ctx, tooLong); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "at most 63 characters") {
+		t.Fatalf("a 64-character profile name: err=%v, want Invalid naming the limit", err)
+	}
+
+	// Deleting the profile uninstalls everything, on the member too.
+	must(t, env.Client.Delete(ctx, profile))
+	for name, c := range installations {
+		awaitGone(t, ns, name)
+		target := env.Client
+		if c != "" {
+			target = member.Client
+		}
+		if err := target.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("ConfigMap %s still there after the uninstall (err=%v)", name, err)
+		}
 	}
 }

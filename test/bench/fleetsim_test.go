@@ -1,0 +1,639 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
+)
+
+// The fleet simulation's size comes from these environment variables
+// (make bench-fleet sets them from CLUSTERS, EXTENSIONS and MEMBERS);
+// without them it runs small, so that make bench keeps it working.
+const (
+	fleetClustersEnv   = "ANNEX_FLEET_CLUSTERS"
+	fleetExtensionsEnv = "ANNEX_FLEET_EXTENSIONS"
+	fleetMembersEnv    = "ANNEX_FLEET_MEMBERS"
+)
+
+// fleetSize is one size of the simulation.
+type fleetSize struct{ clusters, extensions, members int }
+
+func (s fleetSize) String() string {
+	return fmt.Sprintf("C%d-E%d-M%d", s.clusters, s.extensions, s.members)
+}
+
+// fleetSizeFromEnv returns the size the environment asks for, or 20
+// clusters × 2 extensions over 2 member API servers.
+func fleetSizeFromEnv(b *testing.B) fleetSize {
+	s := fleetSize{clusters: 20, extensions: 2, members: 2}
+	for env, field := range map[string]*int{fleetClustersEnv: &s.clusters, fleetExtensionsEnv: &s.extensions, fleetMembersEnv: &s.members} {
+		v := os.Getenv(env)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("%s=%q: want a positive number", env, v)
+		}
+		*field = n
+	}
+	if s.extensions < 3 {
+		// The phases change extensions 0 (version), 1 (values) and 2
+		// (values during the outage); with fewer, they share.
+		b.Logf("%d extensions: the phases change the same extensions", s.extensions)
+	}
+	return s
+}
+
+// BenchmarkFleetScale is the fleet simulation (make bench-fleet): a real
+// hub (etcd, kube-apiserver, `annex manager` as a subprocess talking to
+// it through a counting proxy) and a few real member API servers that
+// many ManagedClusters share through their kubeconfig Secrets. One
+// profile of E extensions goes to every cluster, then one extension's
+// version is bumped, another's values change, the manager is killed
+// (SIGKILL) and started again, and one member API server stops
+// answering (its address refuses connections) and comes back. See
+// "Fleet simulation" in the README for what it measures faithfully.
+func BenchmarkFleetScale(b *testing.B) {
+	size := fleetSizeFromEnv(b)
+	b.Run(size.String(), func(b *testing.B) {
+		for range b.N {
+			benchFleetScale(b, size)
+		}
+	})
+}
+
+const (
+	fleetNamespace = "fleet"
+	fleetProfile   = "fleet"
+)
+
+// fleetExtension is the name of the simulation's extension i.
+func fleetExtension(i int) string { return fmt.Sprintf("fleet-%d", i) }
+
+// fleetChart is benchChart (four objects named after the release) with a
+// ConfigMap holding .Values.note, so that a values change changes what
+// is applied.
+func fleetChart(name, version string) helmrepo.Chart {
+	c := benchChart()
+	c.Name, c.Version = name, version
+	c.Files["templates/configmap.yaml"] = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}
+  labels: {app: {{ .Release.Name }}}
+data:
+  note: {{ .Values.note | default "none" | quote }}
+`
+	return c
+}
+
+func benchFleetScale(b *testing.B, size fleetSize) {
+	ctx := context.Background()
+	work := b.TempDir()
+	installations := size.clusters * size.extensions
+
+	// The hub, its Helm repository and Catalog.
+	hub := testenv.Start(b)
+	c, err := client.New(unlimited(hub.Config), client.Options{Scheme: hub.Scheme})
+	must(b, err)
+	var charts []helmrepo.Chart
+	for i := range size.extensions {
+		charts = append(charts, fleetChart(fleetExtension(i), "1.0.0"))
+	}
+	charts = append(charts, fleetChart(fleetExtension(0), "1.1.0"))
+	repo := helmrepo.NewServer(b, charts...)
+	must(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNamespace}}))
+	must(b, c.Create(ctx, &v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
+		Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}}))
+
+	// The member API servers, each behind a gate that can refuse
+	// connections, and the ManagedClusters, dealt round-robin.
+	gates := make([]*tcpGate, size.members)
+	for i := range gates {
+		member := testenv.Start(b)
+		must(b, member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNamespace}}))
+		gates[i] = startGate(b, member.Config.Host)
+		path := filepath.Join(work, fmt.Sprintf("member-%d.kubeconfig", i))
+		must(b, member.WriteKubeconfig(path))
+		data := gates[i].kubeconfig(b, path)
+		must(b, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleetNamespace, Name: memberSecret(i)},
+			Data: map[string][]byte{"kubeconfig": data}}))
+	}
+	memberOf := map[string]int{} // cluster → member
+	for i := range size.clusters {
+		name := fmt.Sprintf("cluster-%04d", i)
+		memberOf[name] = i % size.members
+		must(b, c.Create(ctx, &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"fleet": "sim"}},
+			Spec: v1alpha1.ManagedClusterSpec{KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{
+				Namespace: fleetNamespace, Name: memberSecret(i % size.members), Key: "kubeconfig"}}}))
+	}
+
+	// The manager, through a counting proxy.
+	proxy := startProxy(b, hub.Config)
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	must(b, proxy.WriteKubeconfig(kubeconfig))
+	cacheDir := filepath.Join(work, "cache")
+	for _, dir := range []string{"first", "restarted"} {
+		must(b, os.MkdirAll(filepath.Join(work, dir), 0o755))
+	}
+	mgr := startManager(b, filepath.Join(work, "first"), kubeconfig, "--cache-dir", cacheDir)
+	registered := time.Now()
+	waitUntil(b, 2*time.Minute+time.Duration(size.clusters)*200*time.Millisecond, func() error {
+		var exts v1alpha1.ExtensionList
+		if err := c.List(ctx, &exts); err != nil || len(exts.Items) < size.extensions {
+			return fmt.Errorf("%d Extensions (err=%v)", len(exts.Items), err)
+		}
+		var mcs v1alpha1.ManagedClusterList
+		if err := c.List(ctx, &mcs); err != nil {
+			return err
+		}
+		reachable := 0
+		for _, mc := range mcs.Items {
+			if meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReachable) {
+				reachable++
+			}
+		}
+		if reachable < size.clusters {
+			return fmt.Errorf("%d of %d clusters Reachable", reachable, size.clusters)
+		}
+		return nil
+	})
+	b.Logf("%d clusters over %d member API servers Reachable %.1f s after the manager started; manager RSS %.1f MiB",
+		size.clusters, size.members, time.Since(registered).Seconds(), mgr.RSS(b))
+	b.ReportMetric(mgr.RSS(b), "registered-MiB")
+
+	track := trackInstallations(b, hub)
+	phaseTimeout := 5*time.Minute + time.Duration(installations)*100*time.Millisecond
+
+	// 1. One profile of E extensions to every cluster.
+	profile := &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: fleetProfile}, Spec: v1alpha1.ExtensionProfileSpec{
+		Namespace:       fleetNamespace,
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "sim"}},
+	}}
+	for i := range size.extensions {
+		profile.Spec.Extensions = append(profile.Spec.Extensions, v1alpha1.ProfileExtension{
+			Name: fleetExtension(i), Version: "1.0.0", Mode: v1alpha1.ProfileModeEnforced})
+	}
+	before := proxy.Snapshot()
+	start := time.Now()
+	track.phase(func(in *v1alpha1.ExtensionInstallation) bool { return ready(in) })
+	must(b, c.Create(ctx, profile))
+	perCluster := track.wait(b, installations, phaseTimeout)
+	rollout := time.Since(start)
+	served := proxy.Snapshot().Sub(before)
+	p50, p90 := percentile(perCluster, start, 50), percentile(perCluster, start, 90)
+	b.ReportMetric(rollout.Seconds(), "s-ready")
+	b.ReportMetric(p50.Seconds(), "s-cluster-p50")
+	b.ReportMetric(p90.Seconds(), "s-cluster-p90")
+	b.ReportMetric(float64(served.Total)/float64(installations), "hub-req/inst")
+	b.ReportMetric(float64(served.Writes)/float64(installations), "hub-writes/inst")
+	b.Logf("1. profile: %d installations Ready in %.1f s (per cluster p50 %.1f s, p90 %.1f s); the manager sent the hub %d requests (%d writes); loadavg %s",
+		installations, rollout.Seconds(), p50.Seconds(), p90.Seconds(), served.Total, served.Writes, loadavg())
+
+	bytes, kinds := hubBytes(b, c)
+	b.ReportMetric(float64(bytes)/float64(installations), "hub-B/inst")
+	b.Logf("   hub objects in namespace %s: %s (JSON bytes as listed, managedFields included)", fleetNamespace, kinds)
+
+	// 2. A version bump of one extension.
+	bumped := fleetExtension(0)
+	start = time.Now()
+	track.phase(func(in *v1alpha1.ExtensionInstallation) bool {
+		return in.Spec.Extension == bumped && in.Status.InstalledVersion == "1.1.0" && ready(in)
+	})
+	editProfile(b, c, func(p *v1alpha1.ExtensionProfile) { p.Spec.Extensions[0].Version = "1.1.0" })
+	track.wait(b, size.clusters, phaseTimeout)
+	b.ReportMetric(time.Since(start).Seconds(), "s-version-bump")
+	b.Logf("2. version bump of %s on %d clusters done in %.1f s", bumped, size.clusters, time.Since(start).Seconds())
+
+	// 3. A values change of one extension.
+	changed := fleetExtension(1 % size.extensions)
+	start = time.Now()
+	track.phase(noteIs(changed, "changed"))
+	editProfile(b, c, func(p *v1alpha1.ExtensionProfile) { setNote(&p.Spec.Extensions[1%size.extensions], "changed") })
+	track.wait(b, size.clusters, phaseTimeout)
+	valuesChange := time.Since(start)
+	b.ReportMetric(valuesChange.Seconds(), "s-values-change")
+	b.Logf("3. values change of %s on %d clusters done in %.1f s", changed, size.clusters, valuesChange.Seconds())
+
+	// 4. The manager killed and started again: how long until it has
+	// reconciled every installation and gone quiet, and what it wrote.
+	peak, cpu := mgr.Peak(b), mgr.CPU(b)
+	before = proxy.Snapshot()
+	kindsBefore := proxy.Kinds()
+	must(b, mgr.cmd.Process.Kill())
+	_ = mgr.cmd.Wait()
+	<-mgr.done
+	metricsAddr := freeAddress(b)
+	start = time.Now()
+	mgr = startManager(b, filepath.Join(work, "restarted"), kubeconfig, "--cache-dir", cacheDir, "--metrics-bind-address", metricsAddr)
+	steady := waitSteady(b, metricsAddr, installations, phaseTimeout)
+	restartWrites := proxy.Snapshot().Sub(before)
+	b.ReportMetric(steady.Sub(start).Seconds(), "s-restart-steady")
+	b.ReportMetric(float64(restartWrites.Writes), "restart-writes")
+	b.Logf("4. restart: steady %.1f s after the start (every installation reconciled, then %s without a reconcile); %d requests, %d writes: %s",
+		steady.Sub(start).Seconds(), steadyQuiet, restartWrites.Total, restartWrites.Writes, formatWrites(kindsBefore, proxy.Kinds()))
+	if n := track.count(ready); n != installations {
+		b.Errorf("after the restart %d of %d installations are Ready", n, installations)
+	}
+
+	// 5. One member API server stops answering: the healthy clusters'
+	// installations of a values change, against phase 3's pace.
+	down := 0
+	healthy := 0
+	for _, m := range memberOf {
+		if m != down {
+			healthy++
+		}
+	}
+	outage := fleetExtension(2 % size.extensions)
+	gates[down].Down()
+	start = time.Now()
+	track.phase(noteIs(outage, "outage"))
+	editProfile(b, c, func(p *v1alpha1.ExtensionProfile) { setNote(&p.Spec.Extensions[2%size.extensions], "outage") })
+	track.waitFor(b, healthy, phaseTimeout, func(in *v1alpha1.ExtensionInstallation) bool { return memberOf[in.Spec.Cluster] != down })
+	healthyDone := time.Since(start)
+	gates[down].Up(b)
+	track.wait(b, size.clusters, phaseTimeout)
+	recovered := time.Since(start)
+	slowdown := healthyDone.Seconds() / (valuesChange.Seconds() * float64(healthy) / float64(size.clusters))
+	b.ReportMetric(healthyDone.Seconds(), "s-outage-healthy")
+	b.ReportMetric(slowdown, "outage-slowdown")
+	b.ReportMetric(recovered.Seconds(), "s-outage-recovered")
+	b.Logf("5. member 0 down: %d healthy clusters done in %.1f s (%.2f× phase 3's pace per cluster); all %d done %.1f s after the change, once it was back",
+		healthy, healthyDone.Seconds(), slowdown, size.clusters, recovered.Seconds())
+
+	peak = max(peak, mgr.Peak(b))
+	cpu += mgr.CPU(b)
+	b.ReportMetric(peak, "peak-MiB")
+	b.ReportMetric(cpu.Seconds(), "cpu-s")
+	b.ReportMetric(float64(installations), "installations")
+	b.Logf("manager: peak RSS %.1f MiB, %.1f CPU seconds over both runs; loadavg %s", peak, cpu.Seconds(), loadavg())
+}
+
+func memberSecret(i int) string { return fmt.Sprintf("member-%d", i) }
+
+// ready reports whether in is Ready for its current generation.
+func ready(in *v1alpha1.ExtensionInstallation) bool {
+	c := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == in.Generation
+}
+
+// noteIs is done for ext's installations Ready with values {note: note}.
+func noteIs(ext, note string) func(*v1alpha1.ExtensionInstallation) bool {
+	want := `{"note":"` + note + `"}`
+	return func(in *v1alpha1.ExtensionInstallation) bool {
+		return in.Spec.Extension == ext && in.Spec.Values != nil && string(in.Spec.Values.Raw) == want && ready(in)
+	}
+}
+
+func setNote(ext *v1alpha1.ProfileExtension, note string) {
+	ext.Values = &apiextensionsv1.JSON{Raw: []byte(`{"note":"` + note + `"}`)}
+}
+
+// editProfile changes the simulation's profile, retrying on conflicts.
+func editProfile(b *testing.B, c client.Client, edit func(*v1alpha1.ExtensionProfile)) {
+	b.Helper()
+	waitUntil(b, time.Minute, func() error {
+		p := &v1alpha1.ExtensionProfile{}
+		if err := c.Get(context.Background(), client.ObjectKey{Name: fleetProfile}, p); err != nil {
+			return err
+		}
+		edit(p)
+		return c.Update(context.Background(), p)
+	})
+}
+
+// installationTracker watches the hub's installations and, for the
+// current phase, when each first met the phase's condition.
+type installationTracker struct {
+	mu   sync.Mutex
+	all  map[string]*v1alpha1.ExtensionInstallation
+	done map[string]time.Time // installation → when it met cond
+	cond func(*v1alpha1.ExtensionInstallation) bool
+}
+
+// trackInstallations starts an informer on the hub's installations (one
+// list and one watch: the benchmark does not poll the hub).
+func trackInstallations(b *testing.B, hub *testenv.Env) *installationTracker {
+	b.Helper()
+	ca, err := cache.New(unlimited(hub.Config), cache.Options{Scheme: hub.Scheme,
+		DefaultNamespaces: map[string]cache.Config{fleetNamespace: {}}})
+	must(b, err)
+	t := &installationTracker{all: map[string]*v1alpha1.ExtensionInstallation{}, done: map[string]time.Time{}}
+	inf, err := ca.GetInformer(context.Background(), &v1alpha1.ExtensionInstallation{})
+	must(b, err)
+	see := func(obj any) {
+		in, ok := obj.(*v1alpha1.ExtensionInstallation)
+		if !ok {
+			return
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.all[in.Name] = in
+		if _, seen := t.done[in.Name]; !seen && t.cond != nil && t.cond(in) {
+			t.done[in.Name] = time.Now()
+		}
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    see,
+		UpdateFunc: func(_, obj any) { see(obj) },
+		DeleteFunc: func(obj any) {
+			if in, ok := obj.(*v1alpha1.ExtensionInstallation); ok {
+				t.mu.Lock()
+				delete(t.all, in.Name)
+				t.mu.Unlock()
+			}
+		},
+	})
+	must(b, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = ca.Start(ctx) }()
+	b.Cleanup(cancel)
+	if !ca.WaitForCacheSync(ctx) {
+		b.Fatal("the installations' informer did not sync")
+	}
+	return t
+}
+
+// phase starts counting the installations that meet cond, from now;
+// those that meet it already count at once.
+func (t *installationTracker) phase(cond func(*v1alpha1.ExtensionInstallation) bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cond, t.done = cond, map[string]time.Time{}
+	now := time.Now()
+	for name, in := range t.all {
+		if cond(in) {
+			t.done[name] = now
+		}
+	}
+}
+
+// wait waits until n installations met the phase's condition, and
+// returns when the last installation of each cluster did.
+func (t *installationTracker) wait(b *testing.B, n int, timeout time.Duration) map[string]time.Time {
+	b.Helper()
+	return t.waitFor(b, n, timeout, func(*v1alpha1.ExtensionInstallation) bool { return true })
+}
+
+// waitFor is wait counting only the installations of which is true.
+func (t *installationTracker) waitFor(b *testing.B, n int, timeout time.Duration, which func(*v1alpha1.ExtensionInstallation) bool) map[string]time.Time {
+	b.Helper()
+	var perCluster map[string]time.Time
+	testenv.Eventually(b, timeout, func() error {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		perCluster = map[string]time.Time{}
+		got := 0
+		for name, at := range t.done {
+			in := t.all[name]
+			if in == nil || !which(in) {
+				continue
+			}
+			got++
+			if at.After(perCluster[in.Spec.Cluster]) {
+				perCluster[in.Spec.Cluster] = at
+			}
+		}
+		if got < n {
+			return fmt.Errorf("%d of %d installations done", got, n)
+		}
+		return nil
+	})
+	return perCluster
+}
+
+// count returns how many installations meet cond now.
+func (t *installationTracker) count(cond func(*v1alpha1.ExtensionInstallation) bool) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, in := range t.all {
+		if cond(in) {
+			n++
+		}
+	}
+	return n
+}
+
+// percentile returns the p-th percentile of the times since start.
+func percentile(at map[string]time.Time, start time.Time, p int) time.Duration {
+	var d []time.Duration
+	for _, t := range at {
+		d = append(d, t.Sub(start))
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[min(len(d)-1, (len(d)*p+99)/100-1)]
+}
+
+// steadyQuiet is how long the restarted manager must go without a
+// reconcile to count as steady.
+const steadyQuiet = 5 * time.Second
+
+// waitSteady waits until the manager whose metrics are at addr has
+// reconciled at least n installations and then none for steadyQuiet,
+// and returns when it reconciled the last.
+func waitSteady(b *testing.B, addr string, n int, timeout time.Duration) time.Time {
+	b.Helper()
+	last, lastAt := -1.0, time.Now()
+	testenv.Eventually(b, timeout, func() error {
+		stats, err := scrapeReconciles(addr)
+		if err != nil {
+			return err // not serving yet
+		}
+		if stats.total != last {
+			last, lastAt = stats.total, time.Now()
+		}
+		if last < float64(n) || time.Since(lastAt) < steadyQuiet {
+			return fmt.Errorf("%.0f installation reconciles, the last %s ago", last, time.Since(lastAt).Round(time.Second))
+		}
+		return nil
+	})
+	return lastAt
+}
+
+// formatWrites is formatKinds of the write requests only.
+func formatWrites(before, after map[string]int) string {
+	keep := func(m map[string]int) map[string]int {
+		out := map[string]int{}
+		for k, v := range m {
+			for _, w := range []string{"POST ", "PUT ", "PATCH ", "DELETE "} {
+				if len(k) > len(w) && k[:len(w)] == w {
+					out[k] = v
+				}
+			}
+		}
+		return out
+	}
+	return formatKinds(keep(before), keep(after))
+}
+
+// hubBytes sums the JSON size of the objects the hub holds in the fleet
+// namespace for the installations — ExtensionInstallations, Secrets
+// (revision records and their pieces), HookRequests and Events — as a
+// list returns them, and says how they split.
+func hubBytes(b *testing.B, c client.Client) (int, string) {
+	b.Helper()
+	lists := []struct {
+		name string
+		list client.ObjectList
+	}{
+		{"installations", &v1alpha1.ExtensionInstallationList{}},
+		{"secrets", &corev1.SecretList{}},
+		{"hookrequests", &v1alpha1.HookRequestList{}},
+		{"events", &eventsv1.EventList{}},
+	}
+	total := 0
+	summary := ""
+	for _, l := range lists {
+		must(b, c.List(context.Background(), l.list, client.InNamespace(fleetNamespace)))
+		items, err := meta.ExtractList(l.list)
+		must(b, err)
+		size := 0
+		for _, item := range items {
+			data, err := json.Marshal(item)
+			must(b, err)
+			size += len(data)
+		}
+		total += size
+		summary += fmt.Sprintf("%s %d (%d KiB) ", l.name, len(items), size/1024)
+	}
+	return total, summary
+}
+
+// tcpGate forwards TCP connections from an address on 127.0.0.1 to a
+// member API server. Down closes the listener and every connection, so
+// the address refuses connections as a stopped API server's would; Up
+// listens on the same address again.
+type tcpGate struct {
+	target string
+	addr   string
+
+	mu    sync.Mutex
+	l     net.Listener
+	conns map[net.Conn]bool
+}
+
+// startGate starts a gate to the API server at host (ip:port, with or
+// without https://).
+func startGate(b *testing.B, host string) *tcpGate {
+	b.Helper()
+	u, err := url.Parse(host)
+	if err != nil || u.Host == "" {
+		u, err = url.Parse("https://" + host) // a rest.Config's Host may lack the scheme
+	}
+	must(b, err)
+	g := &tcpGate{target: u.Host, conns: map[net.Conn]bool{}}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(b, err)
+	g.addr = l.Addr().String()
+	g.serve(l)
+	b.Cleanup(g.Down)
+	return g
+}
+
+// kubeconfig returns the kubeconfig at path with its server replaced by
+// the gate's address (the API server's certificate is for 127.0.0.1, so
+// it stays valid).
+func (g *tcpGate) kubeconfig(b *testing.B, path string) []byte {
+	b.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	must(b, err)
+	for _, cl := range cfg.Clusters {
+		cl.Server = "https://" + g.addr
+	}
+	data, err := clientcmd.Write(*cfg)
+	must(b, err)
+	return data
+}
+
+func (g *tcpGate) serve(l net.Listener) {
+	g.mu.Lock()
+	g.l = l
+	g.mu.Unlock()
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return // closed by Down
+			}
+			out, err := net.Dial("tcp", g.target)
+			if err != nil {
+				_ = in.Close()
+				continue
+			}
+			g.mu.Lock()
+			if g.l != l { // Down meanwhile
+				g.mu.Unlock()
+				_, _ = in.Close(), out.Close()
+				continue
+			}
+			g.conns[in], g.conns[out] = true, true
+			g.mu.Unlock()
+			pipe := func(dst, src net.Conn) {
+				_, _ = io.Copy(dst, src)
+				_, _ = dst.Close(), src.Close()
+				g.mu.Lock()
+				delete(g.conns, dst)
+				delete(g.conns, src)
+				g.mu.Unlock()
+			}
+			go pipe(in, out)
+			go pipe(out, in)
+		}
+	}()
+}
+
+// Down stops accepting and closes every open connection.
+func (g *tcpGate) Down() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.l != nil {
+		_ = g.l.Close()
+		g.l = nil
+	}
+	for conn := range g.conns {
+		_ = conn.Close()
+	}
+	g.conns = map[net.Conn]bool{}
+}
+
+// Up listens on the gate's address again.
+func (g *tcpGate) Up(b *testing.B) {
+	b.Helper()
+	var l net.Listener
+	testenv.Eventually(b, 30*time.Second, func() error {
+		var err error
+		l, err = net.Listen("tcp", g.addr)
+		return err
+	})
+	g.serve(l)
+}
