@@ -194,7 +194,7 @@ func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.Extension
 	values := map[string]any{}
 	if inst.Spec.Values != nil && len(inst.Spec.Values.Raw) > 0 {
 		if err := json.Unmarshal(inst.Spec.Values.Raw, &values); err != nil {
-			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: must be an object: %v", err)), nil
+			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: must be an object: %v; write spec.values as a map of keys to values", err)), nil
 		}
 	}
 	for i, ref := range inst.Spec.ValuesFrom {
@@ -217,7 +217,7 @@ func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.Extension
 		}
 		if ref.TargetPath != "" {
 			if err := render.SetValue(values, ref.TargetPath, strings.TrimRight(string(data), "\n")); err != nil {
-				return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("%s.targetPath: %v", field, err)), nil
+				return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("%s.targetPath: %v; give a dotted path of keys, such as auth.password", field, err)), nil
 			}
 			continue
 		}
@@ -253,7 +253,7 @@ func (r *Reconciler) checkShared(ctx context.Context, inst *v1alpha1.ExtensionIn
 	source := &corev1.Namespace{}
 	if err := r.Reader.Get(ctx, types.NamespacedName{Name: ns}, source); err != nil {
 		if apierrors.IsNotFound(err) {
-			return wait(v1alpha1.ReasonValuesSourceMissing, fmt.Sprintf("%s.namespace: namespace %s does not exist", field, ns)), nil
+			return wait(v1alpha1.ReasonValuesSourceMissing, fmt.Sprintf("%s.namespace: namespace %s does not exist; create it, or name the namespace that holds the values", field, ns)), nil
 		}
 		return nil, err
 	}
