@@ -93,7 +93,7 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
 			// time: stop until the catalog or spec.version changes.
 			s.block = terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s: %v; choose another version with spec.version, or fix the chart in its catalog", prefix, err))
 		default:
-			s.block = retry(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s: %v", prefix, err))
+			s.block = retry(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s: %v; Annex tries again: check that this URL serves the artifact to the manager", prefix, err))
 		}
 		setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
 		if s.block.kind == blockTerminal {
