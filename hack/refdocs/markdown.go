@@ -37,10 +37,18 @@ func Slug(heading string) string {
 	return b.String()
 }
 
-// Code is s as a Markdown code span, safe in a table cell.
+// Code is s as a Markdown code span, safe in a table cell: on one line
+// (a code span shows a line break as a space anyway).
 func Code(s string) string {
 	if s == "" {
 		return ""
+	}
+	if strings.Contains(s, "\n") {
+		lines := strings.Split(s, "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimSpace(l)
+		}
+		s = strings.Join(lines, " ")
 	}
 	fence := "`"
 	for strings.Contains(s, fence) {

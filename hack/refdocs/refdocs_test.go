@@ -135,6 +135,21 @@ func TestInline(t *testing.T) {
 	}
 }
 
+func TestCode(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ""},                            // nothing, not an empty span
+		{"a || b", "`a \\|\\| b`"},          // '|' escaped for tables
+		{"has(x) &&\n  y", "`has(x) && y`"}, // a rule written on two lines stays in its row
+		{"^a  b$", "`^a  b$`"},              // spaces within a line kept
+		{"a`b", "``a`b``"},                  // a longer fence around a backquote
+		{"`a", "`` `a ``"},                  // padded when it starts with one
+	} {
+		if got := Code(c.in); got != c.want {
+			t.Errorf("Code(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
 func TestProse(t *testing.T) {
 	in := "first line\nsecond line.\n\nList:\n  a  one\n    more\n  b  two\nafter\n"
 	want := "first line second line.\n\nList:\n\n```text\na  one\n  more\nb  two\n```\n\nafter\n\n"
