@@ -14,6 +14,8 @@ import (
 // examples, flags with their types and defaults, the global flags it
 // inherits and its subcommands. Sections are in cobra's order, depth
 // first; each heading is the command's path, so its anchor is Slug of it.
+// Usage lines and examples are text blocks, not sh: they show a command's
+// shape, and are not steps of a walkthrough that a test runs.
 //
 // cobra adds its help flag and its help and completion commands only
 // when a command runs: call InitDefaultCompletionCmd on root first for
@@ -49,7 +51,7 @@ func writeCommand(b *strings.Builder, c *cobra.Command) {
 		b.WriteString(Inline(c.Short) + "\n\n")
 	}
 	if c.Runnable() {
-		b.WriteString(Block("sh", c.UseLine()))
+		b.WriteString(Block("text", c.UseLine()))
 	}
 	if len(c.Aliases) > 0 {
 		b.WriteString("Aliases: " + codeList(c.Aliases) + "\n\n")
@@ -58,7 +60,7 @@ func writeCommand(b *strings.Builder, c *cobra.Command) {
 		b.WriteString(Prose(c.Long))
 	}
 	if c.Example != "" {
-		b.WriteString("Examples:\n\n" + Block("sh", c.Example))
+		b.WriteString("Examples:\n\n" + Block("text", c.Example))
 	}
 	if rows := flagRows(c.LocalFlags()); len(rows) > 0 {
 		b.WriteString(Table([]string{"Flag", "Type", "Default", "Description"}, rows))
