@@ -143,7 +143,7 @@ browser: ## Install Chromium for the console's browser tests when it is missing 
 ##@ Generated code
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code, CRDs and RBAC from the API types and markers.
+generate: ## Regenerate deepcopy code, CRDs and RBAC from the API types and markers, and the reference pages docs/reference/*.md.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=annex-manager paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
@@ -152,14 +152,21 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC from the API types and mark
 	cp config/crd/bases/*.yaml charts/annex/crds/
 	cp config/rbac/role.yaml charts/annex/files/manager-role.yaml
 	for f in config/admission/*.yaml; do [[ $$f == */kustomization.yaml ]] || cp $$f charts/annex/files/admission/; done
+	@# The reference pages: the API from the CRDs, annex and annexctl from their command trees (package main, hence tests).
+	go run ./hack/refdocs/apidocs --crds config/crd/bases --out docs/reference/api.md
+	go test ./cmd/annex ./cmd/annexctl -run '^TestReference$$' -count=1 -args -update >/dev/null
+
+# GENERATED are the files make generate writes.
+GENERATED = api/v1alpha1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml charts/annex/crds/*.yaml \
+	charts/annex/files/*.yaml charts/annex/files/admission/*.yaml docs/reference/*.md
 
 .PHONY: verify-generate
 verify-generate: ## Fail when generated files are stale (and leave them regenerated).
-	@before=$$(cat api/v1alpha1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml charts/annex/crds/*.yaml charts/annex/files/*.yaml charts/annex/files/admission/*.yaml 2>/dev/null | sha256sum); \
+	@before=$$(cat $(GENERATED) 2>/dev/null | sha256sum); \
 	$(MAKE) --no-print-directory generate >/dev/null; \
-	after=$$(cat api/v1alpha1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml charts/annex/crds/*.yaml charts/annex/files/*.yaml charts/annex/files/admission/*.yaml | sha256sum); \
+	after=$$(cat $(GENERATED) | sha256sum); \
 	if [[ "$$before" != "$$after" ]]; then \
-	  echo "generated files were stale: they are regenerated now; review and commit them (git diff api config charts)" >&2; exit 1; \
+	  echo "generated files were stale: they are regenerated now; review and commit them (git diff api config charts docs/reference)" >&2; exit 1; \
 	fi
 
 .PHONY: vet

@@ -141,8 +141,9 @@ type HookStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// Hook registers a hook with Annex (seed 002's OlmExtension). Its name
-// labels the resources made for it, so it fits in 63 characters.
+// Hook registers a hook with Annex: a controller that judges the
+// changes of the installations it selects before Annex applies them. Its
+// name labels the resources made for it, so it fits in 63 characters.
 // +kubebuilder:object:root=true
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a Hook's name labels its resources (annex.dev/hook): at most 63 characters"
 // +kubebuilder:subresource:status
@@ -256,7 +257,7 @@ type HookRequestStatus struct {
 }
 
 // HookRequest asks the selected hooks to judge one change of an
-// installation (seed 002's ExtensionRequest). Annex creates it in the
+// installation. Annex creates it in the
 // installation's namespace, owned by the installation, one per
 // installation, event and change digest, and keeps the last few.
 // Deleting it asks the hooks again.

@@ -1,8 +1,8 @@
 package gate
 
 // This file narrows an extension's cluster-wide grants to listed
-// namespaces (an installation's spec.scopedGrants), the grant-at-a-
-// chosen-scope of seed 002's "Oria" pattern. It is pure, as Derive is:
+// namespaces (an installation's spec.scopedGrants): an extension is
+// granted at the scope its installation chooses. It is pure, as Derive is:
 // objects in, objects out, and never grants more than the objects it was
 // given.
 

@@ -36,7 +36,7 @@ const (
 	pollEvery = 250 * time.Millisecond
 )
 
-// BenchmarkSystem is the issue's full-system benchmark: for N apps it
+// BenchmarkSystem is the full-system benchmark: for N apps it
 // measures, each against its own fresh API server, the plain client
 // (raw), Annex's requests sent without a manager (proto), `annex manager`
 // as a subprocess (annex) and the Helm CLI (helm), then prints a table

@@ -53,10 +53,10 @@ var killScenarios = []killScenario{
 	{name: "first-object-intent", stages: []stage{{"2.x", failpoint.AfterFirstObject}, {"1.1.x", failpoint.AfterIntent}}, want: "1.1.x"},
 	// Every object of 2.0.0 applied, nothing pruned; then 1.1.0 dies mid-apply.
 	{name: "objects-first-object", stages: []stage{{"2.x", failpoint.AfterObjects}, {"1.1.x", failpoint.AfterFirstObject}}, want: "1.1.x"},
-	// The crash the issue traced: 2.0.0 applied and announced, the status
-	// never written; 1.1.0 then dies after its record. Before the fix the
-	// second attempt reused revision 2 and overwrote the first's record,
-	// and 2.0.0's ConfigMap was left in no inventory.
+	// 2.0.0 applied and announced, the status never written; 1.1.0 then
+	// dies after its record. The second attempt must take a new revision
+	// number: reusing revision 2 would overwrite the first's record and
+	// leave 2.0.0's ConfigMap in no inventory.
 	{name: "event-intent", stages: []stage{{"2.x", failpoint.AfterEvent}, {"1.1.x", failpoint.AfterIntent}}, want: "1.1.x"},
 	// Done and about to write the status; then a downgrade dies mid-apply.
 	{name: "status-objects", stages: []stage{{"2.x", failpoint.BeforeStatus}, {"1.0.x", failpoint.AfterObjects}}, want: "1.0.x"},

@@ -75,8 +75,8 @@ func syntheticIndex(charts, versions int) []byte {
 
 // BenchmarkIngestIndex compares turning an index.yaml into Extension specs
 // (helm.ParseIndex) with Helm's own loader (repo.LoadIndexFile) on
-// the same bytes: 250 charts × 60 versions (named 15MiB after the size the
-// issue estimated; with these realistic entries it is 20.5 MB) and 420 × 120
+// the same bytes: 250 charts × 60 versions (named 15MiB, the size it aims
+// at; with these realistic entries it is 20.5 MB) and 420 × 120
 // (named 50MiB; 69 MB).
 // Besides ns/op and B/op it reports peak-heap-MiB, the highest live heap
 // seen during one extra, untimed operation, above the heap before it.

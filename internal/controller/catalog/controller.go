@@ -93,7 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	written := cat.DeepCopy()
 	if cat.Spec.Suspend {
-		setReady(cat, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "spec.suspend is true: the catalog is not synced; its Extensions stay")
+		setReady(cat, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "spec.suspend is true: the catalog is not synced; its Extensions stay; set spec.suspend to false to sync it")
 		cat.Status.ObservedGeneration = cat.Generation
 		return ctrl.Result{}, r.patchStatus(ctx, written, cat)
 	}
@@ -110,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.patchStatus(ctx, written, cat)
 	}
 	if err != nil {
-		msg := fmt.Sprintf("%s: %v; the Extensions of the last good sync stay available", sourceField(cat), err)
+		msg := fmt.Sprintf("%s: %v; the Extensions of the last good sync stay available; Annex tries again: check that the source is up and reachable from the manager", sourceField(cat), err)
 		setReady(cat, metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, msg)
 		setCondition(cat, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonFetchFailed, msg)
 		if perr := r.patchStatus(ctx, written, cat); perr != nil {

@@ -119,7 +119,7 @@ func (r *Reconciler) served(spec v1alpha1.HookSpec) (metav1.ConditionStatus, str
 	if spec.FailurePolicy == v1alpha1.HookIgnore {
 		until = "installations it selects go on without it (failurePolicy Ignore)"
 	}
-	notServed := kind + " is not served by the API server: install the hook's CustomResourceDefinition; until then, " + until
+	notServed := "spec.resource: " + kind + " is not served by the API server: install the hook's CustomResourceDefinition; until then, " + until
 	list, err := r.Discovery.ServerResourcesForGroupVersion(res.APIVersion)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -133,7 +133,7 @@ func (r *Reconciler) served(spec v1alpha1.HookSpec) (metav1.ConditionStatus, str
 		}
 		if !r.Namespaced {
 			return metav1.ConditionFalse, v1alpha1.ReasonClusterScopedKind,
-				kind + " is cluster-scoped: Annex creates a hook's resources in the installation's namespace, so the kind must be namespaced", nil
+				"spec.resource: " + kind + " is cluster-scoped: Annex creates a hook's resources in the installation's namespace, so spec.resource must name a namespaced kind", nil
 		}
 		return metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("Annex creates a %s for every %s it selects", res.Kind, eventNames(spec.Events)), nil
 	}

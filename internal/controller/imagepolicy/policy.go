@@ -46,7 +46,8 @@ func PolicyOf(annotations map[string]string) Policy {
 }
 
 // Evaluate judges images: ok when every one is allowed; otherwise the
-// message names each offending image and why, in the order given.
+// message names each offending image and why, in the order given, and
+// what to change.
 func Evaluate(images []string, p Policy) (ok bool, message string) {
 	var offences []string
 	for _, image := range images {
@@ -68,7 +69,7 @@ func Evaluate(images []string, p Policy) (ok bool, message string) {
 	if len(p.AllowedRegistries) > 0 {
 		msg += fmt.Sprintf("; allowed registries: %s", strings.Join(p.AllowedRegistries, ", "))
 	}
-	return false, msg
+	return false, msg + "; choose allowed images in the installation's spec.values, or change the policy (the Hook's " + AnnotationAllowedRegistries + " and " + AnnotationRequireDigest + " annotations)"
 }
 
 // allowed reports whether image's full repository lies under one of the

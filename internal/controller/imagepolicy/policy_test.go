@@ -17,10 +17,10 @@ func TestEvaluate(t *testing.T) {
 		{"docker hub by prefix", []string{"nginx:1.27"}, Policy{AllowedRegistries: []string{"docker.io/library"}}, true, "1 image allowed"},
 		// A prefix matches whole path components only.
 		{"prefix is a path", []string{"ghcr.io/acme-evil/x:1"}, Policy{AllowedRegistries: []string{"ghcr.io/acme"}}, false,
-			"1 of 1 image not allowed: ghcr.io/acme-evil/x:1 (not from an allowed registry); allowed registries: ghcr.io/acme"},
+			"1 of 1 image not allowed: ghcr.io/acme-evil/x:1 (not from an allowed registry); allowed registries: ghcr.io/acme; choose allowed images in the installation's spec.values, or change the policy (the Hook's imagepolicy.annex.dev/allowed-registries and imagepolicy.annex.dev/require-digest annotations)"},
 		{"port and digest", []string{"localhost:5000/app@sha256:abc"}, Policy{AllowedRegistries: []string{"localhost:5000"}, RequireDigest: true}, true, "1 image allowed"},
 		{"two reasons", []string{"registry.k8s.io/pause:3.9", "quay.io/x/y:1"}, Policy{AllowedRegistries: []string{"registry.k8s.io"}, RequireDigest: true}, false,
-			"2 of 2 images not allowed: registry.k8s.io/pause:3.9 (not pinned by digest); quay.io/x/y:1 (not from an allowed registry, not pinned by digest); allowed registries: registry.k8s.io"},
+			"2 of 2 images not allowed: registry.k8s.io/pause:3.9 (not pinned by digest); quay.io/x/y:1 (not from an allowed registry, not pinned by digest); allowed registries: registry.k8s.io; choose allowed images in the installation's spec.values, or change the policy (the Hook's imagepolicy.annex.dev/allowed-registries and imagepolicy.annex.dev/require-digest annotations)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

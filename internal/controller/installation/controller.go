@@ -256,12 +256,12 @@ func describeRender(s *scope, err error) *block {
 	}
 	var renderErr *render.RenderError
 	if errors.As(err, &renderErr) {
-		return terminal(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s %s does not render: %s; fix the values or choose another version",
+		return terminal(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s %s does not render: %s; fix spec.values or choose another version with spec.version",
 			s.inst.Spec.Extension, s.choice.Version.Version, renderErr.Error()))
 	}
 	var archiveErr *render.ArchiveError
 	if errors.As(err, &archiveErr) {
-		return terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s %s: the artifact is not a valid chart: %s",
+		return terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s %s: the artifact is not a valid chart: %s; fix the chart in its catalog or choose another version with spec.version",
 			s.inst.Spec.Extension, s.choice.Version.Version, archiveErr.Error()))
 	}
 	return retry(v1alpha1.ReasonRenderFailed, err.Error())

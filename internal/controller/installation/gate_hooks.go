@@ -402,7 +402,7 @@ func (a *hookAsking) ask(ctx context.Context, hook *v1alpha1.Hook, res v1alpha1.
 	case err != nil:
 		return res, err
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
-		return notServed(hook, res, kind+" is cluster-scoped: a hook's resources live in the installation's namespace"), nil
+		return notServed(hook, res, kind+" is cluster-scoped: a hook's resources live in the installation's namespace; the Hook's spec.resource must name a namespaced kind"), nil
 	}
 	// Watch the kind before reading or making the resource, so that no
 	// answer after the read is missed.

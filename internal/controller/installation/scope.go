@@ -163,7 +163,7 @@ func summarize(s *scope, err error) {
 	}
 	switch {
 	case s.suspended:
-		setCondition(inst, v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "spec.suspend is true: Annex leaves the installed objects as they are")
+		setCondition(inst, v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "spec.suspend is true: Annex leaves the installed objects as they are; set spec.suspend to false to reconcile it again")
 		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionStalled)
 		inst.Status.ObservedGeneration = inst.Generation
 	case b == nil && s.healthy:

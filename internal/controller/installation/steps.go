@@ -94,7 +94,7 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
 			// time: stop until the catalog or spec.version changes.
 			s.block = terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s: %v; choose another version with spec.version, or fix the chart in its catalog", prefix, err))
 		default:
-			s.block = retry(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s: %v", prefix, err))
+			s.block = retry(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s: %v; Annex tries again: check that this URL serves the artifact to the manager", prefix, err))
 		}
 		setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
 		if s.block.kind == blockTerminal {
@@ -195,7 +195,7 @@ func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.Extension
 	values := map[string]any{}
 	if inst.Spec.Values != nil && len(inst.Spec.Values.Raw) > 0 {
 		if err := json.Unmarshal(inst.Spec.Values.Raw, &values); err != nil {
-			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: must be an object: %v", err)), nil
+			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: must be an object: %v; write spec.values as a map of keys to values", err)), nil
 		}
 	}
 	for i, ref := range inst.Spec.ValuesFrom {
@@ -218,7 +218,7 @@ func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.Extension
 		}
 		if ref.TargetPath != "" {
 			if err := render.SetValue(values, ref.TargetPath, strings.TrimRight(string(data), "\n")); err != nil {
-				return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("%s.targetPath: %v", field, err)), nil
+				return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("%s.targetPath: %v; give a dotted path of keys, such as auth.password", field, err)), nil
 			}
 			continue
 		}
@@ -254,7 +254,7 @@ func (r *Reconciler) checkShared(ctx context.Context, inst *v1alpha1.ExtensionIn
 	source := &corev1.Namespace{}
 	if err := r.Reader.Get(ctx, types.NamespacedName{Name: ns}, source); err != nil {
 		if apierrors.IsNotFound(err) {
-			return wait(v1alpha1.ReasonValuesSourceMissing, fmt.Sprintf("%s.namespace: namespace %s does not exist", field, ns)), nil
+			return wait(v1alpha1.ReasonValuesSourceMissing, fmt.Sprintf("%s.namespace: namespace %s does not exist; create it, or name the namespace that holds the values", field, ns)), nil
 		}
 		return nil, err
 	}

@@ -53,7 +53,8 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	if err != nil {
 		s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf(
-			"cannot reach the cluster to remove %d objects: %v; the installation is kept until they are removed", len(inst.Status.Inventory), err))
+			"spec.cluster: cannot reach %s to remove %d objects: %v; the installation is kept until they are removed: check the ManagedCluster and its kubeconfig Secret",
+			clusterName(inst.Spec.Cluster), len(inst.Status.Inventory), err))
 		return ctrl.Result{}, s.block
 	}
 	applier := target.Applier()

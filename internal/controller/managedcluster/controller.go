@@ -190,7 +190,7 @@ func (r *Reconciler) checkUpgradeTarget(ctx context.Context, mc *v1alpha1.Manage
 	}
 	report, err := preflight.Check(mc.Spec.UpgradeTarget, exts.Items, insts)
 	if err != nil {
-		setCondition(mc, v1alpha1.ConditionUpgradeReady, metav1.ConditionFalse, v1alpha1.ReasonUpgradeBlocked, "spec.upgradeTarget: "+err.Error())
+		setCondition(mc, v1alpha1.ConditionUpgradeReady, metav1.ConditionFalse, v1alpha1.ReasonUpgradeBlocked, "spec.upgradeTarget: "+err.Error()+"; give a Kubernetes version such as 1.37.1")
 		return nil
 	}
 	setUpgradeReady(mc, report)

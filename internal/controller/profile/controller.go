@@ -295,7 +295,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 			shown = append(slices.Clone(shown[:5]), fmt.Sprintf("and %d more", len(pl.conflicts)-5))
 		}
 		cond(v1alpha1.ConditionConflict, metav1.ConditionTrue, v1alpha1.ReasonConflict, fmt.Sprintf(
-			"%d extensions on selected clusters are given by another profile (higher spec.priority, or the same priority and an earlier name): %s",
+			"%d extensions on selected clusters are given by another profile (higher spec.priority, or the same priority and an earlier name): %s; "+
+				"raise spec.priority of the profile that should give them, or remove them from one of the profiles",
 			len(pl.conflicts), strings.Join(shown, "; ")))
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionConflict)
@@ -312,7 +313,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 	}
 	switch {
 	case len(pl.invalid) > 0:
-		cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonValuesInvalid, "the values of some extensions do not expand; see Stalled")
+		cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonValuesInvalid, "spec.extensions[].values of some extensions do not expand; the Stalled condition names them: fix those values")
 	case pending == 0 && st.ReadyInstallations == st.Installations:
 		cond(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
 			fmt.Sprintf("%d installations on %d clusters are Ready", st.Installations, st.MatchingClusters))

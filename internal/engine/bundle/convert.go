@@ -227,7 +227,7 @@ func checkSupported(b *Bundle) error {
 	}
 	if len(s.WebhookDefinitions) > 0 {
 		w := s.WebhookDefinitions[0]
-		return refuse("spec.webhookdefinitions", "%s %q of deployment %q is not supported yet: webhooks need serving certificates Annex does not issue; pick a version of the operator without webhooks", w.Type, w.GenerateName, w.DeploymentName)
+		return refuse("spec.webhookdefinitions", "%s %q of deployment %q is not supported: webhooks need serving certificates Annex does not issue; pick a version of the operator without webhooks", w.Type, w.GenerateName, w.DeploymentName)
 	}
 	if len(s.Install.Spec.Deployments) == 0 {
 		return refuse("spec.install.spec.deployments", "is empty; an operator bundle runs at least one Deployment")

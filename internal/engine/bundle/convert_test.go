@@ -33,7 +33,7 @@ func TestConvertRefusals(t *testing.T) {
 		{"required CRD", func(b *Bundle, _ *Options) {
 			b.CSV.Spec.CustomResourceDefinitions.Required = []CRDDescription{{Name: "certificates.cert-manager.io", Version: "v1", Kind: "Certificate"}}
 		}, "spec.customresourcedefinitions.required", `requires CRD "certificates.cert-manager.io"`},
-		// Webhooks need serving certificates, which this engine does not issue yet.
+		// Webhooks need serving certificates, which this engine does not issue.
 		{"webhook", func(b *Bundle, _ *Options) {
 			b.CSV.Spec.WebhookDefinitions = []WebhookDefinition{{GenerateName: "vmemcached.kb.io", Type: "ValidatingAdmissionWebhook", DeploymentName: "memcached-operator-controller-manager"}}
 		}, "spec.webhookdefinitions", "webhooks need serving certificates"},
