@@ -294,7 +294,8 @@ const schemaDepth = 2
 
 // SummarizeValues lists what may be set, two levels deep, sorted by path,
 // and counts the deeper properties: the properties of a JSON schema, each
-// with the schema's default or else the value values.yaml gives it, and
+// with the value values.yaml gives it (what Helm installs) or else the
+// schema's default (which Helm never applies, but documents), and
 // the keys of values.yaml the schema does not list (values.yaml is the
 // chart's default values, as Helm reads them), typed by their value.
 // defaults is values.yaml as JSON; either may be nil. Something that is
@@ -328,16 +329,13 @@ func SummarizeValues(schemaRaw, defaultsRaw []byte) *SchemaSummary {
 			sp := SchemaProperty{Path: path, Required: required[name]}
 			if child != nil {
 				sp.Type = typeOf(child["type"])
-				if def, ok := child["default"]; ok {
-					b, _ := json.Marshal(def)
-					sp.Default = string(b)
-				}
 				sp.Description, _ = child["description"].(string)
 			}
-			if sp.Default == "" {
-				if v, ok := valueAt(defaults, path); ok {
-					sp.Default = defaultText(v)
-				}
+			if v, ok := valueAt(defaults, path); ok {
+				sp.Default = defaultText(v)
+			} else if def, ok := child["default"]; ok && child != nil {
+				b, _ := json.Marshal(def)
+				sp.Default = string(b)
 			}
 			s.Properties = append(s.Properties, sp)
 			walk(child, path+".", depth+1)

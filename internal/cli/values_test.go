@@ -16,12 +16,20 @@ func TestSummarizeValues(t *testing.T) {
 		want             []cli.SchemaProperty
 		more             int
 	}{{
-		// The schema's default wins; values.yaml gives the others.
+		// values.yaml wins over the schema's default: Helm installs it.
 		name:     "schema and values.yaml",
 		schema:   `{"required":["message"],"properties":{"message":{"type":"string","description":"The greeting."},"replicas":{"type":"integer","default":1}}}`,
 		defaults: `{"message":"hello","replicas":3}`,
 		want: []cli.SchemaProperty{
 			{Path: "message", Type: "string", Required: true, Default: `"hello"`, Description: "The greeting."},
+			{Path: "replicas", Type: "integer", Default: "3"},
+		},
+	}, {
+		// The schema's default shows where values.yaml sets nothing.
+		name:     "schema default without values.yaml",
+		schema:   `{"properties":{"replicas":{"type":"integer","default":1}}}`,
+		defaults: `{}`,
+		want: []cli.SchemaProperty{
 			{Path: "replicas", Type: "integer", Default: "1"},
 		},
 	}, {

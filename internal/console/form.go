@@ -32,8 +32,8 @@ type Field struct {
 	Required bool
 	// Options are the values of an enum.
 	Options []string
-	// Default is the schema's default, else the chart's values.yaml
-	// value, shown as a placeholder.
+	// Default is the chart's values.yaml value (what Helm installs),
+	// else the schema's default, shown as a placeholder.
 	Default string
 	// Min, Max bound a number; MinLength, MaxLength a string; Pattern is
 	// the string's regular expression. The browser checks them before
@@ -76,8 +76,8 @@ const maxFormDepth = 4
 
 // FormFields returns the inputs for a values schema (raw JSON), in a
 // stable order: required properties first, then by path. Each field's
-// placeholder is the schema's default, else the value of the chart's
-// values.yaml (defaults, as JSON; nil when not known). No schema, or one
+// placeholder is the value of the chart's values.yaml (defaults, as JSON;
+// nil when not known), else the schema's default. No schema, or one
 // without properties, gives no inputs (the YAML box remains). The error
 // says what is wrong with the schema.
 func FormFields(schema, defaults []byte) ([]Field, error) {
@@ -123,8 +123,8 @@ func walkSchema(n *schemaNode, values map[string]any, prefix string, depth int, 
 			continue
 		}
 		f := fieldOf(path, p, required)
-		if f.Default == "" && hasValue && value != nil {
-			f.Default = scalarText(value)
+		if hasValue && value != nil {
+			f.Default = scalarText(value) // what Helm installs wins over the schema's default
 		}
 		*out = append(*out, f)
 	}

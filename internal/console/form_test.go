@@ -50,8 +50,8 @@ func TestFormFields(t *testing.T) {
 			{Path: "port", Input: "yaml"},
 		},
 	}, {
-		// values.yaml gives the placeholders the schema's defaults do not
-		// (the schema's default wins), nested ones too; a key values.yaml
+		// values.yaml gives the placeholders, nested ones too, and wins
+		// over the schema's default (Helm installs values.yaml); a key values.yaml
 		// sets that the schema does not list gets no field.
 		name: "values.yaml defaults",
 		schema: `{"properties":{
@@ -61,7 +61,7 @@ func TestFormFields(t *testing.T) {
 		defaults: `{"replicas":3,"image":{"tag":"1.2"},"tags":["a"],"other":true}`,
 		want: []Field{
 			{Path: "image.tag", Input: "text", Default: "1.2"},
-			{Path: "replicas", Input: "integer", Default: "1"},
+			{Path: "replicas", Input: "integer", Default: "3"},
 			{Path: "tags", Input: "yaml", Default: `["a"]`},
 		},
 	}} {
