@@ -376,15 +376,25 @@ func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
+	objs, err := decodeManifests(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return objs
+}
+
+// decodeManifests reads a YAML stream (or JSON) into its objects, skipping
+// empty documents.
+func decodeManifests(data []byte) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); err != nil {
 			if errors.Is(err, io.EOF) {
-				return objs
+				return objs, nil
 			}
-			t.Fatal(err)
+			return nil, err
 		}
 		if len(u.Object) > 0 {
 			objs = append(objs, u)
