@@ -80,8 +80,10 @@ type Step struct {
 // Hook objects (annotated helm.sh/hook) go only in hook steps; a hook of
 // neither event of this operation (a pre-delete hook, say, or one whose
 // events are all unknown) is left out, as Helm leaves it out. A hook
-// listed for both the pre and the post event runs only in the pre step, so
-// that no object is applied twice in one call. Within a hook step objects
+// listed for both the pre and the post event runs in both steps, as Helm
+// runs it for each of its events: charts rely on it (ingress-nginx's
+// admission ServiceAccount and RBAC, deleted once its pre-install Job
+// succeeded, are created again for its post-install Job). Within a hook step objects
 // are ordered by phase, kind and name; within a regular step they keep the
 // order of set. Steps without objects are left out. Plan does not modify
 // set.
@@ -103,10 +105,13 @@ func Plan(set Set, namespace string, isUpgrade bool) []Step {
 		case !isHook:
 			p := phaseOf(o.GroupVersionKind().GroupKind(), crds)
 			regular[p] = append(regular[p], o)
-		case slices.Contains(events, pre):
-			preHooks = append(preHooks, o)
-		case slices.Contains(events, post):
-			postHooks = append(postHooks, o)
+		default:
+			if slices.Contains(events, pre) {
+				preHooks = append(preHooks, o)
+			}
+			if slices.Contains(events, post) {
+				postHooks = append(postHooks, o)
+			}
 		}
 	}
 

@@ -156,12 +156,16 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
-			// A hook for both pre- and post-install runs once, in the pre step.
+			// A hook for both pre- and post-install runs in both steps, as
+			// in Helm.
 			name: "hook of both pre and post",
 			objects: []string{
 				hookDoc("twice", "pre-install, post-install", ""),
 			},
-			want: []string{"pre-install hooks (weight 0): ConfigMap/twice"},
+			want: []string{
+				"pre-install hooks (weight 0): ConfigMap/twice",
+				"post-install hooks (weight 0): ConfigMap/twice",
+			},
 		},
 		{
 			// Unknown events (Helm 2's crd-install) and a malformed weight:
