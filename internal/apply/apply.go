@@ -264,7 +264,7 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 
 	var (
 		inventory []phasedRef
-		seen      = map[objKey]bool{}
+		seen      = map[stepKey]bool{}
 		stepErr   error
 		succeeded []*unstructured.Unstructured // hooks of the current event to delete once all succeeded
 	)
@@ -292,22 +292,31 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 	return res, stepErr
 }
 
+// stepKey is an object of a chart's apply, once per hook event: a hook of
+// several events runs at each, but no object is applied twice by one step
+// kind.
+type stepKey struct {
+	hook   HookEvent // "" for regular objects
+	object objKey
+}
+
 // runStep applies one step of a chart: regular objects concurrently (CRDs
 // then awaited until Established), hooks one at a time, each awaited. The
 // regular objects applied join inventory; the hooks to delete once their
 // event succeeded join succeeded.
-func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace string, st Step, opts HookOptions, seen map[objKey]bool, inventory *[]phasedRef, succeeded *[]*unstructured.Unstructured) error {
+func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace string, st Step, opts HookOptions, seen map[stepKey]bool, inventory *[]phasedRef, succeeded *[]*unstructured.Unstructured) error {
 	// Custom resources are placed once their CRDs are Established.
 	for _, o := range st.Objects {
 		if err := a.place(o, defaultNamespace); err != nil {
 			return err
 		}
 		ref := refOf(o)
-		if seen[keyOf(ref)] {
+		key := stepKey{hook: st.Hook, object: keyOf(ref)}
+		if seen[key] {
 			return &ObjectError{Op: "apply", Object: ref,
 				Err: errors.New("the object appears more than once in the set; remove the duplicate")}
 		}
-		seen[keyOf(ref)] = true
+		seen[key] = true
 	}
 	if st.Hook != "" {
 		return a.runHookStep(ctx, owner, st, opts, succeeded)

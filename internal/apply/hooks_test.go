@@ -219,7 +219,7 @@ func TestApplyWithHooksFailure(t *testing.T) {
 
 // The shape of the admission-webhook hooks of ingress controllers: a
 // ServiceAccount, Role and RoleBinding and a Job that runs as the
-// ServiceAccount, all pre-install hooks in the release's namespace, which
+// ServiceAccount, hooks of pre- and post-install in the release's namespace, which
 // does not exist yet and comes with the set (Annex creates it). The
 // namespace is there before the first hook; the RBAC hooks, deleted once
 // they succeeded (hook-succeeded), outlive the Job, as Helm deletes them
@@ -239,43 +239,52 @@ func TestHooksInTheReleasesNewNamespace(t *testing.T) {
 		  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: admission},
 		  subjects: [{kind: ServiceAccount, name: admission}]}`,
 		hookJobDoc("admission-create", "pre-install,pre-upgrade", "before-hook-creation,hook-succeeded"),
+		hookJobDoc("admission-patch", "post-install,post-upgrade", "before-hook-creation,hook-succeeded"),
 		`{apiVersion: v1, kind: Namespace, metadata: {name: `+ns+`}}`,
 	)}
-	var rbacWhileJobRan []string
+	rbacWhileJobRan := map[string][]string{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		job := ref("batch", "v1", "Job", ns, "admission-create")
-		_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			live, err := a.get(ctx, job)
-			return live != nil, err
-		})
-		// The Job controller would create the Job's Pod now: its
-		// ServiceAccount and permissions must exist.
-		for _, r := range []v1alpha1.ObjectReference{
-			ref("", "v1", "ServiceAccount", ns, "admission"),
-			ref("rbac.authorization.k8s.io", "v1", "Role", ns, "admission"),
-			ref("rbac.authorization.k8s.io", "v1", "RoleBinding", ns, "admission"),
-		} {
-			if live, err := a.get(ctx, r); err == nil && live != nil {
-				rbacWhileJobRan = append(rbacWhileJobRan, r.Kind)
+		for _, name := range []string{"admission-create", "admission-patch"} {
+			job := ref("batch", "v1", "Job", ns, name)
+			_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				live, err := a.get(ctx, job)
+				return live != nil, err
+			})
+			// The Job controller would create the Job's Pod now: its
+			// ServiceAccount and permissions must exist.
+			for _, r := range []v1alpha1.ObjectReference{
+				ref("", "v1", "ServiceAccount", ns, "admission"),
+				ref("rbac.authorization.k8s.io", "v1", "Role", ns, "admission"),
+				ref("rbac.authorization.k8s.io", "v1", "RoleBinding", ns, "admission"),
+			} {
+				if live, err := a.get(ctx, r); err == nil && live != nil {
+					rbacWhileJobRan[name] = append(rbacWhileJobRan[name], r.Kind)
+				}
 			}
+			finishJob(ctx, t, a, ns, name, "", false)
 		}
-		finishJob(ctx, t, a, ns, "admission-create", "", false)
 	}()
 	res, err := a.ApplyWithHooks(ctx, owner, ns, set, HookOptions{HookTimeout: 30 * time.Second})
 	<-done
 	if err != nil {
 		t.Fatalf("ApplyWithHooks: %v", err)
 	}
-	if want := []string{"ServiceAccount", "Role", "RoleBinding"}; !slices.Equal(rbacWhileJobRan, want) {
-		t.Errorf("while the hook Job ran, its RBAC hooks present were %v, want %v", rbacWhileJobRan, want)
+	// The RBAC hooks, deleted once the pre-install hooks succeeded, are
+	// applied again for the post-install Job: Helm runs a hook at each of
+	// its events.
+	for _, name := range []string{"admission-create", "admission-patch"} {
+		if want := []string{"ServiceAccount", "Role", "RoleBinding"}; !slices.Equal(rbacWhileJobRan[name], want) {
+			t.Errorf("while the hook Job %s ran, its RBAC hooks present were %v, want %v", name, rbacWhileJobRan[name], want)
+		}
 	}
 	for _, r := range []v1alpha1.ObjectReference{
 		ref("", "v1", "ServiceAccount", ns, "admission"),
 		ref("rbac.authorization.k8s.io", "v1", "Role", ns, "admission"),
 		ref("rbac.authorization.k8s.io", "v1", "RoleBinding", ns, "admission"),
 		ref("batch", "v1", "Job", ns, "admission-create"),
+		ref("batch", "v1", "Job", ns, "admission-patch"),
 	} {
 		if read(t, a, r) != nil {
 			t.Errorf("%s %s is still there: hook-succeeded deletes it once the event's hooks succeeded", r.Kind, r.Name)
