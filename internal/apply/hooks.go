@@ -256,6 +256,12 @@ func (a *Applier) awaitHook(ctx context.Context, event HookEvent, obj *unstructu
 		}
 		lastLive = live
 		if live == nil {
+			if removedOnceFinished(obj) {
+				// The TTL controller deletes a Job only once it finished:
+				// gone counts as done, as Helm counts a deleted hook.
+				last = hookState{done: true}
+				return true, nil
+			}
 			last = hookState{message: "the object was deleted while it ran"}
 			return false, nil
 		}
@@ -272,6 +278,18 @@ func (a *Applier) awaitHook(ctx context.Context, event HookEvent, obj *unstructu
 		return &HookError{Hook: event, Object: ref, Reason: last.reason, Message: last.message}
 	}
 	return nil
+}
+
+// removedOnceFinished reports whether hook is a Job that Kubernetes
+// deletes by itself once it finished (spec.ttlSecondsAfterFinished, which
+// charts such as ingress-nginx set to 0 on their hook Jobs), so that
+// finding it gone means it finished.
+func removedOnceFinished(hook *unstructured.Unstructured) bool {
+	if hook.GroupVersionKind().Group != "batch" || hook.GetKind() != "Job" {
+		return false
+	}
+	_, found, _ := unstructured.NestedFieldNoCopy(hook.Object, "spec", "ttlSecondsAfterFinished")
+	return found
 }
 
 // stuckHookPod names the Pod of a hook Job, or the hook Pod itself, that

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -297,5 +298,39 @@ func TestHooksInTheReleasesNewNamespace(t *testing.T) {
 	}
 	if steps := res.Plan.Phases[0].Steps; len(steps) == 0 || steps[0].Name != TargetNamespaceStep {
 		t.Errorf("first step = %+v, want %q", steps, TargetNamespaceStep)
+	}
+}
+
+// A hook Job with spec.ttlSecondsAfterFinished is deleted by the TTL
+// controller the moment it finished (ingress-nginx's admission Jobs set
+// 0): gone counts as finished, as in Helm, not as a hook that never
+// completes.
+func TestHookJobDeletedOnceFinished(t *testing.T) {
+	a := newApplier(t)
+	ctx := t.Context()
+	const ns = "hooks-ttl"
+	createNamespace(t, a, ns)
+	job := mustObject(t, hookJobDoc("create-secret", "pre-install", ""))
+	if err := unstructured.SetNestedField(job.Object, int64(0), "spec", "ttlSecondsAfterFinished"); err != nil {
+		t.Fatal(err)
+	}
+	set := Set{Objects: append(objects(t, configMapDoc("", "settings", "a")), job)}
+	go func() {
+		// The TTL controller: the Job is gone as soon as it exists.
+		r := ref("batch", "v1", "Job", ns, "create-secret")
+		_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			live, err := a.get(ctx, r)
+			if err != nil || live == nil {
+				return false, err
+			}
+			return true, a.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		})
+	}()
+	res, err := a.ApplyWithHooks(ctx, Owner{Name: "ttl", Namespace: "team-a"}, ns, set, HookOptions{HookTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("ApplyWithHooks: %v", err)
+	}
+	if want := []v1alpha1.ObjectReference{ref("", "v1", "ConfigMap", ns, "settings")}; !slices.Equal(res.Inventory, want) {
+		t.Errorf("inventory = %v, want %v", res.Inventory, want)
 	}
 }
