@@ -139,18 +139,33 @@ type ApprovalPolicyList struct {
 // cannot be changed once created: a different change, or a different
 // decision, needs a new Approval.
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an Approval approves one change and cannot be changed; create a new one"
+// +kubebuilder:validation:XValidation:rule="has(self.installation) != has(self.profile)",message="set spec.installation and spec.digest (one installation's change) or spec.profile, spec.revision and spec.step (one step of a profile's rollout)"
+// +kubebuilder:validation:XValidation:rule="has(self.installation) == has(self.digest)",message="spec.installation and spec.digest go together: the digest is the installation's status.change.digest"
+// +kubebuilder:validation:XValidation:rule="has(self.profile) == has(self.revision) && has(self.profile) == has(self.step)",message="spec.profile, spec.revision and spec.step go together: they name one step of one revision's rollout (status.rollout of the profile)"
 type ApprovalSpec struct {
 	// Installation is the ExtensionInstallation, in the Approval's
 	// namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +required
-	Installation string `json:"installation"`
+	// +optional
+	Installation string `json:"installation,omitempty"`
 	// Digest is the installation's status.change.digest that is
 	// approved: exactly that change, and nothing else.
 	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
-	// +required
-	Digest string `json:"digest"`
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// Profile is an ExtensionProfile whose spec.namespace is the
+	// Approval's namespace; Revision and Step name the rollout step the
+	// Approval lets start (spec.rollout.steps[].requireApproval).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Profile string `json:"profile,omitempty"`
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// +kubebuilder:validation:MaxLength=40
+	// +optional
+	Step string `json:"step,omitempty"`
 	// Approver is the user who approves. The API server sets it to the
 	// user who creates the Approval and refuses any other value
 	// (admission policies annex-approver, config/admission).
@@ -187,6 +202,8 @@ const (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:categories=annex
 // +kubebuilder:printcolumn:name="Installation",type=string,JSONPath=`.spec.installation`
+// +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.spec.profile`
+// +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.spec.step`
 // +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.spec.decision`
 // +kubebuilder:printcolumn:name="Approver",type=string,JSONPath=`.spec.approver`
 // +kubebuilder:printcolumn:name="Digest",type=string,priority=1,JSONPath=`.spec.digest`

@@ -26,6 +26,35 @@ type ManagedClusterSpec struct {
 	// +kubebuilder:validation:Pattern=`^v?[0-9]+\.[0-9]+\.[0-9]+$`
 	// +optional
 	UpgradeTarget string `json:"upgradeTarget,omitempty"`
+	// MaintenanceWindows are when a profile's rollout may change the
+	// cluster; none: at any time. A rollout waits for the next window of
+	// a cluster in its current step (status.rollout.waiting says which),
+	// unless the profile's spec.rollout.ignoreMaintenanceWindows is set.
+	// Installations the cluster's owners change themselves are not held.
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	// +optional
+	MaintenanceWindows []MaintenanceWindow `json:"maintenanceWindows,omitempty"`
+}
+
+// MaintenanceWindow is a recurring time in which a cluster may be
+// changed: it opens at each time Schedule names and stays open for
+// Duration.
+type MaintenanceWindow struct {
+	// Schedule is a cron expression of five fields (minute, hour, day of
+	// month, month, day of week), e.g. "0 2 * * 6" for Saturdays 02:00.
+	// +kubebuilder:validation:MinLength=9
+	// +kubebuilder:validation:MaxLength=100
+	// +required
+	Schedule string `json:"schedule"`
+	// Duration is how long each window stays open, at least a minute.
+	// +required
+	Duration metav1.Duration `json:"duration"`
+	// TimeZone is the IANA time zone Schedule is read in, e.g.
+	// "Europe/Berlin"; default UTC.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // DeletionPolicy is what happens to a cluster's installations when it is
