@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +30,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/names"
+	"github.com/annex-platform/annex/internal/rollout"
 )
 
 // Reconciler reconciles ExtensionProfiles.
@@ -43,9 +46,12 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=annex.dev,resources=managedclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=annex.dev,resources=approvals,verbs=get;list;watch
+// +kubebuilder:rbac:groups=annex.dev,resources=extensions,verbs=get;list;watch
 
-// Reconcile brings a profile's installations to what it says, then
-// reports them.
+// Reconcile brings a profile's installations to what it says, a revision
+// at a time and in the steps of its rollout, then reports them.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := &v1alpha1.ExtensionProfile{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
@@ -74,9 +80,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pl := decide(p, profiles.Items, clusters, installations.Items)
 	if err := r.ensureNamespace(ctx, ns); err != nil {
 		return ctrl.Result{}, err
+	}
+	catalog, err := r.catalog(ctx, p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	revs, err := r.revisions(ctx, p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	revs, newest, made, err := r.ensureRevision(ctx, p, revs, wantedRevision(p, catalog))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if made {
+		r.revisionMade(ctx, p, newest, revs[len(revs)-1].data)
+	}
+	data := map[int64]*v1alpha1.ProfileRevisionData{}
+	for _, rev := range revs {
+		data[rev.number] = rev.data
+	}
+	now := time.Now()
+	views := observe(p, profiles.Items, clusters, installations.Items, data, newest, revs[0].number,
+		func(c cluster) (rollout.WindowState, error) { return rollout.Window(c.windows, now) })
+	approvals, err := r.stepApprovals(ctx, p, newest)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ro := rollout.Decide(rollout.Input{
+		Profile: p.Name, Now: now, Strategy: p.Spec.Rollout, Revision: newest,
+		IgnoreWindows: data[newest].IgnoreMaintenanceWindows,
+		State:         p.Status.Rollout, Clusters: views,
+		Approved:      approvals.approved, Denied: approvals.denied,
+		Abort:         p.Annotations[v1alpha1.AnnotationRolloutAbort] == strconv.FormatInt(newest, 10),
+	})
+	moves := map[string]int64{}
+	for _, m := range ro.Moves {
+		moves[m.Cluster] = m.To
+	}
+	pl := decide(p, profiles.Items, clusters, installations.Items, revisionView{data: data, moves: moves, catalog: catalog, now: now})
+	// The rollout's place is written before any cluster is changed: a
+	// manager killed in between resumes at the same step.
+	if err := r.writeStatus(ctx, p, pl, owned(p, installations.Items), ro, len(pl.actions) > 0); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, e := range ro.Events {
+		r.record(ctx, p, e)
 	}
 	for _, a := range pl.actions {
 		if err := r.act(ctx, p, mcs, a); err != nil {
@@ -84,12 +135,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		r.tell(ctx, p, a)
 	}
-	if err := r.writeStatus(ctx, p, pl, owned(p, installations.Items)); err != nil {
+	inUse := map[int64]bool{newest: true, ro.State.StableRevision: true}
+	for _, v := range views {
+		inUse[v.Revision], inUse[v.Previous] = true, true
+	}
+	if err := r.prune(ctx, p, revs, inUse); err != nil {
 		return ctrl.Result{}, err
 	}
 	// Enforced installations being deleted are created again once gone;
 	// their deletion wakes the profile.
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: ro.RequeueAfter}, nil
+}
+
+// catalog reads the Extensions p names, by name; one the catalogs do not
+// offer (yet) is absent.
+func (r *Reconciler) catalog(ctx context.Context, p *v1alpha1.ExtensionProfile) (map[string]*v1alpha1.Extension, error) {
+	out := map[string]*v1alpha1.Extension{}
+	for _, ext := range p.Spec.Extensions {
+		e := &v1alpha1.Extension{}
+		err := r.Client.Get(ctx, types.NamespacedName{Name: ext.Name}, e)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[ext.Name] = e
+	}
+	return out, nil
 }
 
 func namespaceOf(p *v1alpha1.ExtensionProfile) string {
@@ -117,7 +190,7 @@ func (r *Reconciler) clusters(ctx context.Context, p *v1alpha1.ExtensionProfile)
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil, nil, err
 	}
-	out := []cluster{{name: "", defaults: map[string][]string{p.Name: defaultsIn(p.Annotations, p.Name)}}}
+	out := []cluster{{name: "", defaults: map[string][]string{p.Name: defaultsIn(p.Annotations, p.Name)}, reachable: true}}
 	byName := map[string]*v1alpha1.ManagedCluster{}
 	for i := range list.Items {
 		mc := &list.Items[i]
@@ -125,8 +198,9 @@ func (r *Reconciler) clusters(ctx context.Context, p *v1alpha1.ExtensionProfile)
 			continue
 		}
 		byName[mc.Name] = mc
+		reachable := !meta.IsStatusConditionFalse(mc.Status.Conditions, v1alpha1.ConditionReachable)
 		out = append(out, cluster{name: mc.Name, labels: mc.Labels, annotations: mc.Annotations, version: mc.Status.KubernetesVersion,
-			defaults: map[string][]string{p.Name: defaultsIn(mc.Annotations, p.Name)}})
+			defaults: map[string][]string{p.Name: defaultsIn(mc.Annotations, p.Name)}, reachable: reachable, windows: mc.Spec.MaintenanceWindows})
 	}
 	return out, byName, nil
 }
@@ -150,18 +224,18 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs 
 			return err
 		}
 		inst := &v1alpha1.ExtensionInstallation{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespaceOf(p), Name: a.name, Labels: profileLabels(p, a.want.cluster)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespaceOf(p), Name: a.name},
 			Spec:       spec,
 		}
+		stamp(inst, p, a.want)
 		return client.IgnoreAlreadyExists(r.Client.Create(ctx, inst))
+	case actRelabel:
+		inst := a.existing.DeepCopy()
+		stamp(inst, p, a.want)
+		return r.Client.Update(ctx, inst)
 	case actUpdate:
 		inst := a.existing.DeepCopy()
-		if inst.Labels == nil {
-			inst.Labels = map[string]string{}
-		}
-		for k, v := range profileLabels(p, a.want.cluster) {
-			inst.Labels[k] = v
-		}
+		stamp(inst, p, a.want)
 		spec, err := desiredSpec(p, a.want)
 		if err != nil {
 			return err
@@ -182,6 +256,29 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs 
 // name longer than a label value is shortened (names.LabelValue).
 func profileLabels(p *v1alpha1.ExtensionProfile, cluster string) map[string]string {
 	return map[string]string{v1alpha1.LabelProfile: p.Name, v1alpha1.LabelProfileCluster: names.LabelValue(clusterLabel(cluster))}
+}
+
+// stamp writes into inst's labels the profile, the cluster and the
+// revision it is written from; a rollout's move also records when, and
+// the revision it ran before.
+func stamp(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProfile, w want) {
+	if inst.Labels == nil {
+		inst.Labels = map[string]string{}
+	}
+	for k, v := range profileLabels(p, w.cluster) {
+		inst.Labels[k] = v
+	}
+	inst.Labels[v1alpha1.LabelProfileRevision] = revisionLabel(w.revision)
+	if !w.moved {
+		return
+	}
+	if inst.Annotations == nil {
+		inst.Annotations = map[string]string{}
+	}
+	inst.Annotations[v1alpha1.AnnotationProfileRevisionAt] = w.now.UTC().Format(time.RFC3339)
+	if w.previous != w.revision {
+		inst.Annotations[v1alpha1.AnnotationProfilePreviousRevision] = revisionLabel(w.previous)
+	}
 }
 
 // recordDefault adds ext to the Default extensions p has given a cluster
@@ -252,9 +349,15 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, name string) error {
 const maxNotReady = 10
 
 // writeStatus aggregates the profile's installations.
-func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfile, pl plan, installations []v1alpha1.ExtensionInstallation) error {
+// The write is conditional on the profile's resourceVersion whenever
+// clusters are about to be changed (fenced): a manager that read an old
+// rollout state changes nothing.
+func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfile, pl plan, installations []v1alpha1.ExtensionInstallation,
+	ro rollout.Plan, fenced bool) error {
 	before := p.DeepCopy()
 	st := &p.Status
+	st.Rollout = ro.State.DeepCopy()
+	rolloutConditions(p, ro.State)
 	st.ObservedGeneration = p.Generation
 	st.MatchingClusters = int32(pl.matching)
 	st.Installations = int32(len(installations))
@@ -321,10 +424,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 		cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonProgressing,
 			fmt.Sprintf("%d of %d installations on %d clusters are Ready", st.ReadyInstallations, st.Installations+created, st.MatchingClusters))
 	}
-	if equality.Semantic.DeepEqual(before.Status, *st) {
+	if equality.Semantic.DeepEqual(before.Status, *st) && !fenced {
 		return nil
 	}
-	return r.Client.Status().Patch(ctx, p, client.MergeFrom(before))
+	return r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
 // SetupWithManager watches profiles, the ManagedClusters they select (any
@@ -347,10 +450,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return nil
 	}
+	// A catalog's new version within a range makes a new revision.
+	namingExtension := func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list v1alpha1.ExtensionProfileList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, p := range list.Items {
+			if slices.ContainsFunc(p.Spec.Extensions, func(e v1alpha1.ProfileExtension) bool { return e.Name == o.GetName() }) {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+			}
+		}
+		return out
+	}
+	approvalOf := func(_ context.Context, o client.Object) []reconcile.Request {
+		if a, ok := o.(*v1alpha1.Approval); ok && a.Spec.Profile != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.Spec.Profile}}}
+		}
+		return nil
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("extensionprofile").
 		For(&v1alpha1.ExtensionProfile{}).
 		Watches(&v1alpha1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(allProfiles)).
 		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(profileOf)).
+		Watches(&v1alpha1.Extension{}, handler.EnqueueRequestsFromMapFunc(namingExtension)).
+		Watches(&v1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(approvalOf)).
 		Complete(r)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,13 +28,36 @@ type cluster struct {
 	// defaults are the extensions each profile has created here in Default
 	// mode (by profile name).
 	defaults map[string][]string
+	// reachable is false while the ManagedCluster's Reachable condition
+	// is False; windows are its maintenance windows.
+	reachable bool
+	windows   []v1alpha1.MaintenanceWindow
+	// revision is the profile revision the cluster's installations were
+	// last written from (observe), 0 when none.
+	revision int64
+}
+
+// revisionView tells decide which revision of the profile each cluster
+// is written from: the one it runs, or the one a rollout moves it to.
+type revisionView struct {
+	data    map[int64]*v1alpha1.ProfileRevisionData
+	moves   map[string]int64 // by cluster name
+	catalog map[string]*v1alpha1.Extension
+	now     time.Time
 }
 
 // want is one installation the profile should hold.
 type want struct {
 	cluster string
-	ext     v1alpha1.ProfileExtension
-	vars    clusterVars
+	// ext is the revision's extension, its version the one for this
+	// cluster.
+	ext  v1alpha1.ProfileExtension
+	vars clusterVars
+	// revision the installation is written from; moved is set when a
+	// rollout moves the cluster to it from previous, at now.
+	revision, previous int64
+	moved              bool
+	now                time.Time
 }
 
 // action is one change the planner asks for.
@@ -54,6 +79,9 @@ const (
 	actRemove
 	// remember that a Default extension was created on a cluster.
 	actRecordDefault
+	// write a rollout's revision into the labels of a Default
+	// installation, whose spec is its owners'.
+	actRelabel
 )
 
 // plan is what one reconcile of a profile decides: pure, from values.
@@ -68,14 +96,21 @@ type plan struct {
 
 // decide compares what profile p should hold with what exists.
 // installations are those in p's namespace; all is every profile, for the
-// conflict rule; clusters are the ManagedClusters (not being deleted).
+// conflict rule; clusters are the ManagedClusters (not being deleted);
+// revs says which revision each selected cluster is written from. A
+// cluster that runs no revision and is not moved keeps what it has.
 func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clusters []cluster,
-	installations []v1alpha1.ExtensionInstallation) plan {
+	installations []v1alpha1.ExtensionInstallation, revs revisionView) plan {
 	var out plan
 	out.invalid = map[string]string{}
 	byName := map[string]*v1alpha1.ExtensionInstallation{}
+	onCluster := map[string][]*v1alpha1.ExtensionInstallation{}
 	for i := range installations {
-		byName[installations[i].Name] = &installations[i]
+		inst := &installations[i]
+		byName[inst.Name] = inst
+		if inst.Labels[v1alpha1.LabelProfile] == p.Name {
+			onCluster[inst.Spec.Cluster] = append(onCluster[inst.Spec.Cluster], inst)
+		}
 	}
 	wanted := map[string]bool{}
 	for _, c := range clusters {
@@ -83,7 +118,23 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 			continue
 		}
 		out.matching++
-		for _, ext := range p.Spec.Extensions {
+		rev, moved := revs.moves[c.name]
+		if !moved {
+			rev = c.revision
+		}
+		data := revs.data[rev]
+		if data == nil {
+			// Not reached by a rollout yet (or moved to no revision: a
+			// first rollout rolled back): what it has stays until moved.
+			if !moved {
+				for _, inst := range onCluster[c.name] {
+					wanted[inst.Name] = true
+				}
+			}
+			continue
+		}
+		for _, rext := range data.Extensions {
+			ext := rext.ProfileExtension
 			name := fleet.InstallationName(ext.Name, c.name)
 			if w := winner(all, c, ext.Name); w != p.Name {
 				out.conflicts = append(out.conflicts, ext.Name+" on "+clusterLabel(c.name)+": profile "+w)
@@ -92,7 +143,8 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 			}
 			wanted[name] = true
 			existing := byName[name]
-			w := want{cluster: c.name, ext: ext, vars: varsOf(c)}
+			ext.Version = versionFor(rext, revs.catalog, c.version)
+			w := want{cluster: c.name, ext: ext, vars: varsOf(c), revision: rev, previous: c.revision, moved: moved, now: revs.now}
 			if _, err := desiredSpec(p, w); err != nil {
 				out.invalid[ext.Name] = err.Error() // the same for every cluster: reported once
 				continue
@@ -117,6 +169,14 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 				// Created before the record was written (a crash between
 				// the two): record it now.
 				out.actions = append(out.actions, action{kind: actRecordDefault, name: name, want: w})
+				if existing.Labels[v1alpha1.LabelProfileRevision] != revisionLabel(rev) {
+					out.actions = append(out.actions, action{kind: actRelabel, name: name, want: w, existing: existing})
+				}
+			case existing.DeletionTimestamp.IsZero() && existing.Labels[v1alpha1.LabelProfile] == p.Name &&
+				existing.Labels[v1alpha1.LabelProfileRevision] != revisionLabel(rev):
+				// A Default installation (or an Enforced one as the
+				// revision says): only its revision label changes.
+				out.actions = append(out.actions, action{kind: actRelabel, name: name, want: w, existing: existing})
 			}
 		}
 	}
@@ -129,6 +189,8 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 	sort.Strings(out.conflicts)
 	return out
 }
+
+func revisionLabel(rev int64) string { return strconv.FormatInt(rev, 10) }
 
 // selects reports whether p gives cluster c its extensions.
 func selects(p *v1alpha1.ExtensionProfile, c cluster) bool {
@@ -200,7 +262,7 @@ func matchesWant(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProf
 		return true // nothing to converge to; decide reports it
 	}
 	s := inst.Spec
-	return inst.Labels[v1alpha1.LabelProfile] == p.Name &&
+	return inst.Labels[v1alpha1.LabelProfile] == p.Name && inst.Labels[v1alpha1.LabelProfileRevision] == revisionLabel(w.revision) &&
 		s.Extension == d.Extension && s.Version == d.Version && s.Cluster == d.Cluster &&
 		s.TargetNamespace == d.TargetNamespace && s.Upgrade.AllowDowngrade == d.Upgrade.AllowDowngrade &&
 		equality.Semantic.DeepEqual(s.Values, d.Values) &&

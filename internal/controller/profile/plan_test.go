@@ -25,15 +25,26 @@ func inst(name, profile, cluster, ext string) v1alpha1.ExtensionInstallation {
 	if profile != "" {
 		i.Labels[v1alpha1.LabelProfile] = profile
 		i.Labels[v1alpha1.LabelProfileCluster] = cluster
+		i.Labels[v1alpha1.LabelProfileRevision] = "1"
 	}
 	return i
+}
+
+// allAtOnce is the view of the default rollout of p's first revision:
+// every cluster moved to it at once.
+func allAtOnce(p *v1alpha1.ExtensionProfile, clusters []cluster) revisionView {
+	v := revisionView{data: map[int64]*v1alpha1.ProfileRevisionData{1: wantedRevision(p, nil)}, moves: map[string]int64{}}
+	for _, c := range clusters {
+		v.moves[c.name] = 1
+	}
+	return v
 }
 
 // kinds summarises a plan's actions as "kind:name".
 func kinds(pl plan) []string {
 	var out []string
 	for _, a := range pl.actions {
-		out = append(out, []string{"create", "update", "remove", "record"}[a.kind]+":"+a.name)
+		out = append(out, []string{"create", "update", "remove", "record", "relabel"}[a.kind]+":"+a.name)
 	}
 	return out
 }
@@ -84,7 +95,7 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			all := append([]v1alpha1.ExtensionProfile{tc.p}, tc.others...)
-			pl := decide(&tc.p, all, tc.clusters, tc.existing)
+			pl := decide(&tc.p, all, tc.clusters, tc.existing, allAtOnce(&tc.p, tc.clusters))
 			got := kinds(pl)
 			if len(got) != len(tc.want) {
 				t.Fatalf("actions %v, want %v", got, tc.want)

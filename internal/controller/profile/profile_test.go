@@ -104,8 +104,11 @@ func TestProfile(t *testing.T) {
 	must(t, env.Client.Delete(ctx, &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p-tool-edge"}}))
 	awaitReady(t, ns, "p-tool-edge", "1.0.0")
 	got := awaitReady(t, ns, "p-tool", "1.0.0")
-	if got.Spec.Version != "1.x" {
-		t.Fatalf("the Enforced installation's version is %q, want the profile's 1.x", got.Spec.Version)
+	// The profile's revision resolved 1.x to 1.0.0 for the fleet: an
+	// Enforced installation is held at it, and moves when a revision does.
+	if got.Spec.Version != "1.0.0" || got.Labels[v1alpha1.LabelProfileRevision] != "1" {
+		t.Fatalf("the Enforced installation's version is %q (revision %q), want the revision's target 1.0.0 (revision 1)",
+			got.Spec.Version, got.Labels[v1alpha1.LabelProfileRevision])
 	}
 	time.Sleep(2 * time.Second) // a Default deleted must stay deleted, not come back late
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-app-edge"}, &v1alpha1.ExtensionInstallation{}); !apierrors.IsNotFound(err) {

@@ -50,7 +50,7 @@ func TestDecideExpandsPerCluster(t *testing.T) {
 	p.Spec.Extensions[0].Values = &apiextensionsv1.JSON{Raw: []byte(`{"region":"{{ .cluster.labels.region }}"}`)}
 	eu := cluster{name: "eu-1", labels: map[string]string{"env": "prod", "region": "eu"}}
 	bare := cluster{name: "bare", labels: map[string]string{"env": "prod"}}
-	pl := decide(&p, []v1alpha1.ExtensionProfile{p}, []cluster{eu, bare}, nil)
+	pl := decide(&p, []v1alpha1.ExtensionProfile{p}, []cluster{eu, bare}, nil, allAtOnce(&p, []cluster{eu, bare}))
 	if got := kinds(pl); len(got) != 1 || got[0] != "create:hello-eu-1" {
 		t.Fatalf("actions %v, want only hello-eu-1 created", got)
 	}

@@ -1,0 +1,130 @@
+package profile
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/rollout"
+)
+
+// failedReasons are the Ready reasons of an installation that failed for
+// good: it will not become Ready without a change of its spec.
+var failedReasons = []string{v1alpha1.ReasonRolledBack, v1alpha1.ReasonInstallFailed, v1alpha1.ReasonApprovalDenied}
+
+// observe reads, for every cluster p selects, which revision its
+// installations were written from and how they stand (pure). adopt is
+// the revision an installation written before revisions existed counts
+// as (the profile's oldest). It sets each cluster's revision and returns
+// the rollout's view of them.
+func observe(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clusters []cluster,
+	installations []v1alpha1.ExtensionInstallation, revs map[int64]*v1alpha1.ProfileRevisionData, newest, adopt int64,
+	window func(cluster) (rollout.WindowState, error)) []rollout.Cluster {
+	onCluster := map[string][]*v1alpha1.ExtensionInstallation{}
+	for i := range installations {
+		inst := &installations[i]
+		if inst.Labels[v1alpha1.LabelProfile] == p.Name {
+			onCluster[inst.Spec.Cluster] = append(onCluster[inst.Spec.Cluster], inst)
+		}
+	}
+	var out []rollout.Cluster
+	for ci := range clusters {
+		c := &clusters[ci]
+		if !selects(p, *c) {
+			continue
+		}
+		rc := rollout.Cluster{Name: c.name, Labels: c.labels, Reachable: c.reachable, Health: rollout.Ready}
+		rc.Window, rc.WindowErr = window(*c)
+		insts := onCluster[c.name]
+		if len(insts) == 0 && holdsNothing(p, all, *c, revs[newest]) {
+			// The newest revision gives it nothing to hold (its owners
+			// deleted every Default one): it runs that revision.
+			rc.Revision = newest
+		}
+		seen := map[int64]bool{}
+		for _, inst := range insts {
+			rev := adopt
+			if v, err := strconv.ParseInt(inst.Labels[v1alpha1.LabelProfileRevision], 10, 64); err == nil {
+				rev = v
+			}
+			seen[rev] = true
+			if rev > rc.Revision {
+				rc.Revision = rev
+			}
+		}
+		rc.Partial = len(seen) > 1
+		for _, inst := range insts {
+			if rev, err := strconv.ParseInt(inst.Labels[v1alpha1.LabelProfileRevision], 10, 64); err == nil && rev != rc.Revision {
+				continue
+			}
+			if prev, err := strconv.ParseInt(inst.Annotations[v1alpha1.AnnotationProfilePreviousRevision], 10, 64); err == nil {
+				rc.Previous = prev
+			}
+			if at, err := time.Parse(time.RFC3339, inst.Annotations[v1alpha1.AnnotationProfileRevisionAt]); err == nil && at.After(rc.ChangedAt) {
+				rc.ChangedAt = at
+			}
+			health(inst, &rc)
+		}
+		c.revision = rc.Revision
+		out = append(out, rc)
+	}
+	return out
+}
+
+// holdsNothing reports whether data gives p nothing to hold on c: every
+// extension is a Default one its owners deleted, or another profile's.
+func holdsNothing(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, c cluster, data *v1alpha1.ProfileRevisionData) bool {
+	if data == nil {
+		return false
+	}
+	for _, ext := range data.Extensions {
+		if winner(all, c, ext.Name) != p.Name {
+			continue
+		}
+		if ext.Mode == v1alpha1.ProfileModeEnforced || !slices.Contains(c.defaults[p.Name], ext.Name) {
+			return false
+		}
+	}
+	return true
+}
+
+// health folds one installation into its cluster's health: the cluster is
+// Ready when every installation is Ready with its current spec, Failed
+// when one failed for good, else Progressing.
+func health(inst *v1alpha1.ExtensionInstallation, rc *rollout.Cluster) {
+	ready := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
+	stalled := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionStalled)
+	current := func(c *metav1.Condition) bool { return c != nil && c.ObservedGeneration == inst.Generation }
+	h := rollout.Progressing
+	switch {
+	case !inst.DeletionTimestamp.IsZero():
+	case current(ready) && ready.Status == metav1.ConditionTrue:
+		h = rollout.Ready
+	case current(stalled) && stalled.Status == metav1.ConditionTrue,
+		current(ready) && ready.Status == metav1.ConditionFalse && slices.Contains(failedReasons, ready.Reason):
+		h = rollout.Failed
+	}
+	if rank(h) > rank(rc.Health) {
+		rc.Health = h
+		rc.Extension = inst.Spec.Extension
+		rc.Reason, rc.Message = "", ""
+		if ready != nil && h != rollout.Ready {
+			rc.Reason, rc.Message = ready.Reason, ready.Message
+		}
+	}
+}
+
+// rank orders health from best to worst.
+func rank(h rollout.Health) int {
+	switch h {
+	case rollout.Ready:
+		return 0
+	case rollout.Progressing:
+		return 1
+	}
+	return 2
+}
