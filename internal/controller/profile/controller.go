@@ -113,8 +113,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Profile: p.Name, Now: now, Strategy: p.Spec.Rollout, Revision: newest,
 		IgnoreWindows: data[newest].IgnoreMaintenanceWindows,
 		State:         p.Status.Rollout, Clusters: views,
-		Approved:      approvals.approved, Denied: approvals.denied,
-		Abort:         p.Annotations[v1alpha1.AnnotationRolloutAbort] == strconv.FormatInt(newest, 10),
+		Approved: approvals.approved, Denied: approvals.denied,
+		Abort: p.Annotations[v1alpha1.AnnotationRolloutAbort] == strconv.FormatInt(newest, 10),
 	})
 	moves := map[string]int64{}
 	for _, m := range ro.Moves {
