@@ -1,0 +1,291 @@
+package profile_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
+)
+
+// history is what a watch of the hub's installations saw: when each
+// cluster's installation was given a version, and when it was Ready with
+// it. It observes; it decides nothing.
+type history struct {
+	mu sync.Mutex
+	// changed[cluster][version] and ready[cluster][version] are the
+	// first times seen.
+	changed, ready map[string]map[string]time.Time
+	// busy is the most clusters seen changed and not Ready at once.
+	busy, maxBusy int
+	inFlight      map[string]bool
+}
+
+func watchHistory(t *testing.T, ns string) *history {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := wc.Watch(ctx, &v1alpha1.ExtensionInstallationList{}, client.InNamespace(ns))
+	must(t, err)
+	h := &history{changed: map[string]map[string]time.Time{}, ready: map[string]map[string]time.Time{}, inFlight: map[string]bool{}}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			inst, ok := ev.Object.(*v1alpha1.ExtensionInstallation)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			h.see(inst, time.Now())
+		}
+	}()
+	return h
+}
+
+func (h *history) see(inst *v1alpha1.ExtensionInstallation, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, v := inst.Spec.Cluster, inst.Spec.Version
+	if h.changed[c] == nil {
+		h.changed[c], h.ready[c] = map[string]time.Time{}, map[string]time.Time{}
+	}
+	if _, ok := h.changed[c][v]; !ok {
+		h.changed[c][v] = now
+	}
+	ready := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
+	isReady := ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == inst.Generation && inst.Status.InstalledVersion == v
+	if isReady {
+		if _, ok := h.ready[c][v]; !ok {
+			h.ready[c][v] = now
+		}
+	}
+	h.inFlight[c] = !isReady
+	n := 0
+	for _, busy := range h.inFlight {
+		if busy {
+			n++
+		}
+	}
+	h.maxBusy = max(h.maxBusy, n)
+}
+
+// waves orders the clusters that were given version by when.
+func (h *history) waves(version string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for c, vs := range h.changed {
+		if _, ok := vs[version]; ok {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return h.changed[out[i]][version].Before(h.changed[out[j]][version]) })
+	return out
+}
+
+func (h *history) at(m map[string]map[string]time.Time, cluster, version string) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return m[cluster][version]
+}
+
+func (h *history) resetBusy() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.maxBusy = 0
+}
+
+// rolloutFleet registers n ManagedClusters r00… labelled env=prod that
+// share one member API server, as the fleet simulation does; the charts
+// name their objects after the release, which is per cluster.
+func rolloutFleet(t *testing.T, ns string, n int, charts ...helmrepo.Chart) []string {
+	t.Helper()
+	ctx := context.Background()
+	repo := helmrepo.NewServer(t, charts...)
+	member := testenv.Start(t)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	must(t, member.WriteKubeconfig(path))
+	kubeconfig, err := os.ReadFile(path)
+	must(t, err)
+	must(t, member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "member"}, Data: map[string][]byte{"kubeconfig": kubeconfig}},
+		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}},
+	}
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%02d", ns, i)
+		names = append(names, name)
+		objs = append(objs, &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"fleet": ns}},
+			Spec: v1alpha1.ManagedClusterSpec{KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Namespace: ns, Name: "member", Key: "kubeconfig"}}})
+	}
+	for _, o := range objs {
+		must(t, env.Client.Create(ctx, o))
+	}
+	return names
+}
+
+func configMapChart(name, version string) helmrepo.Chart {
+	return helmrepo.Chart{Name: name, Version: version, Files: map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata: {v: {{ .Chart.Version | quote }}}\n"}}
+}
+
+// brokenChart renders a Deployment: no controller runs in the test API
+// server, so it never becomes Available.
+func brokenChart(name, version string) helmrepo.Chart {
+	return helmrepo.Chart{Name: name, Version: version, Files: map[string]string{"templates/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec: {containers: [{name: app, image: "registry.k8s.io/pause:3.10"}]}
+`}}
+}
+
+func getProfile(t *testing.T, name string) *v1alpha1.ExtensionProfile {
+	t.Helper()
+	p := &v1alpha1.ExtensionProfile{}
+	must(t, env.Client.Get(context.Background(), client.ObjectKey{Name: name}, p))
+	return p
+}
+
+func awaitRollout(t *testing.T, name string, revision int64, phase v1alpha1.RolloutPhase) *v1alpha1.ExtensionProfile {
+	t.Helper()
+	var p *v1alpha1.ExtensionProfile
+	testenv.Eventually(t, 3*time.Minute, func() error {
+		p = getProfile(t, name)
+		ro := p.Status.Rollout
+		if ro == nil || ro.Revision != revision || ro.Phase != phase {
+			return fmt.Errorf("rollout %+v, want revision %d %s", ro, revision, phase)
+		}
+		return nil
+	})
+	return p
+}
+
+func setProfileVersion(t *testing.T, name, version string) {
+	t.Helper()
+	p := getProfile(t, name)
+	patch := client.MergeFrom(p.DeepCopy())
+	p.Spec.Extensions[0].Version = version
+	must(t, env.Client.Patch(context.Background(), p, patch))
+}
+
+// TestRolloutInSteps rolls a version over twelve clusters canary first,
+// then two, then the rest, never more than three changing at once; then
+// a version that never becomes healthy halts on the canary, which is
+// rolled back while no other cluster is touched.
+func TestRolloutInSteps(t *testing.T) {
+	const ns = "waves"
+	clusters := rolloutFleet(t, ns, 12, configMapChart("w-app", "1.0.0"), configMapChart("w-app", "1.1.0"), brokenChart("w-app", "2.0.0"))
+	h := watchHistory(t, ns)
+	one, pct, three := intstr.FromInt32(1), intstr.FromString("10%"), intstr.FromInt32(3)
+	p := &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: "waves"}, Spec: v1alpha1.ExtensionProfileSpec{
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": ns}},
+		Namespace:       ns,
+		Extensions:      []v1alpha1.ProfileExtension{{Name: "w-app", Version: "1.0.0", Mode: v1alpha1.ProfileModeEnforced}},
+		Rollout: &v1alpha1.RolloutStrategy{MaxConcurrent: &three, Steps: []v1alpha1.RolloutStep{
+			{Name: "canary", Clusters: &one, Timeout: &metav1.Duration{Duration: 20 * time.Second}},
+			{Name: "ten", Clusters: &pct},
+		}},
+	}}
+	must(t, env.Client.Create(context.Background(), p))
+	awaitRollout(t, "waves", 1, v1alpha1.RolloutComplete)
+
+	// Revision 2: canary → 10 % (two of eleven, rounded up) → rest.
+	h.resetBusy()
+	setProfileVersion(t, "waves", "1.1.0")
+	done := awaitRollout(t, "waves", 2, v1alpha1.RolloutComplete)
+	if c := done.Status.Rollout.Counts; c.Done != 12 || c.Failed != 0 {
+		t.Fatalf("counts %+v", c)
+	}
+	order := h.waves("1.1.0")
+	if len(order) != 12 {
+		t.Fatalf("%d clusters got 1.1.0: %v", len(order), order)
+	}
+	readyBy := func(cs []string) time.Time {
+		var last time.Time
+		for _, c := range cs {
+			r := h.at(h.ready, c, "1.1.0")
+			if r.IsZero() {
+				t.Fatalf("%s never seen Ready with 1.1.0", c)
+			}
+			last = maxTime(last, r)
+		}
+		return last
+	}
+	for _, wave := range []struct {
+		name          string
+		before, after []string
+	}{
+		{"ten after canary", order[:1], order[1:3]},
+		{"rest after ten", order[1:3], order[3:]},
+	} {
+		end := readyBy(wave.before)
+		for _, c := range wave.after {
+			if at := h.at(h.changed, c, "1.1.0"); at.Before(end) {
+				t.Errorf("%s: %s changed at %s, before the earlier step was Ready at %s", wave.name, c, at.Format(time.StampMilli), end.Format(time.StampMilli))
+			}
+		}
+	}
+	if h.maxBusy > 3 {
+		t.Errorf("%d clusters changing at once, maxConcurrent is 3", h.maxBusy)
+	}
+
+	// Revision 3 never becomes healthy: the canary fails its step, the
+	// rollout halts and returns it to 1.1.0; nobody else changes.
+	setProfileVersion(t, "waves", "2.0.0")
+	halted := awaitRollout(t, "waves", 3, v1alpha1.RolloutRolledBack)
+	if got := h.waves("2.0.0"); len(got) != 1 || got[0] != order[0] {
+		t.Fatalf("2.0.0 reached %v, want only the canary %s", got, order[0])
+	}
+	ro := halted.Status.Rollout
+	if ro.Counts.RolledBack != 1 || len(ro.Failures) != 0 && ro.Failures[0].Cluster != order[0] ||
+		!meta.IsStatusConditionTrue(halted.Status.Conditions, v1alpha1.ConditionHalted) {
+		t.Fatalf("rollout %+v, conditions %+v", ro, halted.Status.Conditions)
+	}
+	awaitReady(t, ns, "w-app-"+order[0], "1.1.0")
+	for _, c := range clusters {
+		inst := &v1alpha1.ExtensionInstallation{}
+		must(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "w-app-" + c}, inst))
+		if inst.Spec.Version != "1.1.0" || inst.Labels[v1alpha1.LabelProfileRevision] != "2" {
+			t.Errorf("%s: version %s at revision %s after the rollback, want 1.1.0 at 2", c, inst.Spec.Version, inst.Labels[v1alpha1.LabelProfileRevision])
+		}
+	}
+	// The halted revision stays halted: nothing more changes.
+	time.Sleep(3 * time.Second)
+	if got := h.waves("2.0.0"); len(got) != 1 {
+		t.Fatalf("2.0.0 reached %v after the halt", got)
+	}
+	if !slices.Contains(clusters, order[0]) {
+		t.Fatalf("canary %s is not one of the fleet", order[0])
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
