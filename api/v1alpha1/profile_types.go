@@ -74,6 +74,8 @@ type RolloutStrategy struct {
 	// the whole rollout and its rollback (a count, or a percentage of the
 	// clusters the profile selects, rounded up). Unset: no limit.
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern=`^(100|[1-9]?[0-9])%$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 0",message="a count (0 or more) or a percentage from 0% to 100%"
 	// +optional
 	MaxConcurrent *intstr.IntOrString `json:"maxConcurrent,omitempty"`
 	// OnFailure is what a halted rollout does: Rollback (default) returns
@@ -113,6 +115,8 @@ type RolloutStep struct {
 	// Clusters are taken in the order of their names' hashes, the same
 	// for every revision, so a canary stays the canary.
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern=`^(100|[1-9]?[0-9])%$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 0",message="a count (0 or more) or a percentage from 0% to 100%"
 	// +optional
 	Clusters *intstr.IntOrString `json:"clusters,omitempty"`
 	// MaxUnavailable is the step's failure budget: how many of its
@@ -120,6 +124,8 @@ type RolloutStep struct {
 	// rounded down) before the rollout halts. Default 0: the first
 	// failure halts.
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern=`^(100|[1-9]?[0-9])%$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 0",message="a count (0 or more) or a percentage from 0% to 100%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 	// Timeout is how long a cluster of the step may take to be Ready

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,3 +290,46 @@ func maxTime(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// TestRolloutValidation: the API server refuses a step count, budget or
+// concurrency that is neither a count nor a percentage up to 100 %, and
+// duplicate step names, naming the field.
+func TestRolloutValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*v1alpha1.RolloutStrategy)
+		refused string // a part of the message; "" for accepted
+	}{
+		// A count and a percentage are both fine.
+		{"count and percent", func(s *v1alpha1.RolloutStrategy) {
+			s.MaxConcurrent = ptrTo(intstr.FromInt32(50))
+			s.Steps[0].Clusters = ptrTo(intstr.FromString("10%"))
+		}, ""},
+		// Past 100 % is refused.
+		{"over 100%", func(s *v1alpha1.RolloutStrategy) { s.Steps[0].MaxUnavailable = ptrTo(intstr.FromString("150%")) }, "should match"},
+		// A word is neither.
+		{"word", func(s *v1alpha1.RolloutStrategy) { s.Steps[0].Clusters = ptrTo(intstr.FromString("half")) }, "should match"},
+		// A negative count is refused.
+		{"negative", func(s *v1alpha1.RolloutStrategy) { s.MaxConcurrent = ptrTo(intstr.FromInt32(-1)) }, "a count (0 or more)"},
+		// Step names are unique.
+		{"duplicate step", func(s *v1alpha1.RolloutStrategy) { s.Steps = append(s.Steps, s.Steps[0]) }, "must be unique"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &v1alpha1.RolloutStrategy{Steps: []v1alpha1.RolloutStep{{Name: "canary"}}}
+			tc.mutate(s)
+			p := &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: "valid-" + strings.ReplaceAll(tc.name, " ", "-")},
+				Spec: v1alpha1.ExtensionProfileSpec{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"none": "x"}},
+					Extensions: []v1alpha1.ProfileExtension{{Name: "nothing"}}, Rollout: s}}
+			p.Name = strings.ReplaceAll(p.Name, "%", "")
+			err := env.Client.Create(context.Background(), p, client.DryRunAll)
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
+				t.Fatalf("err %v, want it to say %q", err, tc.refused)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
