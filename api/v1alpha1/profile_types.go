@@ -113,7 +113,9 @@ type RolloutStep struct {
 	// step chose, and the selector matches) the step takes: a count, or a
 	// percentage of them rounded up (at least one). Unset: all of them.
 	// Clusters are taken in the order of their names' hashes, the same
-	// for every revision, so a canary stays the canary.
+	// for every revision, so a canary stays the canary; unreachable
+	// clusters are taken last, so that a count is of clusters that can
+	// tell whether the revision works.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:Pattern=`^(100|[1-9]?[0-9])%$`
 	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 0",message="a count (0 or more) or a percentage from 0% to 100%"

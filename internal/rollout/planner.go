@@ -215,6 +215,10 @@ func assign(in Input) ([]step, []int) {
 			}
 		}
 		if n := count(rs.Clusters, len(chosen)); n < len(chosen) {
+			// A count takes the clusters the revision already reached
+			// first (so a step keeps its members), and unreachable ones
+			// last (a canary that cannot be reached tells nothing).
+			slices.SortStableFunc(chosen, func(a, b int) int { return tier(in, a) - tier(in, b) })
 			rest = append(rest, chosen[n:]...)
 			chosen = chosen[:n]
 			slices.SortFunc(rest, func(a, b int) int { return slices.Index(order, a) - slices.Index(order, b) })
@@ -234,6 +238,18 @@ func assign(in Input) ([]step, []int) {
 		}
 	}
 	return steps, stepOf
+}
+
+// tier orders a step's candidates: reached by the revision, reachable,
+// unreachable.
+func tier(in Input, i int) int {
+	switch c := in.Clusters[i]; {
+	case c.Revision == in.Revision:
+		return 0
+	case c.Reachable:
+		return 1
+	}
+	return 2
 }
 
 func selector(ls *metav1.LabelSelector) labels.Selector {

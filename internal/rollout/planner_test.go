@@ -289,3 +289,19 @@ func TestThousandClusters(t *testing.T) {
 		t.Fatalf("moved %d; per step %v", len(seenStep), counts)
 	}
 }
+
+// An unreachable cluster is not a canary: the step takes a reachable one,
+// and the unreachable one waits in the rest, skipped.
+func TestUnreachableIsNoCanary(t *testing.T) {
+	cs := fleet(10, 1)
+	first := Decide(Input{Now: t0, Strategy: canary(), Revision: 2, Clusters: cs}).Moves[0].Cluster
+	for i := range cs {
+		if cs[i].Name == first {
+			cs[i].Reachable = false
+		}
+	}
+	pl := Decide(Input{Now: t0, Strategy: canary(), Revision: 2, Clusters: cs})
+	if len(pl.Moves) != 1 || pl.Moves[0].Cluster == first || pl.State.Phase != v1alpha1.RolloutProgressing {
+		t.Fatalf("moves %v (unreachable %s), phase %s", pl.Moves, first, pl.State.Phase)
+	}
+}

@@ -117,6 +117,14 @@ func (h *history) resetBusy() {
 // name their objects after the release, which is per cluster.
 func rolloutFleet(t *testing.T, ns string, n int, charts ...helmrepo.Chart) []string {
 	t.Helper()
+	names, _, _ := rolloutFleetWith(t, ns, n, charts...)
+	return names
+}
+
+// rolloutFleetWith is rolloutFleet, also returning the chart repository
+// (its catalog syncs every two seconds) and the member's kubeconfig.
+func rolloutFleetWith(t *testing.T, ns string, n int, charts ...helmrepo.Chart) ([]string, *helmrepo.Server, []byte) {
+	t.Helper()
 	ctx := context.Background()
 	repo := helmrepo.NewServer(t, charts...)
 	member := testenv.Start(t)
@@ -128,7 +136,8 @@ func rolloutFleet(t *testing.T, ns string, n int, charts ...helmrepo.Chart) []st
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "member"}, Data: map[string][]byte{"kubeconfig": kubeconfig}},
-		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}},
+		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: v1alpha1.CatalogSpec{Interval: metav1.Duration{Duration: 2 * time.Second},
+			Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}},
 	}
 	var names []string
 	for i := range n {
@@ -140,7 +149,7 @@ func rolloutFleet(t *testing.T, ns string, n int, charts ...helmrepo.Chart) []st
 	for _, o := range objs {
 		must(t, env.Client.Create(ctx, o))
 	}
-	return names
+	return names, repo, kubeconfig
 }
 
 func configMapChart(name, version string) helmrepo.Chart {
@@ -333,3 +342,69 @@ func TestRolloutValidation(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestRolloutCatalogVersionAndUnreachable: a new catalog version within
+// the profile's range becomes a revision that rolls out canary first; an
+// unreachable cluster is skipped without holding the others back, and
+// gets the revision once it answers again.
+func TestRolloutCatalogVersionAndUnreachable(t *testing.T) {
+	ctx := context.Background()
+	const ns = "catalogwave"
+	_, repo, kubeconfig := rolloutFleetWith(t, ns, 5, configMapChart("cw-app", "1.0.0"))
+	// One more cluster whose kubeconfig points at a port nobody listens on.
+	offline := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "offline"},
+		Data: map[string][]byte{"kubeconfig": []byte(strings.ReplaceAll(string(kubeconfig), "server: https://127.0.0.1:", "server: https://127.0.0.1:1#"))}}
+	must(t, env.Client.Create(ctx, offline))
+	must(t, env.Client.Create(ctx, &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: ns + "-offline", Labels: map[string]string{"fleet": ns}},
+		Spec: v1alpha1.ManagedClusterSpec{KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Namespace: ns, Name: "offline", Key: "kubeconfig"}}}))
+	testenv.Eventually(t, time.Minute, func() error {
+		mc := &v1alpha1.ManagedCluster{}
+		must(t, env.Client.Get(ctx, client.ObjectKey{Name: ns + "-offline"}, mc))
+		if !meta.IsStatusConditionFalse(mc.Status.Conditions, v1alpha1.ConditionReachable) {
+			return fmt.Errorf("offline cluster: %+v", mc.Status.Conditions)
+		}
+		return nil
+	})
+	h := watchHistory(t, ns)
+	one := intstr.FromInt32(1)
+	must(t, env.Client.Create(ctx, &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: v1alpha1.ExtensionProfileSpec{
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": ns}},
+		Namespace:       ns,
+		Extensions:      []v1alpha1.ProfileExtension{{Name: "cw-app", Version: "1.x", Mode: v1alpha1.ProfileModeEnforced}},
+		Rollout:         &v1alpha1.RolloutStrategy{Steps: []v1alpha1.RolloutStep{{Name: "canary", Clusters: &one}}},
+	}}))
+	p := awaitRollout(t, ns, 1, v1alpha1.RolloutComplete)
+	if c := p.Status.Rollout.Counts; c.Done != 5 || c.Skipped != 1 {
+		t.Fatalf("revision 1: counts %+v, want 5 done and the offline cluster skipped", c)
+	}
+
+	// The catalog offers 1.1.0, within 1.x: revision 2 rolls it out.
+	repo.Add(t, configMapChart("cw-app", "1.1.0"))
+	p = awaitRollout(t, ns, 2, v1alpha1.RolloutComplete)
+	if c := p.Status.Rollout.Counts; c.Done != 5 || c.Skipped != 1 {
+		t.Fatalf("revision 2: counts %+v", c)
+	}
+	order := h.waves("1.1.0")
+	if len(order) != 5 {
+		t.Fatalf("1.1.0 reached %v, want the five reachable clusters", order)
+	}
+	canaryReady := h.at(h.ready, order[0], "1.1.0")
+	for _, c := range order[1:] {
+		if at := h.at(h.changed, c, "1.1.0"); at.Before(canaryReady) {
+			t.Errorf("%s changed at %s, before the canary %s was Ready at %s", c, at.Format(time.StampMilli), order[0], canaryReady.Format(time.StampMilli))
+		}
+	}
+
+	// The offline cluster answers again: it catches up.
+	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(offline), offline))
+	offline.Data["kubeconfig"] = kubeconfig
+	must(t, env.Client.Update(ctx, offline))
+	awaitReady(t, ns, "cw-app-"+ns+"-offline", "1.1.0")
+	testenv.Eventually(t, time.Minute, func() error {
+		p := getProfile(t, ns)
+		if c := p.Status.Rollout.Counts; c.Done != 6 || c.Skipped != 0 {
+			return fmt.Errorf("counts %+v", c)
+		}
+		return nil
+	})
+}
