@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/names"
 	"github.com/annex-platform/annex/internal/rollout"
 )
@@ -128,7 +129,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for _, e := range ro.Events {
 		r.record(ctx, p, e)
+		if e.Reason == "RolloutHalted" {
+			reason, _, _ := strings.Cut(ro.State.HaltReason, ":")
+			metrics.RolloutHalted(p.Name, reason)
+		}
 	}
+	forward := 0
+	for _, m := range ro.Moves {
+		if m.To == newest {
+			forward++
+		}
+	}
+	metrics.RolloutMoved(p.Name, forward, len(ro.Moves)-forward)
 	for _, a := range pl.actions {
 		if err := r.act(ctx, p, mcs, a); err != nil {
 			return ctrl.Result{}, fmt.Errorf("%s: %w", a.name, err)
