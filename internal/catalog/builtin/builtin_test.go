@@ -59,6 +59,8 @@ func TestIndex(t *testing.T) {
 		// Annex itself, a native extension at Annex's own release (charts/annex).
 		"annex": {"Annex", []version{{version: annexChartVersion(t), kubeVersion: ">=1.36.0-0", schema: true}}},
 		"motd":  {"Message of the day", []version{{version: "2.0.0", schema: true}, {version: "1.0.0", schema: true}}},
+		// The rollouts walkthrough's: 1.2.0 never becomes Available.
+		"beacon": {"Beacon", []version{{version: "1.2.0", schema: true}, {version: "1.1.0", schema: true}, {version: "1.0.0", schema: true}}},
 	}
 	var names []string
 	for _, pkg := range index.Packages {
