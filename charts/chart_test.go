@@ -220,7 +220,7 @@ func TestChartRenders(t *testing.T) {
 				"ServiceAccount/annex-system/annex", "ClusterRole//annex-manager", "ClusterRoleBinding//annex-manager",
 				"Role/annex-system/annex-leader-election", "RoleBinding/annex-system/annex-leader-election",
 				"ClusterRoleBinding//annex-extension-applier", "ClusterRole//annex-extension-requester", "ClusterRole//annex-approver", "ClusterRole//annex-extension-viewer",
-				"Service/annex-system/annex-metrics", "MutatingAdmissionPolicy//annex-requested-by", "ValidatingAdmissionPolicy//annex-approver", "ValidatingAdmissionPolicy//annex-values-request",
+				"ClusterRole//annex-rollout-approver", "Service/annex-system/annex-metrics", "MutatingAdmissionPolicy//annex-requested-by", "ValidatingAdmissionPolicy//annex-approver", "ValidatingAdmissionPolicy//annex-values-request",
 			} {
 				if objs[want] == nil {
 					t.Errorf("no %s among %v", want, keysOf(objs))
@@ -249,6 +249,15 @@ func TestChartRenders(t *testing.T) {
 			ports, _, _ := unstructured.NestedSlice(objs["Service/annex-system/annex-metrics"].Object, "spec", "ports")
 			if len(ports) != 1 || fmt.Sprint(ports[0].(map[string]any)["port"]) != "8080" {
 				t.Errorf("metrics Service ports %v, want 8080", ports)
+			}
+			// The roles for people are those of config/rbac/approval_roles.yaml.
+			for _, role := range approvalRoles(t) {
+				got, _, _ := unstructured.NestedSlice(objs["ClusterRole//"+role.Name].Object, "rules")
+				gotYAML, _ := yaml.Marshal(got)
+				wantYAML, _ := yaml.Marshal(role.Rules)
+				if !bytes.Equal(gotYAML, wantYAML) {
+					t.Errorf("ClusterRole %s rules differ from config/rbac/approval_roles.yaml:\n%s\nwant\n%s", role.Name, gotYAML, wantYAML)
+				}
 			}
 			// The ClusterRole is the generated one.
 			rules, _, _ := unstructured.NestedSlice(objs["ClusterRole//annex-manager"].Object, "rules")
@@ -342,6 +351,32 @@ func isNamespaced(t *testing.T, env *testenv.Env, o *unstructured.Unstructured) 
 		t.Fatalf("%s: %v", o.GetKind(), err)
 	}
 	return namespaced
+}
+
+// approvalRoles reads the ClusterRoles for people of
+// config/rbac/approval_roles.yaml.
+func approvalRoles(t *testing.T) []rbacv1.ClusterRole {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "approval_roles.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []rbacv1.ClusterRole
+	for doc := range strings.SplitSeq(string(data), "\n---\n") {
+		var role rbacv1.ClusterRole
+		if err := yaml.UnmarshalStrict([]byte(doc), &role); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, role)
+	}
+	if len(out) == 0 {
+		t.Fatal("config/rbac/approval_roles.yaml has no ClusterRoles")
+	}
+	return out
 }
 
 // generatedRole reads config/rbac/role.yaml.

@@ -58,6 +58,7 @@ func TestDefaultBuilds(t *testing.T) {
 		"Namespace//annex-system", "Deployment/annex-system/annex-manager", "ServiceAccount/annex-system/annex-manager",
 		"ClusterRole//annex-manager", "ClusterRoleBinding//annex-manager", "Role/annex-system/annex-leader-election",
 		"ClusterRoleBinding//annex-extension-applier", "MutatingAdmissionPolicy//annex-requested-by", "ValidatingAdmissionPolicy//annex-approver", "ValidatingAdmissionPolicy//annex-values-request", "ClusterRole//annex-extension-viewer",
+		"ClusterRole//annex-rollout-approver",
 	} {
 		if !have[want] {
 			t.Errorf("config/default has no %s", want)

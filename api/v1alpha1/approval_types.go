@@ -267,8 +267,8 @@ const (
 )
 
 const (
-	// AnnotationRequestedBy on an ExtensionInstallation is the user who
-	// last created or changed its spec. The API server writes it (the
+	// AnnotationRequestedBy on an ExtensionInstallation or an
+	// ExtensionProfile is the user who last created or changed its spec. The API server writes it (the
 	// MutatingAdmissionPolicy annex-requested-by) and refuses any other
 	// value (the ValidatingAdmissionPolicy of the same name).
 	AnnotationRequestedBy = "annex.dev/requested-by"

@@ -32,6 +32,11 @@ const (
 	// patch of an extension that matches nothing, a cleanup plan that does
 	// not render); its message lists them.
 	ConditionWarnings = "Warnings"
+	// ConditionMaintenanceWindows is False on a ManagedCluster whose
+	// spec.maintenanceWindows cannot be read; its message names each bad
+	// field. Rollouts do not change the cluster until they are fixed. It
+	// is absent while the windows are valid.
+	ConditionMaintenanceWindows = "MaintenanceWindows"
 )
 
 // Reasons. Each names the cause in CamelCase; the condition message says what
@@ -73,6 +78,11 @@ const (
 	ReasonRecordTooLarge      = "RecordTooLarge"
 	ReasonValuesNotShared     = "ValuesNotShared"
 	ReasonUpgradeBlocked      = "UpgradeBlocked"
+
+	// ReasonInvalidMaintenanceWindow: a ManagedCluster's
+	// spec.maintenanceWindows has a schedule, time zone or duration that
+	// cannot be read.
+	ReasonInvalidMaintenanceWindow = "InvalidMaintenanceWindow"
 
 	// ReasonFinalizersPending: deletion has waited spec.uninstall.timeout
 	// for custom resources whose finalizers are not done.

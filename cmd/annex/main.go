@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// Maintenance windows name IANA time zones; the manager's image may
+	// carry no zoneinfo.
+	_ "time/tzdata"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"

@@ -2,8 +2,9 @@
 // (*.yaml here, also applied by `kubectl apply -k config/default`) and
 // installs them, so that `annex dev` and the tests run with what a
 // cluster gets. They make the API server record who asked for a change
-// (annotation annex.dev/requested-by on ExtensionInstallations) and who
-// approved it (spec.approver of Approvals), values nobody can forge.
+// (annotation annex.dev/requested-by on ExtensionInstallations and
+// ExtensionProfiles) and who approved it (spec.approver of Approvals),
+// values nobody can forge.
 package admission
 
 import (

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
@@ -38,7 +40,8 @@ const (
 
 // asUser returns a client authenticated as user, bound in ns to the
 // ClusterRoles Annex ships for people (config/rbac/approval_roles.yaml):
-// "requester" (annex-extension-requester) and "approver" (annex-approver).
+// "requester" (annex-extension-requester), "approver" (annex-approver)
+// and "rollout-approver" (annex-rollout-approver).
 func asUser(t *testing.T, ns, user string, roles ...string) client.Client {
 	t.Helper()
 	ctx := context.Background()
@@ -60,7 +63,8 @@ func asUser(t *testing.T, ns, user string, roles ...string) client.Client {
 		}
 	}
 	for _, role := range roles {
-		name := map[string]string{"requester": "annex-extension-requester", "approver": "annex-approver"}[role]
+		name := map[string]string{"requester": "annex-extension-requester", "approver": "annex-approver",
+			"rollout-approver": "annex-rollout-approver"}[role]
 		b := &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + user},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
@@ -444,5 +448,114 @@ func TestApprovalDenied(t *testing.T) {
 	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded)
 	if v := configMapVersion(t, ns, "web"); v != "2.0.0" {
 		t.Fatalf("after the denial was withdrawn: the cluster has %s's objects, want 2.0.0's", v)
+	}
+}
+
+// profileWriter returns a client for user, who may write ExtensionProfiles
+// (a ClusterRole of the test's own: Annex ships none) and nothing else.
+func profileWriter(t *testing.T, user string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "approval-test-profile-writer"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"extensionprofiles"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+	}}}
+	if err := env.Client.Create(ctx, role); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	b := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name + "-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if err := env.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	return asUser(t, "", user)
+}
+
+// The API server records who changed a profile and who approves a step
+// of its rollout, as for installations: creating or changing a profile's
+// spec stamps the user into annex.dev/requested-by, a forged value does
+// not stick; a user who may write profiles but not Approvals is refused
+// by RBAC; an Approval of a step records its creator as approver, and
+// the approval rules (gate.StepApproval) then count it.
+func TestProfileRequesterAndStepApprover(t *testing.T) {
+	ctx := context.Background()
+	const alice, carol, bob = "profile-test-alice", "profile-test-carol", "profile-test-bob"
+	ns := "profile-approval"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	asAlice, asCarol := profileWriter(t, alice), profileWriter(t, carol)
+	asBob := asUser(t, ns, bob, "rollout-approver")
+	requestedBy := func(p *v1alpha1.ExtensionProfile) string { return p.Annotations[v1alpha1.AnnotationRequestedBy] }
+
+	// Created by alice, who claims bob asked for it: alice is recorded.
+	p := &v1alpha1.ExtensionProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "approval-test", Annotations: map[string]string{v1alpha1.AnnotationRequestedBy: bob}},
+		Spec: v1alpha1.ExtensionProfileSpec{
+			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"approval-test": "no-cluster-has-this"}},
+			Namespace:       ns,
+			Extensions:      []v1alpha1.ProfileExtension{{Name: "podinfo"}},
+		},
+	}
+	if err := asAlice.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if by := requestedBy(p); by != alice {
+		t.Fatalf("the API server recorded %q as the profile's requester, want %q", by, alice)
+	}
+
+	// A write that leaves the spec alone keeps the requester, whatever it
+	// claims.
+	patch := client.MergeFrom(p.DeepCopy())
+	p.Annotations[v1alpha1.AnnotationRequestedBy] = carol
+	if err := asAlice.Patch(ctx, p, patch); err != nil {
+		t.Fatal(err)
+	}
+	if by := requestedBy(p); by != alice {
+		t.Fatalf("requested-by became %q by a metadata write, want %q kept", by, alice)
+	}
+
+	// carol changes the spec: she is the requester now.
+	patch = client.MergeFrom(p.DeepCopy())
+	p.Spec.Rollout = &v1alpha1.RolloutStrategy{Steps: []v1alpha1.RolloutStep{{Name: "canary", RequireApproval: true}}}
+	if err := asCarol.Patch(ctx, p, patch); err != nil {
+		t.Fatal(err)
+	}
+	if by := requestedBy(p); by != carol {
+		t.Fatalf("after carol changed the spec the requester is %q", by)
+	}
+
+	// RBAC: who may write profiles (and not Approvals) may not approve.
+	step := func(name, approver string) *v1alpha1.Approval {
+		return &v1alpha1.Approval{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.ApprovalSpec{Profile: p.Name, Revision: 1, Step: "canary", Approver: approver}}
+	}
+	if err := asCarol.Create(ctx, step("by-carol", "")); !apierrors.IsForbidden(err) {
+		t.Fatalf("a profile writer without the approval permission created an Approval: err = %v", err)
+	}
+
+	// bob approves, claiming to be carol: bob is recorded.
+	a := step("by-bob", carol)
+	if err := asBob.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Spec.Approver != bob {
+		t.Fatalf("the API server recorded approver %q, want %q", a.Spec.Approver, bob)
+	}
+
+	// What Annex reads back counts under the approval rules.
+	var approvals v1alpha1.ApprovalList
+	if err := env.Client.List(ctx, &approvals, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+		t.Fatal(err)
+	}
+	d := gate.StepApproval(approvals.Items, p.Name, 1, "canary", requestedBy(p))
+	if d.State != v1alpha1.ApprovalApproved || d.ApprovedBy != bob {
+		t.Fatalf("the step's approval: %+v, want approved by %s", d, bob)
 	}
 }

@@ -86,42 +86,16 @@ func (r *Reconciler) requireApproval(ctx context.Context, s *scope) (ctrl.Result
 }
 
 // judgeApprovals says whether approvals approve or deny the change of
-// inst with digest. An Approval counts when it names the installation
-// and the digest and records its approver. A Deny that counts denies the
-// change, whoever the requester (denying grants nothing) and whatever
-// else approves it. An Approve counts only when the recorded requester
-// is someone else. The others that name the digest are listed as
-// refused, with why.
+// inst with digest: those naming the installation and the digest count,
+// under gate.Judge's rules (no self-approval, a Deny outweighs any
+// Approve).
 func judgeApprovals(approvals []v1alpha1.Approval, inst *v1alpha1.ExtensionInstallation, digest string) *v1alpha1.ChangeApproval {
 	requester := inst.Annotations[v1alpha1.AnnotationRequestedBy]
-	out := &v1alpha1.ChangeApproval{State: v1alpha1.ApprovalPending, RequestedBy: requester}
-	slices.SortFunc(approvals, func(a, b v1alpha1.Approval) int { return strings.Compare(a.Name, b.Name) })
-	var approvedBy string
-	for _, ap := range approvals {
-		if ap.Spec.Installation != inst.Name || ap.Spec.Digest != digest {
-			continue
-		}
-		approver := ap.Spec.Approver
-		switch {
-		case approver == "":
-			out.Refused = append(out.Refused, fmt.Sprintf("Approval %s records no approver (install the admission policies of config/admission)", ap.Name))
-		case ap.Spec.Decision == v1alpha1.DecisionDeny:
-			out.State, out.DeniedBy, out.DenialReason, out.Refused = v1alpha1.ApprovalDenied, approver, ap.Spec.Reason, nil
-			return out
-		case approvedBy != "":
-		case requester == "":
-			out.Refused = append(out.Refused, fmt.Sprintf("Approval %s by %s: the installation records no requester (annotation %s, written by the admission policies of config/admission), so self-approval cannot be ruled out; change the spec again once they are installed",
-				ap.Name, approver, v1alpha1.AnnotationRequestedBy))
-		case approver == requester:
-			out.Refused = append(out.Refused, fmt.Sprintf("Approval %s by %s: %s requested this change and cannot approve it; someone else must", ap.Name, approver, requester))
-		default:
-			approvedBy = approver
-		}
-	}
-	if approvedBy != "" {
-		out.State, out.ApprovedBy, out.Refused = v1alpha1.ApprovalApproved, approvedBy, nil
-	}
-	return out
+	d := gate.Judge(approvals, requester, "installation", func(s v1alpha1.ApprovalSpec) bool {
+		return s.Installation == inst.Name && s.Digest == digest
+	})
+	return &v1alpha1.ChangeApproval{State: d.State, RequestedBy: requester, ApprovedBy: d.ApprovedBy,
+		DeniedBy: d.DeniedBy, DenialReason: d.DenialReason, Refused: d.Refused}
 }
 
 // denialMessage is the Ready condition's message when an approver denied

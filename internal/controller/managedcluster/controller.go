@@ -28,6 +28,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/preflight"
+	"github.com/annex-platform/annex/internal/rollout"
 )
 
 // Clusters is what the controller needs of the per-cluster clients; the
@@ -127,6 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := mc.DeepCopy()
 	pr := r.probeOf(ctx, mc)
 	setStatus(mc, observation{version: pr.version, nodes: pr.nodes, err: pr.err, installations: installations})
+	setMaintenanceWindows(mc, rollout.ValidateWindows(mc.Spec.MaintenanceWindows))
 	if err := r.checkUpgradeTarget(ctx, mc, installations); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -169,6 +171,21 @@ func setStatus(mc *v1alpha1.ManagedCluster, o observation) {
 		fmt.Sprintf("Kubernetes %s, %d nodes", o.version, o.nodes))
 	setCondition(mc, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
 		fmt.Sprintf("reachable; %d of %d installations Ready", mc.Status.ReadyInstallations, mc.Status.Installations))
+}
+
+// setMaintenanceWindows reports spec.maintenanceWindows that cannot be
+// read (invalid is rollout.ValidateWindows's verdict) with the condition
+// MaintenanceWindows False, and removes the condition once they can: a
+// True condition naming the next opening would be a status write per
+// cluster at every opening. Ready does not change: the cluster works,
+// only rollouts wait for it.
+func setMaintenanceWindows(mc *v1alpha1.ManagedCluster, invalid error) {
+	if invalid == nil {
+		meta.RemoveStatusCondition(&mc.Status.Conditions, v1alpha1.ConditionMaintenanceWindows)
+		return
+	}
+	setCondition(mc, v1alpha1.ConditionMaintenanceWindows, metav1.ConditionFalse, v1alpha1.ReasonInvalidMaintenanceWindow,
+		invalid.Error()+"; until they are fixed, rollouts of profiles do not change the cluster")
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensions,verbs=get;list;watch

@@ -359,3 +359,74 @@ func TestRenderSeesTheTargetClustersAPIs(t *testing.T) {
 		})
 	}
 }
+
+// A ManagedCluster whose maintenance windows cannot be read says so in
+// the condition MaintenanceWindows, naming every bad field, and stays
+// Ready (it works; only rollouts wait for it); once the windows are
+// fixed the condition goes.
+func TestInvalidMaintenanceWindows(t *testing.T) {
+	ctx := context.Background()
+	e := startEdge(t)
+	ns := setupHub(t, e)
+	name := ns + "-edge"
+	createCluster(t, name, ns, "")
+	mc := awaitCluster(t, name, reachable(metav1.ConditionTrue))
+	if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionMaintenanceWindows); c != nil {
+		t.Fatalf("a cluster without windows has the condition %+v", c)
+	}
+
+	// The API server takes these (its schema checks lengths only); Annex
+	// cannot read them.
+	patch := client.MergeFrom(mc.DeepCopy())
+	mc.Spec.MaintenanceWindows = []v1alpha1.MaintenanceWindow{
+		{Schedule: "0 2 * * 6", Duration: metav1.Duration{Duration: 2 * time.Hour}, TimeZone: "Europe/Berlin"},
+		{Schedule: "0 0 2 * * 6", Duration: metav1.Duration{Duration: time.Hour}},
+		{Schedule: "30 1 * * *", Duration: metav1.Duration{Duration: 30 * time.Second}, TimeZone: "Mars/Olympus"},
+	}
+	if err := env.Client.Patch(ctx, mc, patch); err != nil {
+		t.Fatal(err)
+	}
+	mc = awaitCluster(t, name, func(mc *v1alpha1.ManagedCluster) error {
+		c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionMaintenanceWindows)
+		if c == nil || c.ObservedGeneration != mc.Generation {
+			return fmt.Errorf("no MaintenanceWindows condition for generation %d: %+v", mc.Generation, mc.Status.Conditions)
+		}
+		return nil
+	})
+	c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionMaintenanceWindows)
+	if c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonInvalidMaintenanceWindow {
+		t.Fatalf("MaintenanceWindows %+v, want False %s", c, v1alpha1.ReasonInvalidMaintenanceWindow)
+	}
+	for _, want := range []string{
+		`spec.maintenanceWindows[1].schedule "0 0 2 * * 6": expected exactly 5 fields`,
+		`spec.maintenanceWindows[2].timeZone "Mars/Olympus"`,
+		`spec.maintenanceWindows[2].duration 30s`,
+		"rollouts of profiles do not change the cluster",
+	} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("MaintenanceWindows message %q does not say %q", c.Message, want)
+		}
+	}
+	if strings.Contains(c.Message, "maintenanceWindows[0]") {
+		t.Errorf("MaintenanceWindows message %q names the valid window 0", c.Message)
+	}
+	if !meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReady) {
+		t.Errorf("invalid windows made the cluster not Ready: %+v", mc.Status.Conditions)
+	}
+
+	// Fixed: the condition goes.
+	patch = client.MergeFrom(mc.DeepCopy())
+	mc.Spec.MaintenanceWindows = mc.Spec.MaintenanceWindows[:1]
+	if err := env.Client.Patch(ctx, mc, patch); err != nil {
+		t.Fatal(err)
+	}
+	awaitCluster(t, name, func(mc *v1alpha1.ManagedCluster) error {
+		if mc.Status.ObservedGeneration != mc.Generation {
+			return fmt.Errorf("observed generation %d of %d", mc.Status.ObservedGeneration, mc.Generation)
+		}
+		if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionMaintenanceWindows); c != nil {
+			return fmt.Errorf("valid windows, and still %+v", c)
+		}
+		return nil
+	})
+}
