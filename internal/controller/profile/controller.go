@@ -106,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := time.Now()
 	views := observe(p, profiles.Items, clusters, installations.Items, data, newest, revs[0].number,
 		func(c cluster) (rollout.WindowState, error) { return rollout.Window(c.windows, now) })
-	approvals, err := r.stepApprovals(ctx, p, newest)
+	approvals, err := r.stepApprovals(ctx, p, revs[len(revs)-1])
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -117,6 +117,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Approved: approvals.approved, Denied: approvals.denied,
 		Abort: p.Annotations[v1alpha1.AnnotationRolloutAbort] == strconv.FormatInt(newest, 10),
 	})
+	if why := approvals.refused(ro.State.StepName); why != "" && ro.State.Phase == v1alpha1.RolloutWaitingForApproval {
+		ro.State.Message += "; " + why
+	}
 	moves := map[string]int64{}
 	for _, m := range ro.Moves {
 		moves[m.Cluster] = m.To

@@ -27,6 +27,9 @@ type revision struct {
 	number int64
 	name   string
 	data   *v1alpha1.ProfileRevisionData
+	// requester is who last changed the profile's spec when the revision
+	// was made (annex.dev/requested-by, copied onto the revision).
+	requester string
 }
 
 // wantedRevision is what the profile says now, each range resolved to the
@@ -128,7 +131,7 @@ func (r *Reconciler) revisions(ctx context.Context, p *v1alpha1.ExtensionProfile
 		if err := json.Unmarshal(cr.Data.Raw, data); err != nil {
 			return nil, fmt.Errorf("ControllerRevision %s/%s: data: %w; delete it and Annex writes the profile's revision anew", cr.Namespace, cr.Name, err)
 		}
-		out = append(out, revision{number: cr.Revision, name: cr.Name, data: data})
+		out = append(out, revision{number: cr.Revision, name: cr.Name, data: data, requester: cr.Annotations[v1alpha1.AnnotationRequestedBy]})
 	}
 	slices.SortFunc(out, func(a, b revision) int { return int(a.number - b.number) })
 	return out, nil
@@ -169,13 +172,16 @@ func (r *Reconciler) ensureRevision(ctx context.Context, p *v1alpha1.ExtensionPr
 		Data:     runtime.RawExtension{Raw: raw},
 		Revision: number,
 	}
-	if cause := p.Annotations[AnnotationChangeCause]; cause != "" {
-		cr.Annotations = map[string]string{AnnotationChangeCause: cause}
+	cr.Annotations = map[string]string{}
+	for _, key := range []string{AnnotationChangeCause, v1alpha1.AnnotationRequestedBy} {
+		if v := p.Annotations[key]; v != "" {
+			cr.Annotations[key] = v
+		}
 	}
 	if err := r.Client.Create(ctx, cr); err != nil {
 		return nil, 0, false, fmt.Errorf("ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
-	return append(have, revision{number: number, name: cr.Name, data: want}), number, true, nil
+	return append(have, revision{number: number, name: cr.Name, data: want, requester: p.Annotations[v1alpha1.AnnotationRequestedBy]}), number, true, nil
 }
 
 // prune deletes the oldest revisions past spec.revisionHistoryLimit that

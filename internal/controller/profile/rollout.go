@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/rollout"
 )
 
@@ -82,23 +83,30 @@ func firstNonEmpty(a, b string) string {
 // stepApprovalState answers the planner's questions about approvals of
 // one revision's steps.
 type stepApprovalState struct {
-	byStep map[string]stepVerdict
+	byStep map[string]gate.StepDecision
 }
 
-type stepVerdict struct {
-	approved, denied bool
-	why              string
+func (s stepApprovalState) approved(step string) bool {
+	return s.byStep[step].State == v1alpha1.ApprovalApproved
 }
 
-func (s stepApprovalState) approved(step string) bool { return s.byStep[step].approved }
 func (s stepApprovalState) denied(step string) (bool, string) {
-	v := s.byStep[step]
-	return v.denied, v.why
+	d := s.byStep[step]
+	if d.State != v1alpha1.ApprovalDenied {
+		return false, ""
+	}
+	return true, fmt.Sprintf("%s denied it: %s", d.DeniedBy, firstNonEmpty(d.DenialReason, "no reason given"))
 }
 
-// stepApprovals reads the Approvals of p's revision, in p's namespace.
-func (r *Reconciler) stepApprovals(ctx context.Context, p *v1alpha1.ExtensionProfile, revision int64) (stepApprovalState, error) {
-	out := stepApprovalState{byStep: map[string]stepVerdict{}}
+// refused says why Approvals of step do not count, "" when none was refused.
+func (s stepApprovalState) refused(step string) string { return strings.Join(s.byStep[step].Refused, "; ") }
+
+// stepApprovals reads the Approvals of revision rev in p's namespace.
+// Whoever changed the profile when the revision was made (recorded on
+// the revision) cannot approve its steps; pausing or resuming later does
+// not make someone else that requester.
+func (r *Reconciler) stepApprovals(ctx context.Context, p *v1alpha1.ExtensionProfile, rev revision) (stepApprovalState, error) {
+	out := stepApprovalState{byStep: map[string]gate.StepDecision{}}
 	if p.Spec.Rollout == nil {
 		return out, nil
 	}
@@ -106,29 +114,10 @@ func (r *Reconciler) stepApprovals(ctx context.Context, p *v1alpha1.ExtensionPro
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespaceOf(p))); err != nil {
 		return out, err
 	}
-	requester := p.Annotations[v1alpha1.AnnotationRequestedBy]
 	for _, s := range p.Spec.Rollout.Steps {
-		if !s.RequireApproval {
-			continue
+		if s.RequireApproval {
+			out.byStep[s.Name] = gate.StepApproval(list.Items, p.Name, rev.number, s.Name, rev.requester)
 		}
-		out.byStep[s.Name] = judgeStep(list.Items, p.Name, revision, s.Name, requester)
 	}
 	return out, nil
-}
-
-// judgeStep decides one step's approval (temporary until gate.StepApproval).
-func judgeStep(approvals []v1alpha1.Approval, profile string, revision int64, step, requester string) stepVerdict {
-	var v stepVerdict
-	for _, a := range approvals {
-		if a.Spec.Profile != profile || a.Spec.Revision != revision || a.Spec.Step != step {
-			continue
-		}
-		if a.Spec.Decision == v1alpha1.DecisionDeny {
-			return stepVerdict{denied: true, why: fmt.Sprintf("%s: %s", a.Spec.Approver, a.Spec.Reason)}
-		}
-		if requester != "" && a.Spec.Approver != "" && a.Spec.Approver != requester {
-			v.approved = true
-		}
-	}
-	return v
 }
