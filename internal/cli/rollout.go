@@ -213,12 +213,23 @@ func getProfile(ctx context.Context, c client.Reader, name string) (*v1alpha1.Ex
 	p := &v1alpha1.ExtensionProfile{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no ExtensionProfile %q; list them with kubectl get extensionprofiles", name)
+			return nil, &explained{msg: fmt.Sprintf("no ExtensionProfile %q; list them with kubectl get extensionprofiles", name), err: err}
 		}
 		return nil, fmt.Errorf("reading ExtensionProfile %s: %w", name, err)
 	}
 	return p, nil
 }
+
+// explained is an API error told in the words of the command: Error is
+// msg, and errors.As still finds the API error (a console page answers
+// 404 for a missing profile).
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
 
 // Rollout reads one profile (one GET) and returns its rollout view.
 func Rollout(ctx context.Context, c client.Reader, profile string) (*RolloutView, error) {
@@ -365,4 +376,44 @@ func findRevision(p *v1alpha1.ExtensionProfile, revs []RevisionView, n int64) (*
 	}
 	return nil, fmt.Errorf("profile %s has no revision %d; it keeps revisions %s (spec.revisionHistoryLimit); see annexctl rollout history %s",
 		p.Name, n, strings.Join(have, ", "), p.Name)
+}
+
+// RolloutDetail is a profile's rollout with its revisions and the
+// revision undo goes back to by default: the console's rollout page.
+type RolloutDetail struct {
+	*RolloutView
+	Revisions []RevisionView `json:"revisions,omitempty"`
+	// RevisionsError says why the revisions cannot be read (RBAC on
+	// controllerrevisions in the profile's namespace).
+	RevisionsError string `json:"revisionsError,omitempty"`
+	// UndoTo is the revision undo writes back (0: none), and UndoNote
+	// why there is none.
+	UndoTo   int64  `json:"undoTo,omitempty"`
+	UndoNote string `json:"undoNote,omitempty"`
+}
+
+// DescribeRollout reads a profile (one GET, which a cache-backed reader
+// serves) and its revisions (one LIST, at most
+// spec.revisionHistoryLimit); revisions that cannot be read leave
+// RevisionsError, not an error. Errors: the profile does not exist.
+func DescribeRollout(ctx context.Context, c client.Reader, profile string) (*RolloutDetail, error) {
+	p, err := getProfile(ctx, c, profile)
+	if err != nil {
+		return nil, err
+	}
+	d := &RolloutDetail{RolloutView: RolloutOf(p)}
+	revs, err := ProfileRevisions(ctx, c, p)
+	if err != nil {
+		d.RevisionsError = err.Error()
+		return d, nil
+	}
+	d.Revisions = revs
+	numbers := make([]int64, 0, len(revs))
+	for _, rv := range revs {
+		numbers = append(numbers, rv.Revision)
+	}
+	if d.UndoTo, err = UndoTarget(profile, p.Status.Rollout, numbers); err != nil {
+		d.UndoNote = err.Error()
+	}
+	return d, nil
 }
