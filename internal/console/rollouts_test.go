@@ -2,8 +2,8 @@ package console_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"regexp"
