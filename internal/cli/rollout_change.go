@@ -132,8 +132,10 @@ type RolloutApproveOptions struct {
 // <profile>-r<revision>-<step> (with -deny for a denial), shortened by
 // names.Bounded. Errors: no rollout, the rollout waits for no approval
 // and no step is named, the step does not exist or requires no
-// approval, the revision does not exist, or the API server refuses
-// (RBAC: create on approvals.annex.dev in the namespace).
+// approval, the revision does not exist, the caller last changed the
+// profile (annex.dev/requested-by; approving only: the manager would not
+// count it), or the API server refuses (RBAC: create on
+// approvals.annex.dev in the namespace).
 func ApproveRolloutStep(ctx context.Context, c client.Client, o RolloutApproveOptions) error {
 	p, err := getProfile(ctx, c, o.Profile)
 	if err != nil {
@@ -177,6 +179,11 @@ func ApproveRolloutStep(ctx context.Context, c client.Client, o RolloutApproveOp
 		}
 		if _, err := findRevision(p, revs, rev); err != nil {
 			return err
+		}
+	}
+	if requester := p.Annotations[v1alpha1.AnnotationRequestedBy]; !o.Deny && requester != "" {
+		if me := WhoAmI(ctx, c); me == requester {
+			return fmt.Errorf("you (%s) last changed profile %s (annotation %s): someone else must approve its rollout", me, o.Profile, v1alpha1.AnnotationRequestedBy)
 		}
 	}
 	decision, suffix := v1alpha1.DecisionApprove, ""

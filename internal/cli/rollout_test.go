@@ -260,6 +260,23 @@ func TestRolloutApprove(t *testing.T) {
 		t.Errorf("denial: %+v", a.Spec)
 	}
 
+	// Whoever last changed the profile cannot approve its rollout (the
+	// manager would not count it), but may deny it.
+	me := a.Spec.Approver
+	changed := getProfile(t, env.Client, "base")
+	changed.Annotations[v1alpha1.AnnotationRequestedBy] = me
+	if err := env.Client.Update(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	if err := approve(cli.RolloutApproveOptions{Step: "prod", Revision: 1}); err == nil ||
+		!strings.Contains(err.Error(), "you ("+me+") last changed profile base (annotation annex.dev/requested-by): someone else must approve its rollout") {
+		t.Errorf("approving one's own change: %v", err)
+	}
+	delete(changed.Annotations, v1alpha1.AnnotationRequestedBy)
+	if err := env.Client.Update(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+
 	for _, c := range []struct {
 		name string
 		o    cli.RolloutApproveOptions
