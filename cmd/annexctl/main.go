@@ -72,11 +72,12 @@ also the kubectl plugin "kubectl annex".
 Exit codes:
   0  success
   1  error: the message names the object and the fix (an installation that
-     stalled during --wait ends here too)
+     stalled during --wait ends here too, and a rollout that halted)
   2  usage: unknown command or flag, missing argument, bad -o
-  3  --wait: not Ready (or not gone) within --timeout
-  4  --wait: the change waits for an Approval (annexctl approve, by someone
-     other than its requester)`
+  3  --wait: not Ready (or not gone, or a rollout not Complete) within
+     --timeout, or suspended or paused
+  4  --wait: the change waits for an Approval (annexctl approve, or annexctl
+     rollout approve for a rollout step, by someone other than its requester)`
 
 func newRootCommand(name string) *cobra.Command {
 	var kubeconfig string
@@ -97,7 +98,7 @@ func newRootCommand(name string) *cobra.Command {
 		newInstallCommand(&kubeconfig), newUpgradeCommand(&kubeconfig), newUninstallCommand(&kubeconfig),
 		newStatusCommand(&kubeconfig), newEventsCommand(&kubeconfig),
 		newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig), newApproveCommand(&kubeconfig), newDenyCommand(&kubeconfig),
-		newPackageCommand(), newVersionCommand(), newConsoleCommand(&kubeconfig))
+		newRolloutCommand(&kubeconfig), newPackageCommand(), newVersionCommand(), newConsoleCommand(&kubeconfig))
 	return root
 }
 

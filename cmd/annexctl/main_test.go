@@ -102,6 +102,8 @@ func TestCommandsAgainstAPIServer(t *testing.T) {
 		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "builtin"}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Builtin: &v1alpha1.BuiltinSource{}}}},
 		&v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-eu"}, Spec: v1alpha1.ManagedClusterSpec{
 			KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Name: "kc", Namespace: "team-a"}}},
+		&v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: "base"}, Spec: v1alpha1.ExtensionProfileSpec{
+			IncludeHub: true, Namespace: "team-a", Extensions: []v1alpha1.ProfileExtension{{Name: "podinfo"}}}},
 	} {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			t.Fatal(err)
@@ -159,6 +161,8 @@ spec:
 		{[]string{"upgrade", "-n", "team-a", ""}, []string{"podinfo"}},
 		{[]string{"status", ""}, []string{"podinfo"}},
 		{[]string{"search", "-o", ""}, []string{"table", "yaml", "json"}},
+		{[]string{"rollout", "status", ""}, []string{"base"}},
+		{[]string{"rollout", "undo", "b"}, []string{"base"}},
 	} {
 		out, code := annexctl(append([]string{"__complete"}, c.args...)...)
 		// Names, one a line, then ":<directive>" (cobra's protocol).
@@ -192,6 +196,22 @@ spec:
 	}
 	if out, code := annexctl("status", "nope"); code != cli.ExitError || !strings.Contains(out, `no ExtensionInstallation "nope" in any namespace`) {
 		t.Errorf("status of a missing installation: exit %d: %s", code, out)
+	}
+	// rollout: a profile the manager has not rolled out yet, and the
+	// refusal to pause a profile without steps, which says how to add
+	// them.
+	if out, code := annexctl("rollout", "status", "base"); code != 0 || !strings.Contains(out, "no revision yet") {
+		t.Errorf("rollout status: exit %d: %s", code, out)
+	}
+	if out, code := annexctl("rollout", "pause", "base"); code != cli.ExitError || !strings.Contains(out, "profile base has no spec.rollout") {
+		t.Errorf("rollout pause without steps: exit %d: %s", code, out)
+	}
+	if out, code := annexctl("rollout", "status", "base", "--wait", "--timeout", "300ms"); code != cli.ExitNotReady ||
+		!strings.Contains(out, "no revision yet: waiting for the manager") {
+		t.Errorf("rollout status --wait without a manager: exit %d: %s", code, out)
+	}
+	if out, code := annexctl("rollout", "approve", "base", "--reason", "x"); code != cli.ExitUsage {
+		t.Errorf("rollout approve --reason without --deny: exit %d: %s", code, out)
 	}
 	// --wait that times out: 3.
 	if out, code := annexctl("upgrade", "podinfo", "-n", "team-a", "--set", "replicaCount=3", "--wait", "--timeout", "300ms"); code != cli.ExitNotReady ||

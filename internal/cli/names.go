@@ -52,3 +52,8 @@ func namesOf(ctx context.Context, c client.Reader, list client.ObjectList, opts 
 	slices.Sort(names)
 	return slices.Compact(names), nil
 }
+
+// ProfileNames lists every ExtensionProfile's name.
+func ProfileNames(ctx context.Context, c client.Reader) ([]string, error) {
+	return namesOf(ctx, c, &v1alpha1.ExtensionProfileList{})
+}

@@ -92,7 +92,12 @@ func Wait(ctx context.Context, c client.WithWatch, o WaitOptions) (Progress, err
 		if err != nil {
 			return last, waitError(ctx, err, name, timeout, last, o.Deleted)
 		}
-		done, err := drain(ctx, w, o.Deleted, observe)
+		done, err := drain(ctx, w, func() (bool, error) {
+			if o.Deleted {
+				return true, nil
+			}
+			return true, fmt.Errorf("the installation was deleted while waiting for it")
+		}, observe)
 		w.Stop()
 		if done || ctx.Err() != nil {
 			if err == nil && ctx.Err() != nil {
@@ -104,8 +109,10 @@ func Wait(ctx context.Context, c client.WithWatch, o WaitOptions) (Progress, err
 }
 
 // drain reads watch events until the wait is over (done) or the watch
-// ends (done false: list and watch again).
-func drain(ctx context.Context, w watch.Interface, deleted bool, observe func(*v1alpha1.ExtensionInstallation) (bool, error)) (bool, error) {
+// ends (done false: list and watch again). It calls observe with each
+// object added or modified, and deleted when the object is deleted; both
+// say whether the wait is over, and how.
+func drain[T client.Object](ctx context.Context, w watch.Interface, deleted func() (bool, error), observe func(T) (bool, error)) (bool, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -116,13 +123,10 @@ func drain(ctx context.Context, w watch.Interface, deleted bool, observe func(*v
 			}
 			switch ev.Type {
 			case watch.Deleted:
-				if deleted {
-					return true, nil
-				}
-				return true, fmt.Errorf("the installation was deleted while waiting for it")
+				return deleted()
 			case watch.Added, watch.Modified:
-				if inst, ok := ev.Object.(*v1alpha1.ExtensionInstallation); ok {
-					if done, err := observe(inst); done {
+				if obj, ok := ev.Object.(T); ok {
+					if done, err := observe(obj); done {
 						return true, err
 					}
 				}

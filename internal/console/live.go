@@ -131,6 +131,11 @@ func (n *notifier) serveEvents(w http.ResponseWriter, r *http.Request, keepalive
 	}
 }
 
+// profileKey is the key a page follows for one profile.
+func profileKey(name string) string {
+	return "ExtensionProfile/" + name
+}
+
 // objectKey is the key a page follows for one installation.
 func objectKey(namespace, name string) string {
 	return "ExtensionInstallation/" + namespace + "/" + name

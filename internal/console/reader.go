@@ -29,6 +29,7 @@ var watched = []struct {
 	{&v1alpha1.Extension{}, "extensions"},
 	{&v1alpha1.ManagedCluster{}, "managedclusters"},
 	{&v1alpha1.Catalog{}, "catalogs"},
+	{&v1alpha1.ExtensionProfile{}, "extensionprofiles"},
 }
 
 // reader reads the watched kinds from the informers and everything else
@@ -97,8 +98,11 @@ func startCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, d
 			obj = tomb.Obj
 		}
 		key := ""
-		if inst, ok := obj.(*v1alpha1.ExtensionInstallation); ok {
-			key = objectKey(inst.Namespace, inst.Name)
+		switch o := obj.(type) {
+		case *v1alpha1.ExtensionInstallation:
+			key = objectKey(o.Namespace, o.Name)
+		case *v1alpha1.ExtensionProfile:
+			key = profileKey(o.Name)
 		}
 		changed(key)
 	}

@@ -61,7 +61,11 @@ type Server struct {
 	// client reads the watched kinds from the informers and the rest
 	// (events) from the API server, and writes to the API server; always
 	// as the user.
-	client    client.Client
+	client client.Client
+	// direct reads from and writes to the API server, never the
+	// informers: actions that update what they read (rollout undo's
+	// optimistic lock) start from the latest version.
+	direct    client.Client
 	discovery discovery.ServerVersionInterface
 	// applier reads the health of hub objects, as the user.
 	applier *apply.Applier
@@ -107,7 +111,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		discovery: disc, csrf: hex.EncodeToString(token), address: o.Address,
+		direct: direct, discovery: disc, csrf: hex.EncodeToString(token), address: o.Address,
 		live: newNotifier(o.LiveInterval), flashes: flashes{m: map[string]flash{}}, valuesWait: o.ValuesWait,
 	}
 	if s.applier, err = apply.New(cfg); err != nil {
@@ -147,6 +151,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /installations/{namespace}/{name}", s.installationPage)
 	m.HandleFunc("GET /approvals", s.approvalsPage)
 	m.HandleFunc("POST /approvals/{namespace}/{name}", s.approve)
+	m.HandleFunc("GET /rollouts", s.rolloutsPage)
+	m.HandleFunc("GET /rollouts/{profile}", s.rolloutPage)
+	m.HandleFunc("POST /rollouts/{profile}/{action}", s.rolloutAction)
 	s.mux = m
 }
 

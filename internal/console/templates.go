@@ -28,7 +28,7 @@ type page struct {
 	// Title is the page's heading and the start of its <title>.
 	Title string
 	// Nav is the navigation entry to mark current: catalog, clusters,
-	// installations or approvals.
+	// installations, approvals or rollouts.
 	Nav string
 	// Live pages refresh their content when the informers see a change:
 	// of any watched object, or of the one LiveKey names.
@@ -50,7 +50,7 @@ type page struct {
 // "main" block.
 type pages map[string]*template.Template
 
-var pageNames = []string{"catalog", "extension", "clusters", "installations", "installation", "approvals", "error"}
+var pageNames = []string{"catalog", "extension", "clusters", "installations", "installation", "approvals", "rollouts", "rollout", "error"}
 
 func parsePages() (pages, error) {
 	out := pages{}
@@ -94,6 +94,8 @@ var funcs = template.FuncMap{
 		return "-"
 	},
 	"join": strings.Join,
+	// inc is n+1: a step's index as people count ("step 2/3").
+	"inc": func(n int32) int32 { return n + 1 },
 	// status is the CSS class of a condition status or a health word:
 	// the text says the same, the colour only helps.
 	"status": statusClass,
@@ -102,12 +104,12 @@ var funcs = template.FuncMap{
 	// way for Reconciling.
 	"condStatus": func(condType, status string) string {
 		switch condType {
-		case "Stalled", "Warnings", "FetchFailed":
+		case "Stalled", "Warnings", "FetchFailed", "Halted":
 			if status == "True" {
 				return "bad"
 			}
 			return "ok"
-		case "Reconciling":
+		case "Reconciling", "Progressing":
 			if status == "True" {
 				return "wait"
 			}
@@ -148,9 +150,10 @@ func statusClass(s string) string {
 	switch strings.ToLower(s) {
 	case "true", "ready", "current", "healthy", "complete", "approved", "reachable", "yes", "fits", "succeeded", "done":
 		return "ok"
-	case "false", "failed", "error", "fatal_error", "stalled", "unreachable", "notfound", "no", "denied":
+	case "false", "failed", "error", "fatal_error", "stalled", "unreachable", "notfound", "no", "denied", "halted", "rolledback":
 		return "bad"
-	case "inprogress", "in_progress", "pending", "progressing", "reconciling", "waiting", "unknown", "":
+	case "inprogress", "in_progress", "pending", "progressing", "reconciling", "waiting", "unknown", "",
+		"soaking", "waitingforapproval", "paused", "rollingback":
 		return "wait"
 	}
 	return "unknown"
