@@ -18,10 +18,10 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// ChangeCauseAnnotation is the annotation a profile's revisions copy
+// v1alpha1.AnnotationChangeCause is the annotation a profile's revisions copy
 // from the profile (as kubectl's Deployments do): why the revision was
 // made. `annexctl rollout undo` sets it.
-const ChangeCauseAnnotation = "kubernetes.io/change-cause"
+const v1alpha1.AnnotationChangeCause = "kubernetes.io/change-cause"
 
 // defaultProfileNamespace is spec.namespace when the API server has not
 // defaulted it (a profile read before its CRD had the default).
@@ -301,7 +301,7 @@ func RevisionsOf(p *v1alpha1.ExtensionProfile, crs []appsv1.ControllerRevision) 
 			return nil, fmt.Errorf("ControllerRevision %s/%s (revision %d of profile %s): data is not a profile revision: %w",
 				cr.Namespace, cr.Name, cr.Revision, p.Name, err)
 		}
-		rv := RevisionView{Revision: cr.Revision, Name: cr.Name, ChangeCause: cr.Annotations[ChangeCauseAnnotation],
+		rv := RevisionView{Revision: cr.Revision, Name: cr.Name, ChangeCause: cr.Annotations[v1alpha1.AnnotationChangeCause],
 			Extensions: []string{}, Created: cr.CreationTimestamp.Time, Data: data}
 		for _, e := range data.Extensions {
 			at := e.Target

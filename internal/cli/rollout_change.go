@@ -306,7 +306,7 @@ func UndoRollout(ctx context.Context, c client.Client, o RolloutUndoOptions) (in
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
-	p.Annotations[ChangeCauseAnnotation] = fmt.Sprintf("annexctl rollout undo to revision %d", to)
+	p.Annotations[v1alpha1.AnnotationChangeCause] = fmt.Sprintf("annexctl rollout undo to revision %d", to)
 	if err := c.Update(ctx, p); err != nil {
 		if apierrors.IsConflict(err) {
 			return 0, fmt.Errorf("ExtensionProfile %s changed while undo read it: run annexctl rollout undo %s again to undo from what it is now", o.Profile, o.Profile)

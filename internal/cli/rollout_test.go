@@ -38,7 +38,7 @@ func rolloutFixture(t *testing.T, c client.Client) *v1alpha1.ExtensionProfile {
 	}
 	one, half := intstr.FromInt32(1), intstr.FromString("50%")
 	p := &v1alpha1.ExtensionProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: "base", Annotations: map[string]string{cli.ChangeCauseAnnotation: "podinfo 6.5.0"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "base", Annotations: map[string]string{v1alpha1.AnnotationChangeCause: "podinfo 6.5.0"}},
 		Spec: v1alpha1.ExtensionProfileSpec{
 			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
 			Namespace:       "fleet",
@@ -112,7 +112,7 @@ func revision(t *testing.T, c client.Client, profile, name string, n int64, caus
 		Revision:   n, Data: runtime.RawExtension{Raw: data},
 	}
 	if cause != "" {
-		cr.Annotations = map[string]string{cli.ChangeCauseAnnotation: cause}
+		cr.Annotations = map[string]string{v1alpha1.AnnotationChangeCause: cause}
 	}
 	if err := c.Create(context.Background(), cr); err != nil {
 		t.Fatal(err)
@@ -444,7 +444,7 @@ func TestRolloutUndo(t *testing.T) {
 	if !reflect.DeepEqual(p.Spec.Extensions, want) {
 		t.Errorf("spec.extensions after undo:\n%+v\nwant\n%+v", p.Spec.Extensions, want)
 	}
-	if got := p.Annotations[cli.ChangeCauseAnnotation]; got != "annexctl rollout undo to revision 1" {
+	if got := p.Annotations[v1alpha1.AnnotationChangeCause]; got != "annexctl rollout undo to revision 1" {
 		t.Errorf("change-cause %q", got)
 	}
 	if wantOut := "profile base: spec.extensions set to revision 1 (podinfo@6.4.0, cert-manager@~1.15); the manager rolls it out as a new revision in the profile's steps (spec.rollout); annexctl rollout status base --wait follows it\n"; out.String() != wantOut {

@@ -175,7 +175,7 @@ func TestRolloutPages(t *testing.T) {
 	// Undo to the revision shown: its extensions, pinned to the target.
 	act("undo", url.Values{"to": {"1"}})
 	got := profile()
-	if len(got.Spec.Extensions) != 1 || got.Spec.Extensions[0].Version != "6.4.0" || got.Annotations[cli.ChangeCauseAnnotation] != "annexctl rollout undo to revision 1" {
+	if len(got.Spec.Extensions) != 1 || got.Spec.Extensions[0].Version != "6.4.0" || got.Annotations[v1alpha1.AnnotationChangeCause] != "annexctl rollout undo to revision 1" {
 		t.Errorf("after undo: extensions %+v, annotations %v", got.Spec.Extensions, got.Annotations)
 	}
 
