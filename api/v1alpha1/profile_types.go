@@ -341,6 +341,10 @@ const (
 	// the revision it ran before the last one: what a halted rollout
 	// returns it to.
 	AnnotationProfilePreviousRevision = "annex.dev/profile-previous-revision"
+	// AnnotationChangeCause is the annotation kubectl shows as a
+	// revision's CHANGE-CAUSE; a profile revision copies it from the
+	// profile when it is made.
+	AnnotationChangeCause = "kubernetes.io/change-cause"
 	// AnnotationRolloutAbort on a profile, set to a revision number,
 	// halts that revision's rollout (`annexctl rollout abort`).
 	AnnotationRolloutAbort = "annex.dev/rollout-abort"

@@ -18,10 +18,6 @@ import (
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
-// AnnotationChangeCause is the annotation kubectl shows as a revision's
-// CHANGE-CAUSE; a revision copies it from its profile.
-const AnnotationChangeCause = "kubernetes.io/change-cause"
-
 // revision is one stored revision of a profile.
 type revision struct {
 	number int64
@@ -173,7 +169,7 @@ func (r *Reconciler) ensureRevision(ctx context.Context, p *v1alpha1.ExtensionPr
 		Revision: number,
 	}
 	cr.Annotations = map[string]string{}
-	for _, key := range []string{AnnotationChangeCause, v1alpha1.AnnotationRequestedBy} {
+	for _, key := range []string{v1alpha1.AnnotationChangeCause, v1alpha1.AnnotationRequestedBy} {
 		if v := p.Annotations[key]; v != "" {
 			cr.Annotations[key] = v
 		}
