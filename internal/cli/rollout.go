@@ -18,10 +18,6 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// v1alpha1.AnnotationChangeCause is the annotation a profile's revisions copy
-// from the profile (as kubectl's Deployments do): why the revision was
-// made. `annexctl rollout undo` sets it.
-const v1alpha1.AnnotationChangeCause = "kubernetes.io/change-cause"
 
 // defaultProfileNamespace is spec.namespace when the API server has not
 // defaulted it (a profile read before its CRD had the default).
