@@ -18,7 +18,6 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-
 // defaultProfileNamespace is spec.namespace when the API server has not
 // defaulted it (a profile read before its CRD had the default).
 const defaultProfileNamespace = "annex-system"
