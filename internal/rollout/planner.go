@@ -189,6 +189,10 @@ func assign(in Input) ([]step, []int) {
 	slices.SortFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(hashes[a], hashes[b]), strings.Compare(in.Clusters[a].Name, in.Clusters[b].Name))
 	})
+	rank := make([]int, len(in.Clusters)) // cluster → its place in order
+	for n, i := range order {
+		rank[i] = n
+	}
 	stepOf := make([]int, len(in.Clusters))
 	for i := range stepOf {
 		stepOf[i] = -1
@@ -221,7 +225,7 @@ func assign(in Input) ([]step, []int) {
 			slices.SortStableFunc(chosen, func(a, b int) int { return tier(in, a) - tier(in, b) })
 			rest = append(rest, chosen[n:]...)
 			chosen = chosen[:n]
-			slices.SortFunc(rest, func(a, b int) int { return slices.Index(order, a) - slices.Index(order, b) })
+			slices.SortFunc(rest, func(a, b int) int { return rank[a] - rank[b] })
 		}
 		s.members, remaining = chosen, rest
 		s.budget = budget(rs.MaxUnavailable, len(chosen))

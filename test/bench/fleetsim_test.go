@@ -76,8 +76,11 @@ func fleetSizeFromEnv(b *testing.B) fleetSize {
 // profile of E extensions goes to every cluster, then one extension's
 // version is bumped, another's values change, the manager is killed
 // (SIGKILL) and started again, and one member API server stops
-// answering (its address refuses connections) and comes back. See
-// "Fleet simulation" in the README for what it measures faithfully.
+// answering (its address refuses connections) and comes back. Last come
+// staged rollouts (fleetRollouts): a version bump in steps of 1 %, 10 %
+// and the rest, the same with maxConcurrent 50, and a version that never
+// becomes healthy, halted in the 10 % step and rolled back. See "Fleet
+// simulation" in docs/benchmarks.md for what it measures faithfully.
 func BenchmarkFleetScale(b *testing.B) {
 	size := fleetSizeFromEnv(b)
 	b.Run(size.String(), func(b *testing.B) {
@@ -126,6 +129,7 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 		charts = append(charts, fleetChart(fleetExtension(i), "1.0.0"))
 	}
 	charts = append(charts, fleetChart(fleetExtension(0), "1.1.0"))
+	charts = append(charts, fleetRolloutCharts(fleetExtension(0))...)
 	repo := helmrepo.NewServer(b, charts...)
 	must(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNamespace}}))
 	must(b, c.Create(ctx, &v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
@@ -168,26 +172,14 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 		if err := c.List(ctx, &exts); err != nil || len(exts.Items) < size.extensions {
 			return fmt.Errorf("%d Extensions (err=%v)", len(exts.Items), err)
 		}
-		var mcs v1alpha1.ManagedClusterList
-		if err := c.List(ctx, &mcs); err != nil {
-			return err
-		}
-		reachable := 0
-		for _, mc := range mcs.Items {
-			if meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReachable) {
-				reachable++
-			}
-		}
-		if reachable < size.clusters {
-			return fmt.Errorf("%d of %d clusters Reachable", reachable, size.clusters)
-		}
-		return nil
+		return allReachable(c, size.clusters)
 	})
 	b.Logf("%d clusters over %d member API servers Reachable %.1f s after the manager started; manager RSS %.1f MiB",
 		size.clusters, size.members, time.Since(registered).Seconds(), mgr.RSS(b))
 	b.ReportMetric(mgr.RSS(b), "registered-MiB")
 
 	track := trackInstallations(b, hub)
+	ro := trackRollout(b, hub)
 	phaseTimeout := 5*time.Minute + time.Duration(installations)*100*time.Millisecond
 
 	// 1. One profile of E extensions to every cluster.
@@ -292,7 +284,10 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	b.ReportMetric(peak, "peak-MiB")
 	b.ReportMetric(cpu.Seconds(), "cpu-s")
 	b.ReportMetric(float64(installations), "installations")
-	b.Logf("manager: peak RSS %.1f MiB, %.1f CPU seconds over both runs; loadavg %s", peak, cpu.Seconds(), loadavg())
+	b.Logf("manager: peak RSS %.1f MiB, %.1f CPU seconds over both runs (phases 1–5); loadavg %s", peak, cpu.Seconds(), loadavg())
+
+	// 6–8. Staged rollouts of extension 0 (fleetrollout_test.go).
+	fleetRollouts(b, c, track, ro, size, phaseTimeout)
 }
 
 func memberSecret(i int) string { return fmt.Sprintf("member-%d", i) }

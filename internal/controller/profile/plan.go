@@ -80,7 +80,8 @@ const (
 	// remember that a Default extension was created on a cluster.
 	actRecordDefault
 	// write a rollout's revision into the labels of a Default
-	// installation, whose spec is its owners'.
+	// installation, whose spec is its owners', or of an Enforced one
+	// whose spec the revision leaves as it is.
 	actRelabel
 )
 
@@ -255,14 +256,16 @@ func desiredSpec(p *v1alpha1.ExtensionProfile, w want) (v1alpha1.ExtensionInstal
 }
 
 // matchesWant reports whether an installation already is what the profile
-// says: its labels and the fields the profile sets.
+// says: its profile label and the fields the profile sets. Its revision
+// label is not compared: an installation a new revision leaves as it is
+// only has that label written (actRelabel), not its spec set back.
 func matchesWant(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProfile, w want) bool {
 	d, err := desiredSpec(p, w)
 	if err != nil {
 		return true // nothing to converge to; decide reports it
 	}
 	s := inst.Spec
-	return inst.Labels[v1alpha1.LabelProfile] == p.Name && inst.Labels[v1alpha1.LabelProfileRevision] == revisionLabel(w.revision) &&
+	return inst.Labels[v1alpha1.LabelProfile] == p.Name &&
 		s.Extension == d.Extension && s.Version == d.Version && s.Cluster == d.Cluster &&
 		s.TargetNamespace == d.TargetNamespace && s.Upgrade.AllowDowngrade == d.Upgrade.AllowDowngrade &&
 		equality.Semantic.DeepEqual(s.Values, d.Values) &&

@@ -57,12 +57,25 @@ func TestDecide(t *testing.T) {
 	enforced := profileOf("base", 0, v1alpha1.ProfileModeEnforced, "hello")
 	edited := inst("hello-edge", "base", "edge", "hello")
 	edited.Spec.Version = "2.x"
+	twoEnforced := profileOf("base", 0, v1alpha1.ProfileModeEnforced, "hello", "world")
+	moved := cluster{name: "edge", labels: map[string]string{"env": "prod"}, revision: 1}
+	twoBumped := twoEnforced.DeepCopy()
+	twoBumped.Spec.Extensions[0].Version = "2.x"
+	enforcedInst := func(name, ext string) v1alpha1.ExtensionInstallation {
+		i := inst(name, "base", "edge", ext)
+		i.Spec.Upgrade.AllowDowngrade = true // as an Enforced profile writes it
+		return i
+	}
+	bumped := revisionView{data: map[int64]*v1alpha1.ProfileRevisionData{1: wantedRevision(&twoEnforced, nil), 2: wantedRevision(twoBumped, nil)},
+		moves: map[string]int64{"edge": 2}}
 	for _, tc := range []struct {
-		name      string
-		p         v1alpha1.ExtensionProfile
-		others    []v1alpha1.ExtensionProfile
-		clusters  []cluster
-		existing  []v1alpha1.ExtensionInstallation
+		name     string
+		p        v1alpha1.ExtensionProfile
+		others   []v1alpha1.ExtensionProfile
+		clusters []cluster
+		existing []v1alpha1.ExtensionInstallation
+		// view is the rollout's; unset: allAtOnce.
+		view      *revisionView
 		want      []string
 		conflicts int
 	}{
@@ -89,13 +102,23 @@ func TestDecide(t *testing.T) {
 		{name: "conflict won", p: profileOf("strict", 10, v1alpha1.ProfileModeDefault, "hello"), others: []v1alpha1.ExtensionProfile{base},
 			clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{inst("hello-edge", "base", "edge", "hello")},
 			want: []string{"update:hello-edge"}},
+		// A revision that changes one Enforced extension: the cluster
+		// moved to it has that installation updated and the other only
+		// relabelled (its spec is already the revision's).
+		{name: "enforced moved", p: twoEnforced, clusters: []cluster{moved},
+			existing: []v1alpha1.ExtensionInstallation{enforcedInst("hello-edge", "hello"), enforcedInst("world-edge", "world")},
+			view:     &bumped, want: []string{"update:hello-edge", "relabel:world-edge"}},
 		// Equal priority: the first name wins, whichever is reconciled.
 		{name: "tie", p: profileOf("zeta", 0, v1alpha1.ProfileModeDefault, "hello"), others: []v1alpha1.ExtensionProfile{profileOf("alpha", 0, v1alpha1.ProfileModeDefault, "hello")},
 			clusters: []cluster{prod}, want: nil, conflicts: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			all := append([]v1alpha1.ExtensionProfile{tc.p}, tc.others...)
-			pl := decide(&tc.p, all, tc.clusters, tc.existing, allAtOnce(&tc.p, tc.clusters))
+			view := allAtOnce(&tc.p, tc.clusters)
+			if tc.view != nil {
+				view = *tc.view
+			}
+			pl := decide(&tc.p, all, tc.clusters, tc.existing, view)
 			got := kinds(pl)
 			if len(got) != len(tc.want) {
 				t.Fatalf("actions %v, want %v", got, tc.want)
