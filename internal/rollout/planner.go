@@ -71,6 +71,10 @@ type Cluster struct {
 	// change was cut short): Revision is the highest, and the change is
 	// finished before anything else.
 	Partial bool
+	// Changed is set when the newest revision wrote to the cluster; a
+	// cluster that holds it without a write (the revision changes
+	// nothing there) has nothing to roll back.
+	Changed bool
 	// ChangedAt is when the profile last wrote the cluster's
 	// installations.
 	ChangedAt time.Time

@@ -43,7 +43,7 @@ func apply(cs []Cluster, moves []Move, now time.Time) {
 				if cs[i].Revision != m.To {
 					cs[i].Previous = cs[i].Revision
 				}
-				cs[i].Revision, cs[i].Health, cs[i].ChangedAt, cs[i].Partial = m.To, Progressing, now, false
+				cs[i].Revision, cs[i].Health, cs[i].ChangedAt, cs[i].Partial, cs[i].Changed = m.To, Progressing, now, false, true
 			}
 		}
 	}
@@ -166,6 +166,9 @@ func TestHaltRollsBackOnlyChangedClusters(t *testing.T) {
 
 func TestTimeoutFails(t *testing.T) {
 	cs := fleet(3, 2)
+	for i := range cs {
+		cs[i].Changed = true // revision 2 wrote to them all
+	}
 	cs[0].Health, cs[0].ChangedAt, cs[0].Reason = Progressing, t0, v1alpha1.ReasonWaitingForHealth
 	in := Input{Now: t0.Add(DefaultTimeout - time.Second), Strategy: canary(), Revision: 2, Clusters: cs,
 		State: &v1alpha1.RolloutStatus{Revision: 2, Phase: v1alpha1.RolloutProgressing}}
@@ -303,5 +306,18 @@ func TestUnreachableIsNoCanary(t *testing.T) {
 	pl := Decide(Input{Now: t0, Strategy: canary(), Revision: 2, Clusters: cs})
 	if len(pl.Moves) != 1 || pl.Moves[0].Cluster == first || pl.State.Phase != v1alpha1.RolloutProgressing {
 		t.Fatalf("moves %v (unreachable %s), phase %s", pl.Moves, first, pl.State.Phase)
+	}
+}
+
+// A cluster the halted revision did not write to (it changes nothing
+// there) is not rolled back.
+func TestRollbackSkipsUnchanged(t *testing.T) {
+	cs := fleet(2, 2)
+	cs[0].Changed, cs[0].Previous, cs[0].Health = true, 1, Failed
+	cs[1].Previous = 1 // holds revision 2 without a write
+	pl := Decide(Input{Now: t0, Strategy: canary(), Revision: 2, Clusters: cs,
+		State: &v1alpha1.RolloutStatus{Revision: 2, Phase: v1alpha1.RolloutProgressing}})
+	if len(pl.Moves) != 1 || pl.Moves[0] != (Move{Cluster: "c000", To: 1}) {
+		t.Fatalf("moves %v, want only the changed c000 back to 1", pl.Moves)
 	}
 }

@@ -302,7 +302,7 @@ func (p *planner) rollback() {
 		if c.Revision == R && !c.Reachable {
 			p.states[i] = sSkipped
 		}
-		if c.Revision == R && c.Reachable {
+		if c.Revision == R && c.Reachable && (c.Changed || c.Partial) {
 			back = append(back, i)
 		}
 	}

@@ -28,6 +28,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/names"
@@ -104,7 +106,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		data[rev.number] = rev.data
 	}
 	now := time.Now()
-	views := observe(p, profiles.Items, clusters, installations.Items, data, newest, revs[0].number,
+	view := revisionView{data: data, catalog: catalog, now: now, adopt: revs[0].number}
+	views := observe(p, profiles.Items, clusters, installations.Items, view, newest,
 		func(c cluster) (rollout.WindowState, error) { return rollout.Window(c.windows, now) })
 	approvals, err := r.stepApprovals(ctx, p, revs[len(revs)-1])
 	if err != nil {
@@ -124,7 +127,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, m := range ro.Moves {
 		moves[m.Cluster] = m.To
 	}
-	pl := decide(p, profiles.Items, clusters, installations.Items, revisionView{data: data, moves: moves, catalog: catalog, now: now})
+	view.moves = moves
+	pl := decide(p, profiles.Items, clusters, installations.Items, view)
 	// The rollout's place is written before any cluster is changed: a
 	// manager killed in between resumes at the same step.
 	if err := r.writeStatus(ctx, p, pl, owned(p, installations.Items), ro, len(pl.actions) > 0); err != nil {
@@ -144,11 +148,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	metrics.RolloutMoved(p.Name, forward, len(ro.Moves)-forward)
-	for _, a := range pl.actions {
-		if err := r.act(ctx, p, mcs, a); err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s: %w", a.name, err)
-		}
-		r.tell(ctx, p, a)
+	if err := r.carryOut(ctx, p, mcs, pl.actions); err != nil {
+		return ctrl.Result{}, err
 	}
 	inUse := map[int64]bool{newest: true, ro.State.StableRevision: true}
 	for _, v := range views {
@@ -230,8 +231,49 @@ func defaultsIn(annotations map[string]string, profile string) []string {
 	return strings.Split(v, ",")
 }
 
-// act carries out one action of the plan.
-func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs map[string]*v1alpha1.ManagedCluster, a action) error {
+// writers bounds how many clusters' installations one reconcile writes at
+// once: a step of hundreds of clusters written one after another waits on
+// the hub's API server round trip each time.
+const writers = 16
+
+// carryOut carries out the plan's actions: each cluster's in order (its
+// record of Default extensions after the installation), up to writers
+// clusters at once.
+func (r *Reconciler) carryOut(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs map[string]*v1alpha1.ManagedCluster, actions []action) error {
+	byCluster := map[string][]action{}
+	var order []string
+	for _, a := range actions {
+		c := a.want.cluster
+		if a.kind == actRemove {
+			c = a.existing.Spec.Cluster
+		}
+		if _, ok := byCluster[c]; !ok {
+			order = append(order, c)
+		}
+		byCluster[c] = append(byCluster[c], a)
+	}
+	// The hub's record of Default extensions is an annotation of the
+	// profile: only the hub's actions write it, to a copy of their own.
+	hub := p.DeepCopy()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(writers)
+	for _, c := range order {
+		g.Go(func() error {
+			for _, a := range byCluster[c] {
+				if err := r.act(gctx, p, hub, mcs, a); err != nil {
+					return fmt.Errorf("%s: %w", a.name, err)
+				}
+				r.tell(gctx, p, a)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// act carries out one action of the plan. It does not change p: actions
+// of several clusters run at once.
+func (r *Reconciler) act(ctx context.Context, p, hub *v1alpha1.ExtensionProfile, mcs map[string]*v1alpha1.ManagedCluster, a action) error {
 	switch a.kind {
 	case actCreate:
 		spec, err := desiredSpec(p, a.want)
@@ -262,7 +304,11 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs 
 	case actRemove:
 		return r.removeOne(ctx, p, a.existing)
 	case actRecordDefault:
-		return r.recordDefault(ctx, p, mcs[a.want.cluster], a.want.ext.Name)
+		var on client.Object = hub
+		if mc := mcs[a.want.cluster]; mc != nil {
+			on = mc
+		}
+		return r.recordDefault(ctx, p.Name, on, a.want.ext.Name)
 	}
 	return nil
 }
@@ -296,20 +342,17 @@ func stamp(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProfile, w
 	}
 }
 
-// recordDefault adds ext to the Default extensions p has given a cluster
-// (mc nil: the hub, recorded on the profile itself).
-func (r *Reconciler) recordDefault(ctx context.Context, p *v1alpha1.ExtensionProfile, mc *v1alpha1.ManagedCluster, ext string) error {
-	var obj client.Object = p
-	if mc != nil {
-		obj = mc
-	}
+// recordDefault adds ext to the Default extensions profile has given a
+// cluster, recorded on obj: its ManagedCluster, or the profile itself for
+// the hub.
+func (r *Reconciler) recordDefault(ctx context.Context, profile string, obj client.Object, ext string) error {
 	base := obj.DeepCopyObject().(client.Object)
 	annotations := obj.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	key := v1alpha1.AnnotationProfileDefaultsPrefix + p.Name
-	have := defaultsIn(annotations, p.Name)
+	key := v1alpha1.AnnotationProfileDefaultsPrefix + profile
+	have := defaultsIn(annotations, profile)
 	if slices.Contains(have, ext) {
 		return nil
 	}

@@ -44,6 +44,49 @@ type revisionView struct {
 	moves   map[string]int64 // by cluster name
 	catalog map[string]*v1alpha1.Extension
 	now     time.Time
+	// adopt is the revision an installation without a revision label
+	// counts as (written before revisions existed).
+	adopt int64
+}
+
+// revisionOf is the revision inst was last written from.
+func (v revisionView) revisionOf(inst *v1alpha1.ExtensionInstallation) int64 {
+	if n, err := strconv.ParseInt(inst.Labels[v1alpha1.LabelProfileRevision], 10, 64); err == nil {
+		return n
+	}
+	return v.adopt
+}
+
+// same reports whether revisions a and b say the same of extension ext:
+// an installation written from one is as the other wants it.
+func (v revisionView) same(a, b int64, ext string) bool {
+	if a == b {
+		return true
+	}
+	ea, eb := v.extension(a, ext), v.extension(b, ext)
+	return ea != nil && eb != nil && equality.Semantic.DeepEqual(ea, eb)
+}
+
+func (v revisionView) extension(rev int64, ext string) *v1alpha1.ProfileRevisionExtension {
+	data := v.data[rev]
+	if data == nil {
+		return nil
+	}
+	for i := range data.Extensions {
+		if data.Extensions[i].Name == ext {
+			return &data.Extensions[i]
+		}
+	}
+	return nil
+}
+
+// holds reports whether inst is as revision rev wants it: written from
+// it, or from a revision that says the same of its extension. Such an
+// installation is not written again when its cluster moves to rev: a
+// revision that changes one extension of ten writes one installation
+// per cluster, not ten.
+func (v revisionView) holds(inst *v1alpha1.ExtensionInstallation, rev int64) bool {
+	return v.same(v.revisionOf(inst), rev, inst.Spec.Extension)
 }
 
 // want is one installation the profile should hold.
@@ -170,11 +213,11 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 				// Created before the record was written (a crash between
 				// the two): record it now.
 				out.actions = append(out.actions, action{kind: actRecordDefault, name: name, want: w})
-				if existing.Labels[v1alpha1.LabelProfileRevision] != revisionLabel(rev) {
+				if !revs.holds(existing, rev) {
 					out.actions = append(out.actions, action{kind: actRelabel, name: name, want: w, existing: existing})
 				}
 			case existing.DeletionTimestamp.IsZero() && existing.Labels[v1alpha1.LabelProfile] == p.Name &&
-				existing.Labels[v1alpha1.LabelProfileRevision] != revisionLabel(rev):
+				!revs.holds(existing, rev):
 				// A Default installation (or an Enforced one as the
 				// revision says): only its revision label changes.
 				out.actions = append(out.actions, action{kind: actRelabel, name: name, want: w, existing: existing})

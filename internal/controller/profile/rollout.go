@@ -99,7 +99,9 @@ func (s stepApprovalState) denied(step string) (bool, string) {
 }
 
 // refused says why Approvals of step do not count, "" when none was refused.
-func (s stepApprovalState) refused(step string) string { return strings.Join(s.byStep[step].Refused, "; ") }
+func (s stepApprovalState) refused(step string) string {
+	return strings.Join(s.byStep[step].Refused, "; ")
+}
 
 // stepApprovals reads the Approvals of revision rev in p's namespace.
 // Whoever changed the profile when the revision was made (recorded on
