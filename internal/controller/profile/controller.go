@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/names"
 	"github.com/annex-platform/annex/internal/rollout"
 )
@@ -129,11 +130,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, e := range ro.Events {
 		r.record(ctx, p, e)
 	}
-	for _, a := range pl.actions {
-		if err := r.act(ctx, p, mcs, a); err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s: %w", a.name, err)
-		}
-		r.tell(ctx, p, a)
+	if err := r.carryOut(ctx, p, mcs, pl.actions, ro, moves); err != nil {
+		return ctrl.Result{}, err
 	}
 	inUse := map[int64]bool{newest: true, ro.State.StableRevision: true}
 	for _, v := range views {
@@ -213,6 +211,51 @@ func defaultsIn(annotations map[string]string, profile string) []string {
 		return nil
 	}
 	return strings.Split(v, ",")
+}
+
+// carryOut carries out the plan's actions in order, once the rollout's
+// state ro is written. The failpoints mark where a crash is hardest to
+// survive: the state written and no cluster changed; one installation of
+// a cluster the rollout moves (forward, or back in a rollback) written
+// and the others not.
+func (r *Reconciler) carryOut(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs map[string]*v1alpha1.ManagedCluster,
+	actions []action, ro rollout.Plan, moves map[string]int64) error {
+	if len(ro.Moves) > 0 {
+		failpoint.Hit(failpoint.RolloutAfterState, p.Name)
+	}
+	for _, a := range actions {
+		if err := r.act(ctx, p, mcs, a); err != nil {
+			return fmt.Errorf("%s: %w", a.name, err)
+		}
+		r.tell(ctx, p, a)
+		if movesCluster(a, moves) {
+			failpoint.Hit(movePoint(ro.State.Phase), p.Name)
+		}
+	}
+	return nil
+}
+
+// movesCluster reports whether a writes an installation of a cluster the
+// rollout moves (moves are by cluster name).
+func movesCluster(a action, moves map[string]int64) bool {
+	cluster := a.want.cluster
+	switch a.kind {
+	case actRecordDefault:
+		return false
+	case actRemove:
+		cluster = a.existing.Spec.Cluster
+	}
+	_, ok := moves[cluster]
+	return ok
+}
+
+// movePoint is the failpoint passed after each installation a rollout in
+// phase writes.
+func movePoint(phase v1alpha1.RolloutPhase) string {
+	if phase == v1alpha1.RolloutRollingBack {
+		return failpoint.RolloutDuringRollback
+	}
+	return failpoint.RolloutAfterFirstMove
 }
 
 // act carries out one action of the plan.
