@@ -301,8 +301,14 @@ func divergence(ctx context.Context, c client.Client, ns string, want map[string
 // holds, every inventory entry that does not exist, and every object two
 // inventories claim.
 func orphans(ctx context.Context, c client.Client, ns string) []string {
+	return orphansAcross(ctx, c, c, ns)
+}
+
+// orphansAcross is orphans for the installations in namespace ns of the
+// hub and the objects they install in namespace ns of cluster.
+func orphansAcross(ctx context.Context, hub, cluster client.Client, ns string) []string {
 	var list v1alpha1.ExtensionInstallationList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+	if err := hub.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return []string{err.Error()}
 	}
 	owner := map[string]string{}
@@ -325,7 +331,7 @@ func orphans(ctx context.Context, c client.Client, ns string) []string {
 	} {
 		objs := &unstructured.UnstructuredList{}
 		objs.SetGroupVersionKind(gvk)
-		if err := c.List(ctx, objs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}); err != nil {
+		if err := cluster.List(ctx, objs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}); err != nil {
 			return append(problems, err.Error())
 		}
 		for _, o := range objs.Items {
