@@ -2,13 +2,17 @@
 // upgraded, downgraded and deleted — at random moments, at random
 // failpoints, and (TestKillPoints) at each chosen point of the apply
 // sequence — restarts it, and checks that everything converges with
-// nothing orphaned, duplicated or waiting for a human.
+// nothing orphaned, duplicated or waiting for a human. It does the same to
+// a profile's rollout over a fleet (TestRolloutCrashesConverge,
+// TestRolloutKillPoints): a rollout resumes at its step, and a halt and
+// its rollback survive the crash.
 //
 // `make test` runs a fixed seed and every kill point once; `make
 // test-faults` runs both many times with random seeds and more operations,
 // several copies at once so that they compete for the CPU
 // (hack/test-faults.sh; ANNEX_FAULTS=random, ANNEX_FAULT_OPS=n,
-// ANNEX_FAULT_SEED=n to replay a seed, ANNEX_FAULT_REPEAT=n).
+// ANNEX_FAULT_ROLLOUT_OPS=n, ANNEX_FAULT_SEED=n to replay a seed,
+// ANNEX_FAULT_REPEAT=n).
 package faults
 
 import (

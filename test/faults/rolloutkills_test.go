@@ -13,8 +13,9 @@ import (
 // extension at goodVersions[0]) to revision 2 (versions): the test brings
 // the rollout to a place (prepare), starts the manager with point armed
 // for the profile, waits until it kills itself there, checks where the
-// rollout stood, then starts the manager unarmed and expects the rollout to
-// end in phase end.
+// rollout stood, makes revision 3 (then) if asked while the manager is
+// down, then starts the manager unarmed and expects the rollout of the
+// last revision to end in phase end.
 type rolloutKill struct {
 	name     string
 	versions []string
@@ -25,6 +26,7 @@ type rolloutKill struct {
 	phase      v1alpha1.RolloutPhase
 	step       string
 	full, half int
+	then       []string
 	end        v1alpha1.RolloutPhase
 }
 
@@ -69,6 +71,12 @@ var rolloutKills = []rolloutKill{
 	// second.
 	{name: "rollback", versions: []string{badVersion, "1.0.0"}, prepare: canaryMoved, point: failpoint.RolloutDuringRollback,
 		phase: v1alpha1.RolloutRollingBack, step: "canary", half: 1, end: v1alpha1.RolloutRolledBack},
+	// The rest step's first cluster half-moved; before the manager is
+	// back, a bad revision 3 comes, halts on the canary and is rolled
+	// back: the half-moved cluster, which revision 3 never reached,
+	// returns to revision 1 instead of staying half-moved.
+	{name: "superseded", versions: []string{"1.1.0", "1.1.0"}, prepare: canarySoaking, point: failpoint.RolloutAfterFirstMove,
+		phase: v1alpha1.RolloutProgressing, step: "rest", full: 1, half: 1, then: []string{badVersion, "1.1.0"}, end: v1alpha1.RolloutRolledBack},
 }
 
 // rolloutKillFleet is how many clusters each scenario's profile selects:
@@ -83,6 +91,8 @@ const rolloutKillFleet = 3
 // nothing is orphaned on the member, and the counts add up.
 func TestRolloutKillPoints(t *testing.T) {
 	r := newRolloutRig(t)
+	r.mgr.start()
+	r.awaitCatalog(t)
 	fleets := map[string][]string{}
 	for _, sc := range rolloutKills {
 		soak := time.Duration(0)
@@ -91,7 +101,6 @@ func TestRolloutKillPoints(t *testing.T) {
 		}
 		fleets[sc.name] = r.fleet(t, sc.name, rolloutKillFleet, soak)
 	}
-	r.mgr.start()
 	for _, sc := range rolloutKills {
 		r.awaitRollout(t, sc.name, 1, v1alpha1.RolloutComplete)
 	}
@@ -135,19 +144,32 @@ func runRolloutKill(t *testing.T, r *rolloutRig, sc rolloutKill, clusters []stri
 			sc.point, ro, full, half, sc.phase, sc.step, sc.full, sc.half)
 	}
 
+	last, byRevision := int64(2), map[int64][]string{1: {goodVersions[0], goodVersions[0]}, 2: sc.versions}
+	if sc.then != nil {
+		last, byRevision[3] = 3, sc.then
+		r.change(t, sc.name, sc.then, false)
+	}
 	r.mgr.start()
 	defer r.mgr.kill()
-	r.awaitRollout(t, sc.name, 2, sc.end)
+	r.awaitRollout(t, sc.name, last, sc.end)
+	// Complete: every cluster runs the last revision. RolledBack: the
+	// canary runs the revision before it, the others never left revision 1.
+	canary := r.watch.canary(t, clusters)
 	revisions, versions := map[string]int64{}, map[string][]string{}
 	for _, c := range clusters {
-		revisions[c], versions[c] = 2, sc.versions
-		if sc.end == v1alpha1.RolloutRolledBack {
-			revisions[c], versions[c] = 1, []string{goodVersions[0], goodVersions[0]}
+		switch {
+		case sc.end == v1alpha1.RolloutComplete:
+			revisions[c] = last
+		case c == canary:
+			revisions[c] = last - 1
+		default:
+			revisions[c] = 1
 		}
+		versions[c] = byRevision[revisions[c]]
 	}
 	r.awaitSettled(t, clusters, revisions, versions)
-	canary := r.watch.checkSteps(t, clusters)
-	p := r.awaitRollout(t, sc.name, 2, sc.end)
+	r.watch.checkSteps(t, clusters)
+	p := r.awaitRollout(t, sc.name, last, sc.end)
 	checkCounts(t, p, len(clusters))
 	c := p.Status.Rollout.Counts
 	switch sc.end {
