@@ -97,7 +97,7 @@ func TestRolloutKillPoints(t *testing.T) {
 	for _, sc := range rolloutKills {
 		soak := time.Duration(0)
 		if sc.prepare == canarySoaking {
-			soak = 3 * time.Second
+			soak = 5 * time.Second
 		}
 		fleets[sc.name] = r.fleet(t, sc.name, rolloutKillFleet, soak)
 	}
