@@ -503,8 +503,12 @@ func TestRolloutCrashesConverge(t *testing.T) {
 			// A revision that never becomes healthy: it halts on the
 			// canary and rolls back.
 			versions = []string{badVersion, pickOther(rng, goodVersions, versions[1])}
-		default:
+		case k < 9:
 			paused = !paused
+		default:
+			// No change: the rollout runs for longer than a step's
+			// timeout, long enough for a bad revision to halt.
+			time.Sleep(rolloutStepTimeout)
 		}
 		r.change(t, name, versions, paused)
 		time.Sleep(time.Duration(rng.IntN(4000)) * time.Millisecond)
