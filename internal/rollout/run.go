@@ -246,7 +246,9 @@ func (p *planner) catchUp(k int) {
 // the rollout left behind (a newer revision came, or that revision's
 // rollback was cut short) is undone: the cluster returns to the revision
 // it ran before, whole, and waits for its step; without a record of that
-// revision the change is finished.
+// revision the change is finished. (Unmoved, a cluster is written from its
+// highest revision: a rollback cut short would put the halted revision
+// back on it.)
 func finish(c Cluster, revision int64) (Move, bool) {
 	switch {
 	case !c.Partial || !c.Reachable:

@@ -74,7 +74,7 @@ var rolloutKills = []rolloutKill{
 	// The rest step's first cluster half-moved; before the manager is
 	// back, a bad revision 3 comes, halts on the canary and is rolled
 	// back: the half-moved cluster, which revision 3 never reached,
-	// returns to revision 1 instead of staying half-moved.
+	// returns whole to revision 1, the revision it ran before.
 	{name: "superseded", versions: []string{"1.1.0", "1.1.0"}, prepare: canarySoaking, point: failpoint.RolloutAfterFirstMove,
 		phase: v1alpha1.RolloutProgressing, step: "rest", full: 1, half: 1, then: []string{badVersion, "1.1.0"}, end: v1alpha1.RolloutRolledBack},
 }
