@@ -5,7 +5,10 @@
 # FAULT_SEEDS runs are done. Each run kills the manager at random moments
 # and at random failpoints with a random seed (TestManagerCrashesConverge,
 # ANNEX_FAULT_OPS operations), then at every chosen kill point
-# (TestKillPoints), and mid-plan for a package (TestPlanResumesAtItsStep).
+# (TestKillPoints), and mid-plan for a package (TestPlanResumesAtItsStep);
+# and a profile's rollout through random changes, pauses and kills
+# (TestRolloutCrashesConverge, ANNEX_FAULT_ROLLOUT_OPS operations), then at
+# every rollout kill point (TestRolloutKillPoints).
 # Logs go to bin/faults/; a failed run's seed is printed
 # so that it can be replayed with ANNEX_FAULT_SEED=<seed>.
 #
@@ -27,7 +30,7 @@ run() {
   seed=$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')
   if (cd "$root/test/faults" && ANNEX_FAULTS=random ANNEX_FAULT_SEED=$seed \
       "$out/faults.test" -test.count=1 -test.v -test.timeout 60m \
-      -test.run '^(TestManagerCrashesConverge|TestKillPoints|TestPlanResumesAtItsStep)$') >"$out/run-$i.log" 2>&1; then
+      -test.run '^(TestManagerCrashesConverge|TestKillPoints|TestPlanResumesAtItsStep|TestRolloutCrashesConverge|TestRolloutKillPoints)$') >"$out/run-$i.log" 2>&1; then
     echo "run $i: seed $seed: ok"
   else
     echo "run $i: seed $seed: FAILED (log: bin/faults/run-$i.log)"

@@ -9,8 +9,9 @@
 //	ANNEX_FAILPOINT=<point>[@<namespace>/<name>][#<n>]
 //
 // kills the process with SIGKILL the n-th time (default: the first) the
-// point is reached, counting only hits for the installation
-// <namespace>/<name> when one is given. Nothing runs after the kill: no
+// point is reached, counting only hits for the object <namespace>/<name>
+// (<name> for a cluster-scoped object, such as a profile) when one is
+// given. Nothing runs after the kill: no
 // deferred function, no status write, no cleanup, as after a power loss
 // or an OOM kill. Before it kills, it prints "failpoint <point> fired" on
 // standard error.
@@ -54,6 +55,22 @@ const (
 	AfterPlanStep = "plan/after-step"
 )
 
+// The points a profile's rollout passes, keyed by the profile's name.
+const (
+	// RolloutAfterState: status.rollout is written (a new step, or a
+	// halt and its rollback, recorded) and the reconcile moves clusters
+	// next; no installation is changed yet.
+	RolloutAfterState = "rollout/after-state"
+	// RolloutAfterFirstMove: an installation of a cluster the rollout
+	// moves is written (hit after each; the first with #1), the rest of
+	// the cluster's installations and the step's other clusters not.
+	RolloutAfterFirstMove = "rollout/after-first-move"
+	// RolloutDuringRollback: an installation a rollback returns to the
+	// revision it ran before is written (hit after each; the first with
+	// #1), the others not.
+	RolloutDuringRollback = "rollout/during-rollback"
+)
+
 // spec is the armed point; the zero spec arms nothing.
 type spec struct {
 	point string
@@ -88,9 +105,9 @@ func parse(v string) spec {
 	return s
 }
 
-// Hit marks that the process reached point while working on the
-// installation key ("<namespace>/<name>"); it kills the process when that
-// is the armed point's n-th hit.
+// Hit marks that the process reached point while working on the object
+// key ("<namespace>/<name>", or "<name>" when cluster-scoped); it kills the
+// process when that is the armed point's n-th hit.
 func Hit(point, key string) {
 	if armed.point != point || (armed.key != "" && armed.key != key) {
 		return
@@ -107,10 +124,15 @@ func Hit(point, key string) {
 }
 
 // Env returns the ANNEX_FAILPOINT setting that arms point for the n-th hit
-// on the installation namespace/name (any installation when name is "").
+// on the object namespace/name (name alone when namespace is "": a
+// cluster-scoped object; any object when name is "").
 func Env(point, namespace, name string, n int) string {
 	v := "ANNEX_FAILPOINT=" + point
-	if name != "" {
+	switch {
+	case name == "":
+	case namespace == "":
+		v += "@" + name
+	default:
 		v += "@" + namespace + "/" + name
 	}
 	return v + "#" + strconv.Itoa(n)

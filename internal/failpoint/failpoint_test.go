@@ -26,8 +26,19 @@ func TestParse(t *testing.T) {
 			t.Errorf("parse(%q) = %+v, want %+v", tc.in, got, tc.want)
 		}
 	}
-	if got := Env(AfterEvent, "ns", "app", 2); got != "ANNEX_FAILPOINT=apply/after-event@ns/app#2" {
-		t.Errorf("Env = %q", got)
+	for _, tc := range []struct {
+		namespace, name, want string
+	}{
+		// A namespaced object.
+		{"ns", "app", "ANNEX_FAILPOINT=apply/after-event@ns/app#2"},
+		// A cluster-scoped object (a profile) is keyed by its name alone.
+		{"", "fleet", "ANNEX_FAILPOINT=apply/after-event@fleet#2"},
+		// No name: any object.
+		{"", "", "ANNEX_FAILPOINT=apply/after-event#2"},
+	} {
+		if got := Env(AfterEvent, tc.namespace, tc.name, 2); got != tc.want {
+			t.Errorf("Env(%q, %q) = %q, want %q", tc.namespace, tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -219,8 +219,8 @@ func (p *planner) catchUp(k int) {
 	}
 	paused := p.in.Strategy != nil && p.in.Strategy.Paused
 	for _, c := range p.in.Clusters {
-		if c.Partial && c.Reachable && c.Revision == p.st.Revision {
-			p.moves = append(p.moves, Move{Cluster: c.Name, To: p.st.Revision})
+		if m, ok := finish(c, p.st.Revision); ok {
+			p.moves = append(p.moves, m)
 		}
 	}
 	if paused {
@@ -239,6 +239,24 @@ func (p *planner) catchUp(k int) {
 			p.moves = append(p.moves, Move{Cluster: p.in.Clusters[i].Name, To: p.st.Revision})
 		}
 	}
+}
+
+// finish is the move that ends the change cut short on c, if any. A change
+// to the rollout's revision is finished. A change to or from a revision
+// the rollout left behind (a newer revision came, or that revision's
+// rollback was cut short) is undone: the cluster returns to the revision
+// it ran before, whole, and waits for its step; without a record of that
+// revision the change is finished. (Unmoved, a cluster is written from its
+// highest revision: a rollback cut short would put the halted revision
+// back on it.)
+func finish(c Cluster, revision int64) (Move, bool) {
+	switch {
+	case !c.Partial || !c.Reachable:
+		return Move{}, false
+	case c.Revision != revision && c.Previous > 0:
+		return Move{Cluster: c.Name, To: c.Previous}, true
+	}
+	return Move{Cluster: c.Name, To: c.Revision}, true
 }
 
 func (p *planner) maxConcurrent() *intstr.IntOrString {
@@ -304,6 +322,11 @@ func (p *planner) rollback() {
 		}
 		if c.Revision == R && c.Reachable && (c.Changed || c.Partial) {
 			back = append(back, i)
+		}
+	}
+	for _, c := range p.in.Clusters {
+		if m, ok := finish(c, R); ok && c.Revision != R {
+			p.moves = append(p.moves, m)
 		}
 	}
 	if pause {

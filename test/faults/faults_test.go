@@ -2,13 +2,17 @@
 // upgraded, downgraded and deleted — at random moments, at random
 // failpoints, and (TestKillPoints) at each chosen point of the apply
 // sequence — restarts it, and checks that everything converges with
-// nothing orphaned, duplicated or waiting for a human.
+// nothing orphaned, duplicated or waiting for a human. It does the same to
+// a profile's rollout over a fleet (TestRolloutCrashesConverge,
+// TestRolloutKillPoints): a rollout resumes at its step, and a halt and
+// its rollback survive the crash.
 //
 // `make test` runs a fixed seed and every kill point once; `make
 // test-faults` runs both many times with random seeds and more operations,
 // several copies at once so that they compete for the CPU
 // (hack/test-faults.sh; ANNEX_FAULTS=random, ANNEX_FAULT_OPS=n,
-// ANNEX_FAULT_SEED=n to replay a seed, ANNEX_FAULT_REPEAT=n).
+// ANNEX_FAULT_ROLLOUT_OPS=n, ANNEX_FAULT_SEED=n to replay a seed,
+// ANNEX_FAULT_REPEAT=n).
 package faults
 
 import (
@@ -301,8 +305,14 @@ func divergence(ctx context.Context, c client.Client, ns string, want map[string
 // holds, every inventory entry that does not exist, and every object two
 // inventories claim.
 func orphans(ctx context.Context, c client.Client, ns string) []string {
+	return orphansAcross(ctx, c, c, ns)
+}
+
+// orphansAcross is orphans for the installations in namespace ns of the
+// hub and the objects they install in namespace ns of cluster.
+func orphansAcross(ctx context.Context, hub, cluster client.Client, ns string) []string {
 	var list v1alpha1.ExtensionInstallationList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+	if err := hub.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return []string{err.Error()}
 	}
 	owner := map[string]string{}
@@ -325,7 +335,7 @@ func orphans(ctx context.Context, c client.Client, ns string) []string {
 	} {
 		objs := &unstructured.UnstructuredList{}
 		objs.SetGroupVersionKind(gvk)
-		if err := c.List(ctx, objs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}); err != nil {
+		if err := cluster.List(ctx, objs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}); err != nil {
 			return append(problems, err.Error())
 		}
 		for _, o := range objs.Items {

@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/names"
 	"github.com/annex-platform/annex/internal/rollout"
@@ -148,7 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	metrics.RolloutMoved(p.Name, forward, len(ro.Moves)-forward)
-	if err := r.carryOut(ctx, p, mcs, pl.actions); err != nil {
+	if err := r.carryOut(ctx, p, mcs, pl.actions, ro, moves); err != nil {
 		return ctrl.Result{}, err
 	}
 	inUse := map[int64]bool{newest: true, ro.State.StableRevision: true}
@@ -236,10 +237,17 @@ func defaultsIn(annotations map[string]string, profile string) []string {
 // the hub's API server round trip each time.
 const writers = 16
 
-// carryOut carries out the plan's actions: each cluster's in order (its
-// record of Default extensions after the installation), up to writers
-// clusters at once.
-func (r *Reconciler) carryOut(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs map[string]*v1alpha1.ManagedCluster, actions []action) error {
+// carryOut carries out the plan's actions once the rollout's state ro is
+// written: each cluster's in order (its record of Default extensions
+// after the installation), up to writers clusters at once. The
+// failpoints mark where a crash is hardest to survive: the state written
+// and no cluster changed; one installation of a cluster the rollout
+// moves (forward, or back in a rollback) written and the others not.
+func (r *Reconciler) carryOut(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs map[string]*v1alpha1.ManagedCluster,
+	actions []action, ro rollout.Plan, moves map[string]int64) error {
+	if len(ro.Moves) > 0 {
+		failpoint.Hit(failpoint.RolloutAfterState, p.Name)
+	}
 	byCluster := map[string][]action{}
 	var order []string
 	for _, a := range actions {
@@ -264,11 +272,37 @@ func (r *Reconciler) carryOut(ctx context.Context, p *v1alpha1.ExtensionProfile,
 					return fmt.Errorf("%s: %w", a.name, err)
 				}
 				r.tell(gctx, p, a)
+				if movesCluster(a, moves) {
+					failpoint.Hit(movePoint(ro.State.Phase), p.Name)
+				}
 			}
 			return nil
 		})
 	}
 	return g.Wait()
+}
+
+// movesCluster reports whether a writes an installation of a cluster the
+// rollout moves (moves are by cluster name).
+func movesCluster(a action, moves map[string]int64) bool {
+	cluster := a.want.cluster
+	switch a.kind {
+	case actRecordDefault:
+		return false
+	case actRemove:
+		cluster = a.existing.Spec.Cluster
+	}
+	_, ok := moves[cluster]
+	return ok
+}
+
+// movePoint is the failpoint passed after each installation a rollout in
+// phase writes.
+func movePoint(phase v1alpha1.RolloutPhase) string {
+	if phase == v1alpha1.RolloutRollingBack {
+		return failpoint.RolloutDuringRollback
+	}
+	return failpoint.RolloutAfterFirstMove
 }
 
 // act carries out one action of the plan. It does not change p: actions
