@@ -13,10 +13,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -407,4 +409,110 @@ func TestRolloutCatalogVersionAndUnreachable(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// impersonate returns a client acting as user, bound to ClusterRole role
+// cluster-wide.
+func impersonate(t *testing.T, user, role string) client.Client {
+	t.Helper()
+	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test-" + user + "-" + role},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	must(t, client.IgnoreAlreadyExists(env.Client.Create(context.Background(), b)))
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	must(t, err)
+	return c
+}
+
+// TestRolloutWindowAndApproval: a step that requires approval waits until
+// someone other than who changed the profile approves it (the author's
+// own approval does not count); a cluster outside its maintenance window
+// waits, named with when it opens, and is changed once the window opens.
+func TestRolloutWindowAndApproval(t *testing.T) {
+	ctx := context.Background()
+	const ns = "gated"
+	clusters := rolloutFleet(t, ns, 3, configMapChart("g-app", "1.0.0"), configMapChart("g-app", "1.1.0"))
+	alice, bob := impersonate(t, "alice", "cluster-admin"), impersonate(t, "bob", "cluster-admin")
+	testenv.Eventually(t, time.Minute, func() error { // the catalog offers both versions
+		e := &v1alpha1.Extension{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "g-app"}, e); err != nil || len(e.Spec.Versions) != 2 {
+			return fmt.Errorf("extension g-app: %v", err)
+		}
+		return nil
+	})
+	one := intstr.FromInt32(1)
+	p := &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: v1alpha1.ExtensionProfileSpec{
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": ns}},
+		Namespace:       ns,
+		Extensions:      []v1alpha1.ProfileExtension{{Name: "g-app", Version: "1.0.0", Mode: v1alpha1.ProfileModeEnforced}},
+		Rollout: &v1alpha1.RolloutStrategy{Steps: []v1alpha1.RolloutStep{
+			{Name: "canary", Clusters: &one},
+			{Name: "rest", RequireApproval: true},
+		}},
+	}}
+	must(t, alice.Create(ctx, p))
+	p = awaitRollout(t, ns, 1, v1alpha1.RolloutWaitingForApproval)
+	if p.Status.Rollout.StepName != "rest" || p.Status.Rollout.Counts.Done != 1 || p.Status.Rollout.Counts.WaitingForApproval != 2 {
+		t.Fatalf("rollout %+v", p.Status.Rollout)
+	}
+	approval := func(c client.Client, name string) {
+		t.Helper()
+		must(t, c.Create(ctx, &v1alpha1.Approval{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.ApprovalSpec{Profile: ns, Revision: 1, Step: "rest"}}))
+	}
+	// alice changed the profile: her approval does not count, and the
+	// status says why.
+	approval(alice, "by-alice")
+	testenv.Eventually(t, time.Minute, func() error {
+		ro := getProfile(t, ns).Status.Rollout
+		if ro.Phase != v1alpha1.RolloutWaitingForApproval || !strings.Contains(ro.Message, "alice") {
+			return fmt.Errorf("rollout %s: %s", ro.Phase, ro.Message)
+		}
+		return nil
+	})
+	approval(bob, "by-bob")
+	awaitRollout(t, ns, 1, v1alpha1.RolloutComplete)
+
+	// The last cluster's window opens in one to two minutes (cron counts
+	// minutes): revision 2 reaches the others and waits for it.
+	opens := time.Now().UTC().Truncate(time.Minute).Add(2 * time.Minute)
+	last := clusters[2]
+	mc := &v1alpha1.ManagedCluster{}
+	must(t, env.Client.Get(ctx, client.ObjectKey{Name: last}, mc))
+	mc.Spec.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Schedule: fmt.Sprintf("%d %d * * *", opens.Minute(), opens.Hour()),
+		Duration: metav1.Duration{Duration: 10 * time.Minute}}}
+	must(t, env.Client.Update(ctx, mc))
+	// A step of everyone, approved ahead by bob: the windows decide.
+	p = getProfile(t, ns)
+	p.Spec.Rollout.Steps = []v1alpha1.RolloutStep{{Name: "all"}}
+	p.Spec.Extensions[0].Version = "1.1.0"
+	must(t, alice.Update(ctx, p))
+	testenv.Eventually(t, time.Until(opens), func() error {
+		ro := getProfile(t, ns).Status.Rollout
+		if ro.Revision != 2 || ro.Counts.WaitingForWindow != 1 || ro.Counts.Done != 2 || len(ro.Waiting) != 1 ||
+			ro.Waiting[0].Cluster != last || ro.Waiting[0].Until == nil || !ro.Waiting[0].Until.Time.Equal(opens) {
+			return fmt.Errorf("rollout %+v", ro)
+		}
+		return nil
+	})
+	if time.Now().After(opens) {
+		t.Fatalf("the rollout was seen waiting only after the window opened at %s", opens)
+	}
+	inst := &v1alpha1.ExtensionInstallation{}
+	must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-app-" + last}, inst))
+	if inst.Spec.Version != "1.0.0" {
+		t.Fatalf("%s changed to %s before its window opened at %s", last, inst.Spec.Version, opens)
+	}
+	done := awaitRollout(t, ns, 2, v1alpha1.RolloutComplete)
+	awaitReady(t, ns, "g-app-"+last, "1.1.0")
+	must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-app-" + last}, inst))
+	at, err := time.Parse(time.RFC3339, inst.Annotations[v1alpha1.AnnotationProfileRevisionAt])
+	if err != nil || at.Before(opens) {
+		t.Fatalf("%s changed at %s (%v), before its window opened at %s", last, at, err, opens)
+	}
+	if done.Status.Rollout.Counts.Done != 3 {
+		t.Fatalf("counts %+v", done.Status.Rollout.Counts)
+	}
 }
