@@ -139,8 +139,13 @@ func runRolloutKill(t *testing.T, r *rolloutRig, sc rolloutKill, clusters []stri
 	}
 	ro := r.profile(t, sc.name).Status.Rollout
 	full, half := r.state(t, clusters).moved(2)
-	if ro == nil || ro.Revision != 2 || ro.Phase != sc.phase || ro.StepName != sc.step || full != sc.full || half != sc.half {
-		t.Fatalf("killed at %s: rollout %+v with %d clusters at revision 2 and %d half-moved; want revision 2 %s at step %s, %d and %d",
+	// The manager writes up to 16 clusters at once: when one of them has
+	// its first installation written, others of the step may have theirs
+	// (or all of theirs) too. At least the scenario's clusters are; the
+	// watch's check at the end sees that none was outside the step.
+	if ro == nil || ro.Revision != 2 || ro.Phase != sc.phase || ro.StepName != sc.step || full < sc.full || half < sc.half ||
+		(sc.half == 0 && half != 0) {
+		t.Fatalf("killed at %s: rollout %+v with %d clusters at revision 2 and %d half-moved; want revision 2 %s at step %s, at least %d and %d",
 			sc.point, ro, full, half, sc.phase, sc.step, sc.full, sc.half)
 	}
 

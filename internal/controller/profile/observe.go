@@ -17,11 +17,13 @@ import (
 var failedReasons = []string{v1alpha1.ReasonRolledBack, v1alpha1.ReasonInstallFailed, v1alpha1.ReasonApprovalDenied}
 
 // observe reads, for every cluster p selects, which revision its
-// installations hold and how they stand (pure), sets each cluster's
-// revision and returns the rollout's view of them. A cluster holds the
-// newest revision when every installation was written from it or from a
-// revision that says the same of its extension (and none is missing or
-// extra); else the highest revision an installation was written from.
+// installations were written from and how they stand (pure): a move
+// writes every installation of the cluster (one the revision leaves as
+// it is gets its revision label only), so the labels say which revision
+// a cluster runs, and disagreeing labels a move cut short. An
+// installation written before revisions existed counts as the profile's
+// oldest (v.adopt). It sets each cluster's revision and returns the
+// rollout's view of them.
 func observe(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clusters []cluster,
 	installations []v1alpha1.ExtensionInstallation, v revisionView, newest int64,
 	window func(cluster) (rollout.WindowState, error)) []rollout.Cluster {
@@ -41,69 +43,37 @@ func observe(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clus
 		rc := rollout.Cluster{Name: c.name, Labels: c.labels, Reachable: c.reachable, Health: rollout.Ready}
 		rc.Window, rc.WindowErr = window(*c)
 		insts := onCluster[c.name]
-		written := int64(0) // the highest revision an installation was written from
-		for _, inst := range insts {
-			written = max(written, v.revisionOf(inst))
+		if len(insts) == 0 && holdsNothing(p, all, *c, v.data[newest]) {
+			// The newest revision gives it nothing to hold (its owners
+			// deleted every Default one): it runs that revision.
+			rc.Revision = newest
 		}
+		seen := map[int64]bool{}
 		for _, inst := range insts {
-			if !v.same(v.revisionOf(inst), written, inst.Spec.Extension) {
-				rc.Partial = true // a move to written was cut short
+			rev := v.revisionOf(inst)
+			seen[rev] = true
+			if rev > rc.Revision {
+				rc.Revision = rev
 			}
-			health(inst, &rc)
 		}
+		rc.Partial = len(seen) > 1
+		rc.Changed = len(insts) > 0 && rc.Revision == newest
 		for _, inst := range insts {
-			if v.revisionOf(inst) != written {
+			if rev, err := strconv.ParseInt(inst.Labels[v1alpha1.LabelProfileRevision], 10, 64); err == nil && rev != rc.Revision {
 				continue
 			}
-			rc.Changed = written == newest
 			if prev, err := strconv.ParseInt(inst.Annotations[v1alpha1.AnnotationProfilePreviousRevision], 10, 64); err == nil {
 				rc.Previous = prev
 			}
 			if at, err := time.Parse(time.RFC3339, inst.Annotations[v1alpha1.AnnotationProfileRevisionAt]); err == nil && at.After(rc.ChangedAt) {
 				rc.ChangedAt = at
 			}
-		}
-		rc.Revision = written
-		switch {
-		case len(insts) == 0 && holdsNothing(p, all, *c, v.data[newest]):
-			// The newest revision gives it nothing to hold (its owners
-			// deleted every Default one): it runs that revision.
-			rc.Revision = newest
-		case written != newest && !rc.Partial && len(insts) > 0 && holdsAll(p, all, *c, insts, v, newest):
-			// The newest revision changes nothing here: it holds it
-			// without a write, and would return to written.
-			rc.Revision, rc.Previous = newest, written
+			health(inst, &rc)
 		}
 		c.revision = rc.Revision
 		out = append(out, rc)
 	}
 	return out
-}
-
-// holdsAll reports whether insts are all as revision rev wants them on c,
-// and rev wants no other installation there.
-func holdsAll(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, c cluster, insts []*v1alpha1.ExtensionInstallation,
-	v revisionView, rev int64) bool {
-	have := map[string]bool{}
-	for _, inst := range insts {
-		if !v.holds(inst, rev) {
-			return false
-		}
-		have[inst.Spec.Extension] = true
-	}
-	data := v.data[rev]
-	if data == nil {
-		return false
-	}
-	for _, ext := range data.Extensions {
-		if have[ext.Name] || winner(all, c, ext.Name) != p.Name {
-			continue
-		}
-		if ext.Mode == v1alpha1.ProfileModeEnforced || !slices.Contains(c.defaults[p.Name], ext.Name) {
-			return false // it would be created
-		}
-	}
-	return true
 }
 
 // holdsNothing reports whether data gives p nothing to hold on c: every

@@ -57,38 +57,6 @@ func (v revisionView) revisionOf(inst *v1alpha1.ExtensionInstallation) int64 {
 	return v.adopt
 }
 
-// same reports whether revisions a and b say the same of extension ext:
-// an installation written from one is as the other wants it.
-func (v revisionView) same(a, b int64, ext string) bool {
-	if a == b {
-		return true
-	}
-	ea, eb := v.extension(a, ext), v.extension(b, ext)
-	return ea != nil && eb != nil && equality.Semantic.DeepEqual(ea, eb)
-}
-
-func (v revisionView) extension(rev int64, ext string) *v1alpha1.ProfileRevisionExtension {
-	data := v.data[rev]
-	if data == nil {
-		return nil
-	}
-	for i := range data.Extensions {
-		if data.Extensions[i].Name == ext {
-			return &data.Extensions[i]
-		}
-	}
-	return nil
-}
-
-// holds reports whether inst is as revision rev wants it: written from
-// it, or from a revision that says the same of its extension. Such an
-// installation is not written again when its cluster moves to rev: a
-// revision that changes one extension of ten writes one installation
-// per cluster, not ten.
-func (v revisionView) holds(inst *v1alpha1.ExtensionInstallation, rev int64) bool {
-	return v.same(v.revisionOf(inst), rev, inst.Spec.Extension)
-}
-
 // want is one installation the profile should hold.
 type want struct {
 	cluster string
@@ -213,11 +181,11 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 				// Created before the record was written (a crash between
 				// the two): record it now.
 				out.actions = append(out.actions, action{kind: actRecordDefault, name: name, want: w})
-				if !revs.holds(existing, rev) {
+				if revs.revisionOf(existing) != rev {
 					out.actions = append(out.actions, action{kind: actRelabel, name: name, want: w, existing: existing})
 				}
 			case existing.DeletionTimestamp.IsZero() && existing.Labels[v1alpha1.LabelProfile] == p.Name &&
-				!revs.holds(existing, rev):
+				revs.revisionOf(existing) != rev:
 				// A Default installation (or an Enforced one as the
 				// revision says): only its revision label changes.
 				out.actions = append(out.actions, action{kind: actRelabel, name: name, want: w, existing: existing})

@@ -103,11 +103,11 @@ func TestDecide(t *testing.T) {
 			clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{inst("hello-edge", "base", "edge", "hello")},
 			want: []string{"update:hello-edge"}},
 		// A revision that changes one Enforced extension: the cluster
-		// moved to it has that installation updated; the other is left
-		// as it is (revision 1 says the same of it), not even relabelled.
+		// moved to it has that installation updated and the other only
+		// relabelled (its spec is already the revision's).
 		{name: "enforced moved", p: twoEnforced, clusters: []cluster{moved},
 			existing: []v1alpha1.ExtensionInstallation{enforcedInst("hello-edge", "hello"), enforcedInst("world-edge", "world")},
-			view:     &bumped, want: []string{"update:hello-edge"}},
+			view:     &bumped, want: []string{"update:hello-edge", "relabel:world-edge"}},
 		// Equal priority: the first name wins, whichever is reconciled.
 		{name: "tie", p: profileOf("zeta", 0, v1alpha1.ProfileModeDefault, "hello"), others: []v1alpha1.ExtensionProfile{profileOf("alpha", 0, v1alpha1.ProfileModeDefault, "hello")},
 			clusters: []cluster{prod}, want: nil, conflicts: 1},
