@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,9 +107,12 @@ func TestProfile(t *testing.T) {
 	got := awaitReady(t, ns, "p-tool", "1.0.0")
 	// The profile's revision resolved 1.x to 1.0.0 for the fleet: an
 	// Enforced installation is held at it, and moves when a revision does.
-	if got.Spec.Version != "1.0.0" || got.Labels[v1alpha1.LabelProfileRevision] != "1" {
-		t.Fatalf("the Enforced installation's version is %q (revision %q), want the revision's target 1.0.0 (revision 1)",
-			got.Spec.Version, got.Labels[v1alpha1.LabelProfileRevision])
+	// (A profile made before its catalog synced has a first revision that
+	// resolved nothing, and a second once the catalog offers versions.)
+	if ro := getProfile(t, "base").Status.Rollout; got.Spec.Version != "1.0.0" || ro == nil ||
+		got.Labels[v1alpha1.LabelProfileRevision] != strconv.FormatInt(ro.Revision, 10) {
+		t.Fatalf("the Enforced installation's version is %q (revision %q), want the revision's target 1.0.0 (the profile's revision, %+v)",
+			got.Spec.Version, got.Labels[v1alpha1.LabelProfileRevision], ro)
 	}
 	time.Sleep(2 * time.Second) // a Default deleted must stay deleted, not come back late
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-app-edge"}, &v1alpha1.ExtensionInstallation{}); !apierrors.IsNotFound(err) {
