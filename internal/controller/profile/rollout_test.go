@@ -175,6 +175,19 @@ spec:
 `}}
 }
 
+// awaitCatalog waits until the catalog offers n versions of ext: a profile
+// made before would first make a revision that resolved nothing.
+func awaitCatalog(t *testing.T, ext string, n int) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, func() error {
+		e := &v1alpha1.Extension{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: ext}, e); err != nil || len(e.Spec.Versions) != n {
+			return fmt.Errorf("extension %s: %d versions (%v), want %d", ext, len(e.Spec.Versions), err, n)
+		}
+		return nil
+	})
+}
+
 func getProfile(t *testing.T, name string) *v1alpha1.ExtensionProfile {
 	t.Helper()
 	p := &v1alpha1.ExtensionProfile{}
@@ -211,6 +224,7 @@ func setProfileVersion(t *testing.T, name, version string) {
 func TestRolloutInSteps(t *testing.T) {
 	const ns = "waves"
 	clusters := rolloutFleet(t, ns, 12, configMapChart("w-app", "1.0.0"), configMapChart("w-app", "1.1.0"), brokenChart("w-app", "2.0.0"))
+	awaitCatalog(t, "w-app", 3)
 	h := watchHistory(t, ns)
 	one, pct, three := intstr.FromInt32(1), intstr.FromString("10%"), intstr.FromInt32(3)
 	p := &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: "waves"}, Spec: v1alpha1.ExtensionProfileSpec{
@@ -368,6 +382,7 @@ func TestRolloutCatalogVersionAndUnreachable(t *testing.T) {
 		return nil
 	})
 	h := watchHistory(t, ns)
+	awaitCatalog(t, "cw-app", 1)
 	one := intstr.FromInt32(1)
 	must(t, env.Client.Create(ctx, &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: v1alpha1.ExtensionProfileSpec{
 		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": ns}},
@@ -435,13 +450,7 @@ func TestRolloutWindowAndApproval(t *testing.T) {
 	const ns = "gated"
 	clusters := rolloutFleet(t, ns, 3, configMapChart("g-app", "1.0.0"), configMapChart("g-app", "1.1.0"))
 	alice, bob := impersonate(t, "alice", "cluster-admin"), impersonate(t, "bob", "cluster-admin")
-	testenv.Eventually(t, time.Minute, func() error { // the catalog offers both versions
-		e := &v1alpha1.Extension{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: "g-app"}, e); err != nil || len(e.Spec.Versions) != 2 {
-			return fmt.Errorf("extension g-app: %v", err)
-		}
-		return nil
-	})
+	awaitCatalog(t, "g-app", 2)
 	one := intstr.FromInt32(1)
 	p := &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: v1alpha1.ExtensionProfileSpec{
 		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": ns}},
