@@ -70,16 +70,22 @@ func recordOneSeriesEach() {
 	metrics.ObservePlan(v1alpha1.EnginePackage, v1alpha1.PlanStatus{StartedAt: &start, FinishedAt: &start, State: v1alpha1.PlanComplete})
 	metrics.CatalogSynced("builtin", time.Unix(0, 0))
 	metrics.DriftCorrected("")
+	metrics.RolloutHalted("demo", "StepFailed")
+	metrics.RolloutMoved("demo", 1, 1)
 	metrics.ReadFrom(oneCluster{})
 }
 
-// oneCluster is a client.Reader holding one ManagedCluster and no
-// installation.
+// oneCluster is a client.Reader holding one ManagedCluster, one profile
+// with a rollout, and no installation.
 type oneCluster struct{ client.Reader }
 
 func (oneCluster) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
-	if l, ok := list.(*v1alpha1.ManagedClusterList); ok {
+	switch l := list.(type) {
+	case *v1alpha1.ManagedClusterList:
 		l.Items = []v1alpha1.ManagedCluster{{ObjectMeta: metav1.ObjectMeta{Name: "edge"}}}
+	case *v1alpha1.ExtensionProfileList:
+		l.Items = []v1alpha1.ExtensionProfile{{ObjectMeta: metav1.ObjectMeta{Name: "demo"},
+			Status: v1alpha1.ExtensionProfileStatus{Rollout: &v1alpha1.RolloutStatus{Revision: 1, Phase: v1alpha1.RolloutComplete}}}}
 	}
 	return nil
 }
