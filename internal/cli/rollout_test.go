@@ -12,9 +12,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -30,9 +32,10 @@ import (
 // ControllerRevisions, the second with a hash-shortened name, plus a
 // revision of another profile and the profile "flat" without
 // spec.rollout. It returns the profile as written.
-func rolloutFixture(t *testing.T, c client.Client) *v1alpha1.ExtensionProfile {
+func rolloutFixture(t *testing.T, env *testenv.Env) *v1alpha1.ExtensionProfile {
 	t.Helper()
 	ctx := context.Background()
+	c := env.Client
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +57,9 @@ func rolloutFixture(t *testing.T, c client.Client) *v1alpha1.ExtensionProfile {
 			}},
 		},
 	}
-	if err := c.Create(ctx, p); err != nil {
+	// alice changes the profile (the API server records her as its
+	// requester), so that the test's own user may approve its steps.
+	if err := asAlice(t, env).Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	until := metav1.NewTime(fixtureTime.Add(10 * time.Hour))
@@ -147,7 +152,7 @@ func getProfile(t *testing.T, c client.Client, name string) *v1alpha1.ExtensionP
 func TestRolloutReads(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	rolloutFixture(t, env.Client)
+	rolloutFixture(t, env)
 
 	v, err := cli.Rollout(ctx, env.Client, "base")
 	if err != nil {
@@ -222,7 +227,7 @@ func TestRolloutReads(t *testing.T) {
 func TestRolloutApprove(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	p := rolloutFixture(t, env.Client)
+	p := rolloutFixture(t, env)
 	var out bytes.Buffer
 	approve := func(o cli.RolloutApproveOptions) error {
 		out.Reset()
@@ -262,9 +267,11 @@ func TestRolloutApprove(t *testing.T) {
 
 	// Whoever last changed the profile cannot approve its rollout (the
 	// manager would not count it), but may deny it.
+	// (The API server records who changes the spec: the test's user
+	// pauses the rollout, and so becomes its requester.)
 	me := a.Spec.Approver
 	changed := getProfile(t, env.Client, "base")
-	changed.Annotations[v1alpha1.AnnotationRequestedBy] = me
+	changed.Spec.Rollout.Paused = true
 	if err := env.Client.Update(ctx, changed); err != nil {
 		t.Fatal(err)
 	}
@@ -272,8 +279,9 @@ func TestRolloutApprove(t *testing.T) {
 		!strings.Contains(err.Error(), "you ("+me+") last changed profile base (annotation annex.dev/requested-by): someone else must approve its rollout") {
 		t.Errorf("approving one's own change: %v", err)
 	}
-	delete(changed.Annotations, v1alpha1.AnnotationRequestedBy)
-	if err := env.Client.Update(ctx, changed); err != nil {
+	changed = getProfile(t, env.Client, "base")
+	changed.Spec.Rollout.Paused = false
+	if err := asAlice(t, env).Update(ctx, changed); err != nil {
 		t.Fatal(err)
 	}
 
@@ -320,7 +328,7 @@ func TestRolloutApprove(t *testing.T) {
 func TestRolloutPauseResumeAbort(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	rolloutFixture(t, env.Client)
+	rolloutFixture(t, env)
 	var out bytes.Buffer
 
 	if err := cli.SetRolloutPaused(ctx, env.Client, "base", true, &out); err != nil {
@@ -388,7 +396,7 @@ func TestRolloutPauseResumeAbort(t *testing.T) {
 func TestRolloutUndo(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	rolloutFixture(t, env.Client)
+	rolloutFixture(t, env)
 	var out bytes.Buffer
 
 	for _, c := range []struct {
@@ -458,7 +466,7 @@ func TestRolloutUndo(t *testing.T) {
 func TestRolloutWait(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	rolloutFixture(t, env.Client)
+	rolloutFixture(t, env)
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -619,4 +627,22 @@ func TestRolloutOfSteps(t *testing.T) {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
+}
+
+// asAlice returns a client acting as the user alice, a cluster admin.
+func asAlice(t *testing.T, env *testenv.Env) client.Client {
+	t.Helper()
+	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice-admin"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"}}}
+	if err := env.Client.Create(context.Background(), b); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice"}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

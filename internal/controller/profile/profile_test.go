@@ -161,10 +161,16 @@ func TestProfileConflict(t *testing.T) {
 			Extensions: []v1alpha1.ProfileExtension{{Name: "c-app", Values: nil}},
 		}}))
 	}
-	inst := awaitReady(t, ns, "c-app", "1.0.0")
-	if inst.Labels[v1alpha1.LabelProfile] != "high" {
-		t.Fatalf("c-app is held by %q, want the higher priority profile", inst.Labels[v1alpha1.LabelProfile])
-	}
+	awaitReady(t, ns, "c-app", "1.0.0")
+	// low may create it before high exists; high then takes it over.
+	eventually(t, func() error {
+		inst := &v1alpha1.ExtensionInstallation{}
+		must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-app"}, inst))
+		if inst.Labels[v1alpha1.LabelProfile] != "high" {
+			return fmt.Errorf("c-app is held by %q, want the higher priority profile", inst.Labels[v1alpha1.LabelProfile])
+		}
+		return nil
+	})
 	p := &v1alpha1.ExtensionProfile{}
 	eventually(t, func() error {
 		must(t, env.Client.Get(ctx, client.ObjectKey{Name: "low"}, p))
