@@ -16,14 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/rollout"
 )
 
 // defaultProfileNamespace is spec.namespace when the API server has not
 // defaulted it (a profile read before its CRD had the default).
 const defaultProfileNamespace = "annex-system"
-
-// restStep is the name of the implicit last step of a rollout.
-const restStep = "rest"
 
 // RolloutView is where a profile's rollout stands, as `annexctl rollout
 // status` prints it and the console's Rollouts pages show it. It is read
@@ -151,7 +149,7 @@ func stepsOf(r *v1alpha1.RolloutStrategy, st *v1alpha1.RolloutStatus) []RolloutS
 		out = append(out, sv)
 	}
 	last := out[len(out)-1]
-	out = append(out, RolloutStepView{Name: restStep, Clusters: "every cluster no step chose",
+	out = append(out, RolloutStepView{Name: rollout.RestStep, Clusters: "every cluster no step chose",
 		MaxUnavailable: last.MaxUnavailable, Timeout: last.Timeout, Implicit: true})
 	for i := range out {
 		switch {

@@ -219,7 +219,7 @@ func (p *planner) catchUp(k int) {
 	}
 	paused := p.in.Strategy != nil && p.in.Strategy.Paused
 	for _, c := range p.in.Clusters {
-		if m, ok := finish(c, p.st.Revision); ok {
+		if m, ok := cutShort(c, p.st.Revision); ok {
 			p.moves = append(p.moves, m)
 		}
 	}
@@ -241,7 +241,7 @@ func (p *planner) catchUp(k int) {
 	}
 }
 
-// finish is the move that ends the change cut short on c, if any. A change
+// cutShort is the move that ends the change cut short on c, if any. A change
 // to the rollout's revision is finished. A change to or from a revision
 // the rollout left behind (a newer revision came, or that revision's
 // rollback was cut short) is undone: the cluster returns to the revision
@@ -249,7 +249,7 @@ func (p *planner) catchUp(k int) {
 // revision the change is finished. (Unmoved, a cluster is written from its
 // highest revision: a rollback cut short would put the halted revision
 // back on it.)
-func finish(c Cluster, revision int64) (Move, bool) {
+func cutShort(c Cluster, revision int64) (Move, bool) {
 	switch {
 	case !c.Partial || !c.Reachable:
 		return Move{}, false
@@ -325,7 +325,7 @@ func (p *planner) rollback() {
 		}
 	}
 	for _, c := range p.in.Clusters {
-		if m, ok := finish(c, R); ok && c.Revision != R {
+		if m, ok := cutShort(c, R); ok && c.Revision != R {
 			p.moves = append(p.moves, m)
 		}
 	}
