@@ -270,10 +270,24 @@ type RolloutStatus struct {
 	// +kubebuilder:validation:MaxItems=10
 	// +optional
 	Waiting []RolloutClusterState `json:"waiting,omitempty"`
+	// HeldBack counts the clusters that run the revision below its target
+	// version of an Enforced extension, because their Kubernetes version
+	// cannot run the target: each gets the highest version within the
+	// range that fits it and counts as done. HeldBackClusters names up to
+	// 10, with why.
+	// +optional
+	HeldBack int32 `json:"heldBack,omitempty"`
+	// +kubebuilder:validation:MaxItems=10
+	// +optional
+	HeldBackClusters []RolloutClusterState `json:"heldBackClusters,omitempty"`
 	// Message says what the rollout does now and what to do about it.
 	// +optional
 	Message string `json:"message,omitempty"`
 }
+
+// ReasonKubernetesVersion is the reason of a cluster held back below a
+// revision's target version by its Kubernetes version.
+const ReasonKubernetesVersion = "KubernetesVersion"
 
 // RolloutPhase is where a rollout stands.
 type RolloutPhase string

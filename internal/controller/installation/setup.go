@@ -3,6 +3,7 @@ package installation
 import (
 	"context"
 	"errors"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -87,7 +88,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.index = index
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ExtensionInstallation{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate(), startedWaitingOnOthers()))).
+			predicate.GenerationChangedPredicate{}, annotationsChanged(), deletionPredicate(), startedWaitingOnOthers()))).
 		Watches(&v1alpha1.Extension{}, handler.EnqueueRequestsFromMapFunc(r.installationsOfExtension)).
 		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(r.unsettledOnSameCluster),
 			builder.WithPredicates(clusterRelevantChange())).
@@ -232,6 +233,50 @@ func clusterRelevantChange() predicate.Funcs {
 				!equality.Semantic.DeepEqual(findCondition(o, v1alpha1.ConditionReady), findCondition(n, v1alpha1.ConditionReady))
 		},
 	}
+}
+
+// profileBookkeeping are the annotations a profile writes on its
+// installations for its rollout's own records (when a revision reached
+// the installation, and the revision before it); they mean nothing to
+// the installation, so writing them does not reconcile it.
+var profileBookkeeping = []string{v1alpha1.AnnotationProfileRevisionAt, v1alpha1.AnnotationProfilePreviousRevision}
+
+// annotationsChanged passes an update that changes the annotations other
+// than profileBookkeeping (a reconcile request, an approval, a pause):
+// a rollout moving a cluster relabels every installation there, and one
+// whose spec it leaves alone must not be reconciled for that.
+func annotationsChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !equalBesides(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations(), profileBookkeeping)
+		},
+	}
+}
+
+// equalBesides reports whether a and b hold the same entries once the
+// keys in ignore are left out.
+func equalBesides(a, b map[string]string, ignore []string) bool {
+	count := func(m map[string]string) int {
+		n := len(m)
+		for _, k := range ignore {
+			if _, ok := m[k]; ok {
+				n--
+			}
+		}
+		return n
+	}
+	if count(a) != count(b) {
+		return false
+	}
+	for k, v := range a {
+		if slices.Contains(ignore, k) {
+			continue
+		}
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }
 
 // deletionPredicate passes the update that sets deletionTimestamp (the

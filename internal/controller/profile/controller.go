@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -62,8 +63,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ns := namespaceOf(p)
+	// The lists below are the cache's own objects, not copies (at 1,000
+	// clusters a copy of each per reconcile is most of its cost): what
+	// changes one copies it first (act, removeOne, recordDefault).
 	var installations v1alpha1.ExtensionInstallationList
-	if err := r.Client.List(ctx, &installations, client.InNamespace(ns)); err != nil {
+	if err := r.Client.List(ctx, &installations, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	if !p.DeletionTimestamp.IsZero() {
@@ -77,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	var profiles v1alpha1.ExtensionProfileList
-	if err := r.Client.List(ctx, &profiles); err != nil {
+	if err := r.Client.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	clusters, mcs, err := r.clusters(ctx, p)
@@ -107,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		data[rev.number] = rev.data
 	}
 	now := time.Now()
-	view := revisionView{data: data, catalog: catalog, now: now, adopt: revs[0].number}
+	view := revisionView{data: data, catalog: catalog, now: now, adopt: revs[0].number, newest: newest, memo: versionMemo{}}
 	views := observe(p, profiles.Items, clusters, installations.Items, view, newest,
 		func(c cluster) (rollout.WindowState, error) { return rollout.Window(c.windows, now) })
 	approvals, err := r.stepApprovals(ctx, p, revs[len(revs)-1])
@@ -204,7 +208,7 @@ func owned(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionInstallation) [
 // with the Default extensions each has received.
 func (r *Reconciler) clusters(ctx context.Context, p *v1alpha1.ExtensionProfile) ([]cluster, map[string]*v1alpha1.ManagedCluster, error) {
 	var list v1alpha1.ManagedClusterList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, err
 	}
 	out := []cluster{{name: "", defaults: map[string][]string{p.Name: defaultsIn(p.Annotations, p.Name)}, reachable: true}}
@@ -267,8 +271,15 @@ func (r *Reconciler) carryOut(ctx context.Context, p *v1alpha1.ExtensionProfile,
 	g.SetLimit(writers)
 	for _, c := range order {
 		g.Go(func() error {
+			// The cluster's record of Default extensions: the hub's copy
+			// of the profile, or a copy of the ManagedCluster (whose
+			// listed object is the cache's) that its actions share.
+			var record client.Object = hub
+			if mc := mcs[c]; mc != nil {
+				record = mc.DeepCopy()
+			}
 			for _, a := range byCluster[c] {
-				if err := r.act(gctx, p, hub, mcs, a); err != nil {
+				if err := r.act(gctx, p, record, a); err != nil {
 					return fmt.Errorf("%s: %w", a.name, err)
 				}
 				r.tell(gctx, p, a)
@@ -306,8 +317,10 @@ func movePoint(phase v1alpha1.RolloutPhase) string {
 }
 
 // act carries out one action of the plan. It does not change p: actions
-// of several clusters run at once.
-func (r *Reconciler) act(ctx context.Context, p, hub *v1alpha1.ExtensionProfile, mcs map[string]*v1alpha1.ManagedCluster, a action) error {
+// of several clusters run at once. record is the object that records the
+// cluster's Default extensions (its ManagedCluster, or the profile for
+// the hub): a copy of the cluster's own, changed in place.
+func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, record client.Object, a action) error {
 	switch a.kind {
 	case actCreate:
 		spec, err := desiredSpec(p, a.want)
@@ -321,28 +334,38 @@ func (r *Reconciler) act(ctx context.Context, p, hub *v1alpha1.ExtensionProfile,
 		stamp(inst, p, a.want)
 		return client.IgnoreAlreadyExists(r.Client.Create(ctx, inst))
 	case actRelabel:
+		// Labels and annotations only, as a merge patch: no conflict with
+		// the status the installation controller writes meanwhile.
 		inst := a.existing.DeepCopy()
 		stamp(inst, p, a.want)
-		return r.Client.Update(ctx, inst)
+		return r.Client.Patch(ctx, inst, client.MergeFrom(a.existing))
 	case actUpdate:
-		inst := a.existing.DeepCopy()
-		stamp(inst, p, a.want)
 		spec, err := desiredSpec(p, a.want)
 		if err != nil {
 			return err
 		}
-		inst.Spec.Extension, inst.Spec.Version, inst.Spec.Cluster = spec.Extension, spec.Version, spec.Cluster
-		inst.Spec.TargetNamespace, inst.Spec.Values, inst.Spec.ValuesFrom = spec.TargetNamespace, spec.Values, spec.ValuesFrom
-		inst.Spec.Upgrade.AllowDowngrade = spec.Upgrade.AllowDowngrade
-		return r.Client.Update(ctx, inst)
+		// A whole-object update (a merge patch would turn a null in the
+		// values into a deletion); the installation controller writes
+		// status all the while, so a conflict is retried on the newer
+		// object at once rather than failing the reconcile.
+		inst := a.existing.DeepCopy()
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			stamp(inst, p, a.want)
+			inst.Spec.Extension, inst.Spec.Version, inst.Spec.Cluster = spec.Extension, spec.Version, spec.Cluster
+			inst.Spec.TargetNamespace, inst.Spec.Values, inst.Spec.ValuesFrom = spec.TargetNamespace, spec.Values, spec.ValuesFrom
+			inst.Spec.Upgrade.AllowDowngrade = spec.Upgrade.AllowDowngrade
+			err := r.Client.Update(ctx, inst)
+			if apierrors.IsConflict(err) {
+				if getErr := r.Client.Get(ctx, client.ObjectKeyFromObject(inst), inst); getErr != nil {
+					return getErr
+				}
+			}
+			return err
+		})
 	case actRemove:
 		return r.removeOne(ctx, p, a.existing)
 	case actRecordDefault:
-		var on client.Object = hub
-		if mc := mcs[a.want.cluster]; mc != nil {
-			on = mc
-		}
-		return r.recordDefault(ctx, p.Name, on, a.want.ext.Name)
+		return r.recordDefault(ctx, p.Name, record, a.want.ext.Name)
 	}
 	return nil
 }
@@ -401,6 +424,7 @@ func (r *Reconciler) recordDefault(ctx context.Context, profile string, obj clie
 // removalPolicy Orphan it first loses its uninstall finalizer, so that
 // what it installed stays on the cluster.
 func (r *Reconciler) removeOne(ctx context.Context, p *v1alpha1.ExtensionProfile, inst *v1alpha1.ExtensionInstallation) error {
+	inst = inst.DeepCopy() // may be the cache's
 	if p.Spec.RemovalPolicy == v1alpha1.DeletionPolicyOrphan && controllerutil.ContainsFinalizer(inst, v1alpha1.FinalizerUninstall) {
 		patch := client.MergeFrom(inst.DeepCopy())
 		controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall)
@@ -432,8 +456,17 @@ func (r *Reconciler) remove(ctx context.Context, p *v1alpha1.ExtensionProfile, i
 	return ctrl.Result{}, nil
 }
 
+// ensureNamespace creates the namespace the profile's installations live
+// in when the cache (its metadata) does not hold it: a reconcile of a
+// profile whose namespace exists writes nothing.
 func (r *Reconciler) ensureNamespace(ctx context.Context, name string) error {
-	err := r.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, ns)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	err = r.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	return client.IgnoreAlreadyExists(err)
 }
 
@@ -449,6 +482,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 	before := p.DeepCopy()
 	st := &p.Status
 	st.Rollout = ro.State.DeepCopy()
+	st.Rollout.HeldBack, st.Rollout.HeldBackClusters = heldBack(pl.heldBack)
 	rolloutConditions(p, ro.State)
 	st.ObservedGeneration = p.Generation
 	st.MatchingClusters = int32(pl.matching)
@@ -520,6 +554,23 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 		return nil
 	}
 	return r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+}
+
+// heldBack counts the clusters among held (installations held below
+// their target version) and names the first rollout.MaxNamed, one entry
+// per cluster, in the order of the cluster names.
+func heldBack(held []v1alpha1.RolloutClusterState) (int32, []v1alpha1.RolloutClusterState) {
+	sorted := slices.Clone(held)
+	slices.SortStableFunc(sorted, func(a, b v1alpha1.RolloutClusterState) int { return strings.Compare(a.Cluster, b.Cluster) })
+	sorted = slices.CompactFunc(sorted, func(a, b v1alpha1.RolloutClusterState) bool { return a.Cluster == b.Cluster })
+	n := int32(len(sorted))
+	if len(sorted) > rollout.MaxNamed {
+		sorted = sorted[:rollout.MaxNamed]
+	}
+	if len(sorted) == 0 {
+		sorted = nil
+	}
+	return n, sorted
 }
 
 // SetupWithManager watches profiles, the ManagedClusters they select (any

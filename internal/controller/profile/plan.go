@@ -47,6 +47,10 @@ type revisionView struct {
 	// adopt is the revision an installation without a revision label
 	// counts as (written before revisions existed).
 	adopt int64
+	// newest is the revision being rolled out; memo caches the versions
+	// each cluster's Kubernetes version gets.
+	newest int64
+	memo   versionMemo
 }
 
 // revisionOf is the revision inst was last written from.
@@ -104,6 +108,10 @@ type plan struct {
 	// invalid maps an extension whose values do not expand for some
 	// cluster to why; nothing is created or changed for it there.
 	invalid map[string]string
+	// heldBack are the installations written from the newest revision
+	// below its target version, because their cluster's Kubernetes
+	// version cannot run it (by cluster, then extension).
+	heldBack []v1alpha1.RolloutClusterState
 }
 
 // decide compares what profile p should hold with what exists.
@@ -155,7 +163,12 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 			}
 			wanted[name] = true
 			existing := byName[name]
-			ext.Version = versionFor(rext, revs.catalog, c.version)
+			var held string
+			ext.Version, held = revs.memo.versionFor(rext, revs.catalog, c.version)
+			if held != "" && rev == revs.newest {
+				out.heldBack = append(out.heldBack, v1alpha1.RolloutClusterState{Cluster: clusterLabel(c.name), Extension: ext.Name,
+					Reason: v1alpha1.ReasonKubernetesVersion, Message: held})
+			}
 			w := want{cluster: c.name, ext: ext, vars: varsOf(c), revision: rev, previous: c.revision, moved: moved, now: revs.now}
 			if _, err := desiredSpec(p, w); err != nil {
 				out.invalid[ext.Name] = err.Error() // the same for every cluster: reported once

@@ -1,6 +1,10 @@
 package profile
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,5 +136,70 @@ func TestDecide(t *testing.T) {
 				t.Errorf("conflicts %v, want %d", pl.conflicts, tc.conflicts)
 			}
 		})
+	}
+}
+
+// A cluster whose Kubernetes version cannot run a revision's target gets
+// the highest version of the range that fits it, and the plan says so;
+// a cluster that can run it gets the target, and one the catalog has
+// nothing for gets the target (its installation says why).
+func TestDecideHeldBackByKubernetesVersion(t *testing.T) {
+	catalog := map[string]*v1alpha1.Extension{"hello": {ObjectMeta: metav1.ObjectMeta{Name: "hello"}, Spec: v1alpha1.ExtensionSpec{
+		Versions: []v1alpha1.ExtensionVersion{
+			{Version: "1.0.0", KubeVersion: ">=1.30.0-0"},
+			{Version: "1.1.0", KubeVersion: ">=1.36.0-0"},
+			{Version: "1.2.0", KubeVersion: ">=1.37.0-0"},
+		}}}}
+	p := profileOf("base", 0, v1alpha1.ProfileModeEnforced, "hello")
+	var clusters []cluster
+	for name, kube := range map[string]string{"new": "1.37.1", "old": "1.36.4", "ancient": "1.29.0", "unknown": ""} {
+		clusters = append(clusters, cluster{name: name, labels: map[string]string{"env": "prod"}, version: kube})
+	}
+	slices.SortFunc(clusters, func(a, b cluster) int { return strings.Compare(a.name, b.name) })
+	view := revisionView{data: map[int64]*v1alpha1.ProfileRevisionData{1: wantedRevision(&p, catalog)}, catalog: catalog,
+		moves: map[string]int64{}, newest: 1, memo: versionMemo{}}
+	for _, c := range clusters {
+		view.moves[c.name] = 1
+	}
+	if got := view.data[1].Extensions[0].Target; got != "1.2.0" {
+		t.Fatalf("the revision's target is %q, want 1.2.0", got)
+	}
+	pl := decide(&p, []v1alpha1.ExtensionProfile{p}, clusters, nil, view)
+	versions := map[string]string{}
+	for _, a := range pl.actions {
+		versions[a.want.cluster] = a.want.ext.Version
+	}
+	want := map[string]string{"new": "1.2.0", "old": "1.1.0", "ancient": "1.2.0", "unknown": "1.2.0"}
+	if !maps.Equal(versions, want) {
+		t.Errorf("versions by cluster %v, want %v", versions, want)
+	}
+	n, named := heldBack(pl.heldBack)
+	if n != 1 || len(named) != 1 || named[0].Cluster != "old" || named[0].Reason != v1alpha1.ReasonKubernetesVersion ||
+		named[0].Message != `hello 1.2.0 needs Kubernetes >=1.37.0-0 and the cluster runs 1.36.4: it gets 1.1.0, the highest version within "1.x" that fits` {
+		t.Errorf("held back: %d %+v", n, named)
+	}
+
+	// Held back on an older revision than the one rolled out: not named.
+	view.newest = 2
+	if pl := decide(&p, []v1alpha1.ExtensionProfile{p}, clusters, nil, view); len(pl.heldBack) != 0 {
+		t.Errorf("held back from an older revision: %+v", pl.heldBack)
+	}
+}
+
+// heldBack names a cluster once, however many of its installations are
+// held back, and at most rollout.MaxNamed.
+func TestHeldBackBounded(t *testing.T) {
+	var held []v1alpha1.RolloutClusterState
+	for i := range 30 {
+		for _, ext := range []string{"a", "b"} {
+			held = append(held, v1alpha1.RolloutClusterState{Cluster: fmt.Sprintf("c-%02d", 29-i), Extension: ext})
+		}
+	}
+	n, named := heldBack(held)
+	if n != 30 || len(named) != 10 || named[0].Cluster != "c-00" || named[9].Cluster != "c-09" {
+		t.Errorf("heldBack = %d, %+v", n, named)
+	}
+	if n, named := heldBack(nil); n != 0 || named != nil {
+		t.Errorf("heldBack(nil) = %d, %+v", n, named)
 	}
 }

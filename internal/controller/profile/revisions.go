@@ -86,20 +86,21 @@ func highestIn(rangeText string, ext *v1alpha1.Extension, fits func(v v1alpha1.E
 // versionFor is the version range an installation of ext gets on a
 // cluster running kube: the revision's target when the cluster can run
 // it; else the highest version within the range, below the target, that
-// fits the cluster; the range itself when the catalog has no version for
-// it (the installation then says why).
-func versionFor(ext v1alpha1.ProfileRevisionExtension, catalog map[string]*v1alpha1.Extension, kube string) string {
+// fits the cluster, and held says why the cluster is held below the
+// target; the range itself when the catalog has no version for it (the
+// installation then says why).
+func versionFor(ext v1alpha1.ProfileRevisionExtension, catalog map[string]*v1alpha1.Extension, kube string) (version, held string) {
 	if ext.Target == "" {
-		return ext.Version
+		return ext.Version, ""
 	}
 	if ext.Mode != v1alpha1.ProfileModeEnforced {
 		// A Default installation is its cluster owners' once created: it
 		// gets the range, and the rollout stages its creation only.
-		return ext.Version
+		return ext.Version, ""
 	}
 	kv, err := semver.NewVersion(kube)
 	if err != nil {
-		return ext.Target // not observed yet: the installation checks it
+		return ext.Target, "" // not observed yet: the installation checks it
 	}
 	target, _ := semver.NewVersion(ext.Target)
 	fit := highestIn(ext.Version, catalog[ext.Name], func(v v1alpha1.ExtensionVersion) bool {
@@ -107,9 +108,44 @@ func versionFor(ext v1alpha1.ProfileRevisionExtension, catalog map[string]*v1alp
 		return err == nil && target != nil && !sv.GreaterThan(target) && resolve.KubeVersionAllows(v.KubeVersion, kv)
 	})
 	if fit == "" {
-		return ext.Target // nothing fits: the installation explains why
+		return ext.Target, "" // nothing fits: the installation explains why
 	}
-	return fit
+	if fit != ext.Target {
+		held = fmt.Sprintf("%s %s needs Kubernetes %s and the cluster runs %s: it gets %s, the highest version within %q that fits",
+			ext.Name, ext.Target, targetKube(catalog[ext.Name], ext.Target), kube, fit, ext.Version)
+	}
+	return fit, held
+}
+
+// targetKube is the kubeVersion range the catalog gives version of ext.
+func targetKube(ext *v1alpha1.Extension, version string) string {
+	if ext != nil {
+		for _, v := range ext.Spec.Versions {
+			if v.Version == version {
+				return v.KubeVersion
+			}
+		}
+	}
+	return "(unknown)"
+}
+
+// versionMemo remembers versionFor's answers within one reconcile: a
+// thousand clusters run a handful of Kubernetes versions.
+type versionMemo map[versionKey][2]string
+
+type versionKey struct{ ext, rangeText, target, kube string }
+
+func (m versionMemo) versionFor(ext v1alpha1.ProfileRevisionExtension, catalog map[string]*v1alpha1.Extension, kube string) (string, string) {
+	if m == nil {
+		return versionFor(ext, catalog, kube)
+	}
+	k := versionKey{ext.Name + "\x00" + string(ext.Mode), ext.Version, ext.Target, kube}
+	if got, ok := m[k]; ok {
+		return got[0], got[1]
+	}
+	v, held := versionFor(ext, catalog, kube)
+	m[k] = [2]string{v, held}
+	return v, held
 }
 
 // revisions reads p's revisions, oldest first.
