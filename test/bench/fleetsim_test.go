@@ -239,7 +239,9 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	// last clusters' revision labels written too): what the restart
 	// writes is then what a restart of a quiet hub writes.
 	newest := newestRevision(b, c)
-	ro.wait(b, phaseTimeout, func(st v1alpha1.RolloutStatus) bool { return st.Phase == v1alpha1.RolloutComplete && st.Revision == newest })
+	ro.wait(b, phaseTimeout, func(st v1alpha1.RolloutStatus) bool {
+		return st.Phase == v1alpha1.RolloutComplete && st.Revision == newest
+	})
 	peak, cpu := mgr.Peak(b), mgr.CPU(b)
 	before = proxy.Snapshot()
 	kindsBefore := proxy.Kinds()
