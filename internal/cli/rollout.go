@@ -53,13 +53,17 @@ type RolloutView struct {
 	StepCount int32  `json:"stepCount,omitempty"`
 	// Steps are spec.rollout.steps and the implicit last step "rest",
 	// each with where it stands.
-	Steps      []RolloutStepView              `json:"steps,omitempty"`
-	Counts     v1alpha1.RolloutCounts         `json:"counts"`
-	Failures   []v1alpha1.RolloutClusterState `json:"failures,omitempty"`
-	Waiting    []v1alpha1.RolloutClusterState `json:"waiting,omitempty"`
-	HaltReason string                         `json:"haltReason,omitempty"`
-	HaltedAt   *metav1.Time                   `json:"haltedAt,omitempty"`
-	Message    string                         `json:"message,omitempty"`
+	Steps    []RolloutStepView              `json:"steps,omitempty"`
+	Counts   v1alpha1.RolloutCounts         `json:"counts"`
+	Failures []v1alpha1.RolloutClusterState `json:"failures,omitempty"`
+	Waiting  []v1alpha1.RolloutClusterState `json:"waiting,omitempty"`
+	// HeldBack counts the clusters held below the revision's target
+	// version by their Kubernetes version; HeldBackClusters names up to 10.
+	HeldBack         int32                          `json:"heldBack,omitempty"`
+	HeldBackClusters []v1alpha1.RolloutClusterState `json:"heldBackClusters,omitempty"`
+	HaltReason       string                         `json:"haltReason,omitempty"`
+	HaltedAt         *metav1.Time                   `json:"haltedAt,omitempty"`
+	Message          string                         `json:"message,omitempty"`
 	// AbortRequested is the revision annotation annex.dev/rollout-abort
 	// names, when set.
 	AbortRequested string `json:"abortRequested,omitempty"`
@@ -121,6 +125,7 @@ func RolloutOf(p *v1alpha1.ExtensionProfile) *RolloutView {
 		v.Revision, v.StableRevision, v.Phase = st.Revision, st.StableRevision, st.Phase
 		v.Step, v.StepName, v.StepCount = st.Step, st.StepName, st.Steps
 		v.Counts, v.Failures, v.Waiting = st.Counts, st.Failures, st.Waiting
+		v.HeldBack, v.HeldBackClusters = st.HeldBack, st.HeldBackClusters
 		v.HaltReason, v.HaltedAt, v.Message = st.HaltReason, st.HaltedAt, st.Message
 	}
 	if r := p.Spec.Rollout; r != nil {

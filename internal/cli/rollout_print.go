@@ -67,6 +67,12 @@ func WriteRollout(w io.Writer, o Output, v *RolloutView) error {
 			fmt.Fprintf(w, "    %s\n", clusterStateLine(c))
 		}
 	}
+	if len(v.HeldBackClusters) > 0 {
+		fmt.Fprintf(w, "  held back by their Kubernetes version (%d of %d named; done at the highest version that fits):\n", len(v.HeldBackClusters), v.HeldBack)
+		for _, c := range v.HeldBackClusters {
+			fmt.Fprintf(w, "    %s\n", clusterStateLine(c))
+		}
+	}
 	if v.Message != "" {
 		fmt.Fprintf(w, "  message:   %s\n", v.Message)
 	}

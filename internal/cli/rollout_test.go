@@ -75,7 +75,10 @@ func rolloutFixture(t *testing.T, env *testenv.Env) *v1alpha1.ExtensionProfile {
 			Counts: v1alpha1.RolloutCounts{Pending: 5, WaitingForApproval: 3, WaitingForWindow: 1, Done: 1, Failed: 1},
 			Failures: []v1alpha1.RolloutClusterState{{Cluster: "cluster-7", Step: "canary", Extension: "podinfo",
 				Reason: "InstallFailed", Message: "Deployment fleet/podinfo: 0/2 replicas available after 10m"}},
-			Waiting: []v1alpha1.RolloutClusterState{{Cluster: "cluster-9", Step: "prod", Reason: v1alpha1.ReasonWaitingForWindow, Until: &until}},
+			Waiting:  []v1alpha1.RolloutClusterState{{Cluster: "cluster-9", Step: "prod", Reason: v1alpha1.ReasonWaitingForWindow, Until: &until}},
+			HeldBack: 2,
+			HeldBackClusters: []v1alpha1.RolloutClusterState{{Cluster: "cluster-1", Extension: "podinfo", Reason: v1alpha1.ReasonKubernetesVersion,
+				Message: `podinfo 6.7.0 needs Kubernetes >=1.37.0-0 and the cluster runs 1.36.4: it gets 6.6.0, the highest version within "6.x" that fits`}},
 			Message: "step prod waits for an Approval naming profile base, revision 2, step prod: annexctl rollout approve base",
 		},
 	}

@@ -53,7 +53,10 @@ func TestRolloutPages(t *testing.T) {
 		Counts:   v1alpha1.RolloutCounts{Pending: 40, WaitingForApproval: 17, WaitingForWindow: 2, Done: 4, Failed: 1},
 		Failures: []v1alpha1.RolloutClusterState{{Cluster: "edge-12", Step: "canary", Extension: "podinfo", Reason: "InstallFailed", Message: "0/2 replicas available"}},
 		Waiting:  []v1alpha1.RolloutClusterState{{Cluster: "edge-30", Step: "prod", Until: &metav1.Time{Time: time.Date(2026, 3, 1, 22, 0, 0, 0, time.UTC)}}},
-		Message:  "step prod waits for an Approval",
+		HeldBack: 3,
+		HeldBackClusters: []v1alpha1.RolloutClusterState{{Cluster: "edge-7", Extension: "podinfo", Reason: v1alpha1.ReasonKubernetesVersion,
+			Message: "podinfo 6.5.0 needs Kubernetes >=1.37.0-0 and the cluster runs 1.36.4"}},
+		Message: "step prod waits for an Approval",
 	}}
 	if err := c.Status().Update(ctx, p); err != nil {
 		t.Fatal(err)
@@ -114,6 +117,7 @@ func TestRolloutPages(t *testing.T) {
 	for _, want := range []string{
 		`data-count="waitingForApproval">17<`, `data-count="pending">40<`, `data-count="failed">1<`,
 		"edge-12", "InstallFailed", "edge-30", "2026-03-01T22:00:00Z",
+		"Held back by their Kubernetes version <span class=\"muted\">(1 of 3 named", "podinfo 6.5.0 needs Kubernetes &gt;=1.37.0-0",
 		`aria-current="step" class="current">prod`, "rest <span class=\"muted\">(implicit)</span>",
 		`id="approve">Approve step prod of revision 2`, `id="pause">Pause`, `id="undo">Undo to revision 1`,
 		"current (WaitingForApproval)", "podinfo@6.4.0", "podinfo@6.5.0",

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -245,6 +246,7 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	peak, cpu := mgr.Peak(b), mgr.CPU(b)
 	before = proxy.Snapshot()
 	kindsBefore := proxy.Kinds()
+	statusBefore := profileStatus(b, c)
 	must(b, mgr.cmd.Process.Kill())
 	_ = mgr.cmd.Wait()
 	<-mgr.done
@@ -255,8 +257,10 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	restartWrites := proxy.Snapshot().Sub(before)
 	b.ReportMetric(steady.Sub(start).Seconds(), "s-restart-steady")
 	b.ReportMetric(float64(restartWrites.Writes), "restart-writes")
-	b.Logf("4. restart: steady %.1f s after the start (every installation reconciled, then %s without a reconcile); %d requests, %d writes: %s",
-		steady.Sub(start).Seconds(), steadyQuiet, restartWrites.Total, restartWrites.Writes, formatWrites(kindsBefore, proxy.Kinds()))
+	b.Logf("4. restart: steady %.1f s after the start (every installation reconciled, then %s without a reconcile); %d requests, %d writes: %s; "+
+		"events: %s; the profile's status changed in: %s",
+		steady.Sub(start).Seconds(), steadyQuiet, restartWrites.Total, restartWrites.Writes, formatWrites(kindsBefore, proxy.Kinds()),
+		eventsSince(b, c, start), changedFields(statusBefore, profileStatus(b, c)))
 	if n := track.count(ready); n != installations {
 		b.Errorf("after the restart %d of %d installations are Ready", n, installations)
 	}
@@ -296,6 +300,82 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 
 	// 6–8. Staged rollouts of extension 0 (fleetrollout_test.go).
 	fleetRollouts(b, c, track, ro, size, phaseTimeout)
+}
+
+// profileStatus is the simulation's profile's status as JSON fields.
+func profileStatus(b *testing.B, c client.Client) map[string]any {
+	b.Helper()
+	p := &v1alpha1.ExtensionProfile{}
+	must(b, c.Get(context.Background(), client.ObjectKey{Name: fleetProfile}, p))
+	data, err := json.Marshal(p.Status)
+	must(b, err)
+	out := map[string]any{}
+	must(b, json.Unmarshal(data, &out))
+	return out
+}
+
+// changedFields names the top-level fields (and status.rollout's) that
+// differ between two statuses, or "nothing".
+func changedFields(before, after map[string]any) string {
+	var changed []string
+	keys := map[string]bool{}
+	for k := range before {
+		keys[k] = true
+	}
+	for k := range after {
+		keys[k] = true
+	}
+	for k := range keys {
+		if k == "rollout" {
+			rb, _ := before[k].(map[string]any)
+			ra, _ := after[k].(map[string]any)
+			if detail := changedFields(rb, ra); detail != "nothing" {
+				changed = append(changed, "rollout."+detail)
+			}
+			continue
+		}
+		x, _ := json.Marshal(before[k])
+		y, _ := json.Marshal(after[k])
+		if string(x) != string(y) {
+			changed = append(changed, fmt.Sprintf("%s (%s → %s)", k, truncate(string(x), 300), truncate(string(y), 300)))
+		}
+	}
+	if len(changed) == 0 {
+		return "nothing"
+	}
+	slices.Sort(changed)
+	return strings.Join(changed, ", ")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// eventsSince counts the Events recorded since start by reason and the
+// kind of object they regard, or "none".
+func eventsSince(b *testing.B, c client.Client, start time.Time) string {
+	b.Helper()
+	var list eventsv1.EventList
+	must(b, c.List(context.Background(), &list))
+	counts := map[string]int{}
+	for _, e := range list.Items {
+		if e.CreationTimestamp.Time.Before(start.Truncate(time.Second)) {
+			continue
+		}
+		counts[e.Reason+" on "+e.Regarding.Kind+" "+e.Regarding.Name]++
+	}
+	if len(counts) == 0 {
+		return "none"
+	}
+	var parts []string
+	for k, n := range counts {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, n))
+	}
+	slices.Sort(parts)
+	return truncate(strings.Join(parts, "; "), 600)
 }
 
 // newestRevision is the number of the simulation's profile's newest

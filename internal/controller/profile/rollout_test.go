@@ -3,6 +3,7 @@ package profile_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/localcluster"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
@@ -524,4 +527,186 @@ func TestRolloutWindowAndApproval(t *testing.T) {
 	if done.Status.Rollout.Counts.Done != 3 {
 		t.Fatalf("counts %+v", done.Status.Rollout.Counts)
 	}
+}
+
+// replicasChart renders a Deployment of .Values.replicas (0 by default):
+// with 0 it is Available at once, with 1 never (no controller runs in
+// the test API server).
+func replicasChart(name, version string) helmrepo.Chart {
+	return helmrepo.Chart{Name: name, Version: version, Files: map[string]string{
+		"values.yaml": "replicas: 0\n",
+		"templates/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec: {containers: [{name: app, image: "registry.k8s.io/pause:3.10"}]}
+`}}
+}
+
+// TestRolloutBudget: a step whose budget is one failure goes on past one
+// failed cluster and halts at the second. The step "wave" takes the three
+// clusters labelled wave=one, with maxUnavailable 1; each cluster's
+// replicas come from its labels, so a version fails exactly where the
+// test says. 2.0.0 fails on one wave cluster: the rollout completes, the
+// rest get it too. 2.1.0 fails on two: the rollout halts in the wave,
+// its clusters go back to 2.0.0, and the rest never see 2.1.0.
+func TestRolloutBudget(t *testing.T) {
+	const ns = "budget"
+	clusters := rolloutFleet(t, ns, 6, configMapChart("b-app", "1.0.0"), replicasChart("b-app", "2.0.0"), replicasChart("b-app", "2.1.0"))
+	awaitCatalog(t, "b-app", 3)
+	// wave=one on the first three; failA on one of them, failB on two.
+	labels := map[string]map[string]string{
+		clusters[0]: {"wave": "one", "failA": "1", "failB": "1"},
+		clusters[1]: {"wave": "one", "failA": "0", "failB": "1"},
+		clusters[2]: {"wave": "one", "failA": "0", "failB": "0"},
+	}
+	for _, c := range clusters[3:] {
+		labels[c] = map[string]string{"failA": "0", "failB": "0"}
+	}
+	for c, l := range labels {
+		mc := &v1alpha1.ManagedCluster{}
+		must(t, env.Client.Get(context.Background(), client.ObjectKey{Name: c}, mc))
+		patch := client.MergeFrom(mc.DeepCopy())
+		for k, v := range l {
+			mc.Labels[k] = v
+		}
+		must(t, env.Client.Patch(context.Background(), mc, patch))
+	}
+	h := watchHistory(t, ns)
+	one := intstr.FromInt32(1)
+	stepTimeout := &metav1.Duration{Duration: 10 * time.Second}
+	p := &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: "budget"}, Spec: v1alpha1.ExtensionProfileSpec{
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": ns}},
+		Namespace:       ns,
+		Extensions:      []v1alpha1.ProfileExtension{{Name: "b-app", Version: "1.0.0", Mode: v1alpha1.ProfileModeEnforced}},
+		Rollout: &v1alpha1.RolloutStrategy{Steps: []v1alpha1.RolloutStep{
+			{Name: "wave", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"wave": "one"}}, MaxUnavailable: &one, Timeout: stepTimeout},
+		}},
+	}}
+	must(t, env.Client.Create(context.Background(), p))
+	awaitRollout(t, "budget", 1, v1alpha1.RolloutComplete)
+
+	setVersionAndReplicas := func(version, label string) {
+		t.Helper()
+		p := getProfile(t, "budget")
+		patch := client.MergeFrom(p.DeepCopy())
+		p.Spec.Extensions[0].Version = version
+		p.Spec.Extensions[0].Values = &apiextensionsv1.JSON{Raw: []byte(`{"replicas":"{{ .cluster.labels.` + label + ` }}"}`)}
+		must(t, env.Client.Patch(context.Background(), p, patch))
+	}
+
+	// k = 1 failure: within the budget; the rollout goes on and completes.
+	setVersionAndReplicas("2.0.0", "failA")
+	done := awaitRollout(t, "budget", 2, v1alpha1.RolloutComplete)
+	if c := done.Status.Rollout.Counts; c.Failed != 1 || c.Done != 5 {
+		t.Fatalf("revision 2: counts %+v, want 1 failed and 5 done", c)
+	}
+	if f := done.Status.Rollout.Failures; len(f) != 1 || f[0].Cluster != clusters[0] || f[0].Step != "wave" {
+		t.Fatalf("revision 2: failures %+v, want %s in step wave", f, clusters[0])
+	}
+	if got := h.waves("2.0.0"); len(got) != 6 {
+		t.Fatalf("2.0.0 reached %v, want every cluster", got)
+	}
+
+	// k+1 = 2 failures: past the budget; the rollout halts in the wave and
+	// rolls it back; the rest never change.
+	setVersionAndReplicas("2.1.0", "failB")
+	halted := awaitRollout(t, "budget", 3, v1alpha1.RolloutRolledBack)
+	ro := halted.Status.Rollout
+	if ro.StepName != "wave" || !strings.Contains(ro.HaltReason, "2 failed clusters pass its budget of 1") {
+		t.Fatalf("revision 3 halted in %q: %s", ro.StepName, ro.HaltReason)
+	}
+	got := h.waves("2.1.0")
+	slices.Sort(got)
+	if want := clusters[:3]; !slices.Equal(got, want) {
+		t.Fatalf("2.1.0 reached %v, want only the wave %v", got, want)
+	}
+	for _, c := range clusters {
+		inst := &v1alpha1.ExtensionInstallation{}
+		must(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "b-app-" + c}, inst))
+		if inst.Spec.Version != "2.0.0" || inst.Labels[v1alpha1.LabelProfileRevision] != "2" {
+			t.Errorf("%s: version %s at revision %s after the rollback, want 2.0.0 at 2", c, inst.Spec.Version, inst.Labels[v1alpha1.LabelProfileRevision])
+		}
+	}
+	awaitReady(t, ns, "b-app-"+clusters[1], "2.0.0")
+}
+
+// TestRolloutHeldBackByKubernetesVersion: a revision's target needs a
+// newer Kubernetes than one cluster runs. That cluster gets the highest
+// version of the range that fits it, counts as done, and the rollout
+// names it with why; the other cluster gets the target.
+func TestRolloutHeldBackByKubernetesVersion(t *testing.T) {
+	const ns = "heldback"
+	ctx := context.Background()
+	oldBin := testenv.RequirePreviousBinDir(t)
+	oldVersion, err := testenv.PreviousKubeVersion()
+	must(t, err)
+	old, err := localcluster.Start(ctx, localcluster.Options{Dir: t.TempDir(), BinDir: oldBin, Log: io.Discard})
+	must(t, err)
+	t.Cleanup(func() { _ = old.Stop() })
+	current := testenv.Start(t)
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata: {v: {{ .Chart.Version | quote }}}\n"
+	repo := helmrepo.NewServer(t,
+		helmrepo.Chart{Name: "h-app", Version: "1.0.0", KubeVersion: ">=1.30.0-0", Files: map[string]string{"templates/cm.yaml": cm}},
+		helmrepo.Chart{Name: "h-app", Version: "2.0.0", KubeVersion: ">=1.37.0-0", Files: map[string]string{"templates/cm.yaml": cm}})
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}},
+	}
+	for name, write := range map[string]func(string) error{"hb-old": old.WriteKubeconfig, "hb-new": current.WriteKubeconfig} {
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		must(t, write(path))
+		kubeconfig, err := os.ReadFile(path)
+		must(t, err)
+		objs = append(objs,
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"kubeconfig": kubeconfig}},
+			&v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"fleet": ns}},
+				Spec: v1alpha1.ManagedClusterSpec{KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Namespace: ns, Name: name, Key: "kubeconfig"}}})
+	}
+	for _, o := range objs {
+		must(t, env.Client.Create(ctx, o))
+	}
+	awaitCatalog(t, "h-app", 2)
+	// The clusters' Kubernetes versions are known before the profile
+	// decides (until then a cluster gets the target, and its
+	// installation says whether it fits).
+	testenv.Eventually(t, time.Minute, func() error {
+		for _, name := range []string{"hb-old", "hb-new"} {
+			mc := &v1alpha1.ManagedCluster{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil || mc.Status.KubernetesVersion == "" {
+				return fmt.Errorf("%s: Kubernetes version not observed yet (%v)", name, err)
+			}
+		}
+		return nil
+	})
+
+	one := intstr.FromInt32(1)
+	must(t, env.Client.Create(ctx, &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: "heldback"}, Spec: v1alpha1.ExtensionProfileSpec{
+		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": ns}},
+		Namespace:       ns,
+		Extensions:      []v1alpha1.ProfileExtension{{Name: "h-app", Version: ">=1.0.0", Mode: v1alpha1.ProfileModeEnforced}},
+		Rollout:         &v1alpha1.RolloutStrategy{Steps: []v1alpha1.RolloutStep{{Name: "canary", Clusters: &one}}},
+	}}))
+	done := awaitRollout(t, "heldback", 1, v1alpha1.RolloutComplete)
+	ro := done.Status.Rollout
+	if ro.Counts.Done != 2 || ro.HeldBack != 1 || len(ro.HeldBackClusters) != 1 {
+		t.Fatalf("rollout %+v, want 2 done, 1 held back", ro)
+	}
+	held := ro.HeldBackClusters[0]
+	mc := &v1alpha1.ManagedCluster{}
+	must(t, env.Client.Get(ctx, client.ObjectKey{Name: "hb-old"}, mc))
+	if strings.TrimPrefix(mc.Status.KubernetesVersion, "v") != oldVersion {
+		t.Fatalf("hb-old runs Kubernetes %s, want %s", mc.Status.KubernetesVersion, oldVersion)
+	}
+	want := fmt.Sprintf(`h-app 2.0.0 needs Kubernetes >=1.37.0-0 and the cluster runs %s: it gets 1.0.0, the highest version within ">=1.0.0" that fits`, mc.Status.KubernetesVersion)
+	if held.Cluster != "hb-old" || held.Extension != "h-app" || held.Reason != v1alpha1.ReasonKubernetesVersion || held.Message != want {
+		t.Errorf("held back %+v, want hb-old: %s", held, want)
+	}
+	awaitReady(t, ns, "h-app-hb-old", "1.0.0")
+	awaitReady(t, ns, "h-app-hb-new", "2.0.0")
 }
