@@ -90,6 +90,10 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+// cacheSyncTimeout is how long a controller waits for its caches' first
+// list before the manager gives up.
+const cacheSyncTimeout = 15 * time.Minute
+
 // New builds the manager with every Annex controller registered. Its
 // clients have no client-side rate limit unless cfg sets one
 // (cluster.ClientConfig).
@@ -109,7 +113,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        "annex-manager.annex.dev",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
-		Controller:              config.Controller{SkipNameValidation: &o.SeveralPerProcess},
+		// A hub of a thousand clusters holds tens of thousands of objects
+		// (installations, their revision records, Events): their first
+		// list, on a busy 2-core hub, took longer than controller-runtime's
+		// default of 2 minutes, and the restarted manager gave up and
+		// exited (make bench-fleet CLUSTERS=1000). A slow start is better
+		// than none.
+		Controller: config.Controller{SkipNameValidation: &o.SeveralPerProcess, CacheSyncTimeout: cacheSyncTimeout},
 	})
 	if err != nil {
 		return nil, err
