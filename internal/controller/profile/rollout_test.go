@@ -162,20 +162,12 @@ func configMapChart(name, version string) helmrepo.Chart {
 		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata: {v: {{ .Chart.Version | quote }}}\n"}}
 }
 
-// brokenChart renders a Deployment: no controller runs in the test API
-// server, so it never becomes Available.
+// brokenChart renders a Deployment of one replica: no controller runs in
+// the test API server, so it never becomes Available.
 func brokenChart(name, version string) helmrepo.Chart {
-	return helmrepo.Chart{Name: name, Version: version, Files: map[string]string{"templates/deploy.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: {{ .Release.Name }}}}
-  template:
-    metadata: {labels: {app: {{ .Release.Name }}}}
-    spec: {containers: [{name: app, image: "registry.k8s.io/pause:3.10"}]}
-`}}
+	c := replicasChart(name, version)
+	c.Files["values.yaml"] = "replicas: 1\n"
+	return c
 }
 
 // awaitCatalog waits until the catalog offers n versions of ext: a profile
