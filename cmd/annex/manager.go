@@ -45,6 +45,7 @@ func newManagerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile to this file when the manager stops (go tool pprof reads it)")
 	cmd.Flags().StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint; "0" turns it off`)
 	cmd.Flags().StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
+	cmd.Flags().StringVar(&o.PprofAddr, "pprof-bind-address", "", `address of Go's /debug/pprof profiles (heap, goroutines, CPU), e.g. "127.0.0.1:6060"; empty turns it off`)
 	cmd.Flags().BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	cmd.Flags().IntVar(&o.Workers, "concurrency", installation.DefaultWorkers, "how many installations reconcile at once")
 	cmd.Flags().StringVar(&o.DefaultServiceAccount, "default-service-account", "", "multi-tenant mode: installations that name no spec.serviceAccountName act as this ServiceAccount of their own namespace (Annex impersonates it to apply and delete)")

@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
@@ -67,7 +66,7 @@ type Applier struct {
 }
 
 // New returns an Applier for the cluster cfg points at, with a RESTMapper
-// that discovers new kinds when it meets them.
+// that discovers new kinds when it meets them (LazyMapper).
 func New(cfg *rest.Config) (*Applier, error) {
 	return NewWithMapper(cfg, nil)
 }
@@ -81,15 +80,6 @@ func NewWithMapper(cfg *rest.Config, mapper meta.RESTMapper) (*Applier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build HTTP client: %w", err)
 	}
-	if mapper == nil {
-		if mapper, err = apiutil.NewDynamicRESTMapper(cfg, httpClient); err != nil {
-			return nil, fmt.Errorf("build REST mapper: %w", err)
-		}
-	}
-	c, err := client.New(cfg, client.Options{HTTPClient: httpClient, Mapper: mapper})
-	if err != nil {
-		return nil, fmt.Errorf("build client: %w", err)
-	}
 	raw := rest.CopyConfig(cfg)
 	raw.GroupVersion = &schema.GroupVersion{}
 	raw.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()
@@ -97,6 +87,13 @@ func NewWithMapper(cfg *rest.Config, mapper meta.RESTMapper) (*Applier, error) {
 	restClient, err := rest.RESTClientForConfigAndClient(raw, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("build REST client: %w", err)
+	}
+	if mapper == nil {
+		mapper = NewLazyMapper(restClient)
+	}
+	c, err := client.New(cfg, client.Options{HTTPClient: httpClient, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("build client: %w", err)
 	}
 	return &Applier{Client: c, Mapper: mapper, REST: restClient, Exec: newPodExec(cfg, restClient)}, nil
 }

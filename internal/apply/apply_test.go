@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -490,6 +491,11 @@ func TestApplyResultHealth(t *testing.T) {
 	ctx := t.Context()
 	const ns = "applied-health"
 	createNamespace(t, a, ns)
+	// The mapper reads discovery once per group version it meets; what is
+	// counted below is the apply's own requests.
+	if _, err := a.Mapper.RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1"); err != nil {
+		t.Fatal(err)
+	}
 	owner := Owner{Name: "demo", Namespace: "team-a"}
 	cases := []struct {
 		name     string

@@ -12,15 +12,17 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// VersionWatcher observes the Kubernetes version of every cluster that has
-// installations and, when one changes (the cluster was upgraded or
-// downgraded), sends an event for each installation on it so that they are
-// re-resolved. It runs as a manager Runnable.
+// VersionWatcher announces a cluster's new Kubernetes version (it was
+// upgraded or downgraded) by sending an event for each installation on it,
+// so that they are re-resolved. It observes the hub itself every Interval
+// (it runs as a manager Runnable); the ManagedClusters' versions come from
+// their probes (Observed), each on the cluster's own schedule, so the
+// watcher does no work per cluster.
 type VersionWatcher struct {
 	Registry *Registry
 	// Reader lists installations.
 	Reader client.Reader
-	// Interval between two observations (default 30s).
+	// Interval between two observations of the hub (default 30s).
 	Interval time.Duration
 	// Events receives one GenericEvent per installation to re-resolve.
 	Events chan<- event.GenericEvent
@@ -29,7 +31,7 @@ type VersionWatcher struct {
 	seen map[string]string // cluster name → last observed version
 }
 
-// Start observes until ctx ends.
+// Start observes the hub until ctx ends.
 func (w *VersionWatcher) Start(ctx context.Context) error {
 	interval := w.Interval
 	if interval <= 0 {
@@ -38,7 +40,9 @@ func (w *VersionWatcher) Start(ctx context.Context) error {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		w.observe(ctx)
+		if version, err := w.Registry.ObserveVersion(ctx, ""); err == nil {
+			w.Observed(ctx, "", version)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -47,34 +51,34 @@ func (w *VersionWatcher) Start(ctx context.Context) error {
 	}
 }
 
-// observe reads each cluster's version once and announces changes.
-func (w *VersionWatcher) observe(ctx context.Context) {
-	var list v1alpha1.ExtensionInstallationList
-	if err := w.Reader.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "listing installations to observe cluster versions")
+// Observed is told the version a probe of cluster ("" the hub) read;
+// when it differs from the one before, the cluster's installations are
+// announced. The first version seen of a cluster announces nothing (a
+// version that changed while Annex was down is caught by the
+// installations' own reconcile).
+func (w *VersionWatcher) Observed(ctx context.Context, cluster, version string) {
+	if !w.changed(cluster, version) {
 		return
 	}
-	byCluster := map[string][]*v1alpha1.ExtensionInstallation{}
-	for i := range list.Items {
-		inst := &list.Items[i]
-		byCluster[inst.Spec.Cluster] = append(byCluster[inst.Spec.Cluster], inst)
+	var list v1alpha1.ExtensionInstallationList
+	if err := w.Reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "listing installations to re-resolve after a cluster's version changed", "cluster", clusterLabel(cluster))
+		return
 	}
-	for name, insts := range byCluster {
-		version, err := w.Registry.ObserveVersion(ctx, name)
-		if err != nil {
-			continue // the installations report the unreachable cluster themselves
+	var on []*v1alpha1.ExtensionInstallation
+	for i := range list.Items {
+		if list.Items[i].Spec.Cluster == cluster {
+			on = append(on, &list.Items[i])
 		}
-		if !w.changed(name, version) {
-			continue
-		}
-		log.FromContext(ctx).Info("cluster Kubernetes version changed; re-resolving its installations",
-			"cluster", clusterLabel(name), "version", version, "installations", len(insts))
-		for _, inst := range insts {
-			select {
-			case w.Events <- event.GenericEvent{Object: inst}:
-			case <-ctx.Done():
-				return
-			}
+	}
+	log.FromContext(ctx).Info("cluster Kubernetes version changed; re-resolving its installations",
+		"cluster", clusterLabel(cluster), "version", version, "installations", len(on))
+	for _, inst := range on {
+		// Only the name is read: the event's object is the cache's own.
+		select {
+		case w.Events <- event.GenericEvent{Object: inst}:
+		case <-ctx.Done():
+			return
 		}
 	}
 }

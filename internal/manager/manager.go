@@ -41,6 +41,9 @@ type Options struct {
 	MetricsAddr string
 	// HealthAddr serves /healthz and /readyz; "" or "0" turns them off.
 	HealthAddr string
+	// PprofAddr serves Go's /debug/pprof profiles (heap, goroutines, CPU);
+	// "" or "0" turns them off.
+	PprofAddr string
 	// LeaderElection makes only one replica reconcile at a time.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the lease (default: the in-cluster
@@ -110,6 +113,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  healthAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        "annex-manager.annex.dev",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
@@ -155,9 +159,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	clusters := &cluster.Registry{Local: cfg, Reader: mgr.GetAPIReader(), VersionTTL: o.ClusterVersionInterval}
 	clusterEvents := make(chan event.GenericEvent)
-	if err := mgr.Add(&cluster.VersionWatcher{
+	versions := &cluster.VersionWatcher{
 		Registry: clusters, Reader: mgr.GetClient(), Interval: o.ClusterVersionInterval, Events: clusterEvents,
-	}); err != nil {
+	}
+	if err := mgr.Add(versions); err != nil {
 		return nil, err
 	}
 	if err := (&installation.Reconciler{
@@ -178,7 +183,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&managedcluster.Reconciler{Client: mgr.GetClient(), Events: recorder, Clusters: clusters, ProbeInterval: o.ClusterVersionInterval}).SetupWithManager(mgr); err != nil {
+	if err := (&managedcluster.Reconciler{Client: mgr.GetClient(), Events: recorder, Clusters: clusters, ProbeInterval: o.ClusterVersionInterval, Versions: versions}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := (&profile.Reconciler{Client: mgr.GetClient(), Events: recorder}).SetupWithManager(mgr); err != nil {

@@ -74,6 +74,7 @@ type Reconciler struct {
 
 	index     *installationIndex // the cache's installations by cluster; set up by SetupWithManager
 	hookKinds *hookWatches       // the hook kinds watched so far; set up by SetupWithManager
+	share     *clusterShare      // how many reconciles each managed cluster may have at once; set up by SetupWithManager
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete
@@ -91,6 +92,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !r.share.take(inst.Spec.Cluster) {
+		return ctrl.Result{RequeueAfter: clusterShareWait}, nil
+	}
+	defer r.share.give(inst.Spec.Cluster)
 	ctx, s := r.begin(ctx, inst)
 	defer func() { retErr = r.finish(ctx, s, result, retErr) }()
 

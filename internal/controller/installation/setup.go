@@ -66,7 +66,8 @@ func (r *Reconciler) usersOf(kind string) handler.MapFunc {
 // another installation on the same cluster comes, goes, or changes version or
 // readiness (the cluster is resolved as a whole), when a Secret, ConfigMap
 // or Namespace its values come from changes, when the cluster's
-// Kubernetes version changes (ClusterEvents), when an Approval names
+// Kubernetes version changes (ClusterEvents) or it is reachable again,
+// when an Approval names
 // it or an ApprovalPolicy changes while its change awaits approval, and
 // when a hook's resource made for it changes, its HookRequest is deleted,
 // or a Hook changes while its change waits on hooks (watchHooks).
@@ -86,6 +87,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.index = index
+	r.share = newClusterShare(r.workers())
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ExtensionInstallation{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, annotationsChanged(), deletionPredicate(), startedWaitingOnOthers()))).
@@ -101,6 +103,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// ApprovalPolicy, those whose change waits for approval.
 		Watches(&v1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(approvalsWake)).
 		Watches(&v1alpha1.ApprovalPolicy{}, handler.EnqueueRequestsFromMapFunc(r.awaitingApproval)).
+		// A cluster reachable again retries its installations that are
+		// not Ready at once.
+		Watches(&v1alpha1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.installationsOnCluster),
+			builder.WithPredicates(becameReachable())).
 		Named("extensioninstallation").
 		// Reconciles mostly wait: on API servers, and on hook Jobs awaited
 		// inside them. Many workers keep one slow cluster or hook from

@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -41,6 +42,12 @@ type Clusters interface {
 	Forget(name string)
 }
 
+// VersionObserver is told each cluster's Kubernetes version as probed
+// (cluster.VersionWatcher).
+type VersionObserver interface {
+	Observed(ctx context.Context, cluster, version string)
+}
+
 // Reconciler reconciles ManagedClusters.
 type Reconciler struct {
 	Client   client.Client
@@ -51,6 +58,9 @@ type Reconciler struct {
 	// ProbeInterval is how often a cluster is probed again (default 30s);
 	// an unreachable one is retried at the same pace.
 	ProbeInterval time.Duration
+	// Versions is told the Kubernetes version each probe read, so that a
+	// cluster's upgrade re-resolves its installations; nil: nobody is.
+	Versions VersionObserver
 
 	mu     sync.Mutex
 	probes map[string]probe // the last probe of each cluster
@@ -67,14 +77,15 @@ type probe struct {
 }
 
 // probeOf probes the cluster, unless it was probed for this generation
-// less than a probe interval ago: installations change often (each status
-// write wakes the cluster to recount them), and recounting must not cost
-// the cluster requests each time.
+// less than half a probe interval ago: installations change often (each
+// status write wakes the cluster to recount them), and recounting must
+// not cost the cluster requests each time. (Half: the next probe comes at
+// the cluster's slot, more than half an interval on; see nextProbe.)
 func (r *Reconciler) probeOf(ctx context.Context, mc *v1alpha1.ManagedCluster) probe {
 	r.mu.Lock()
 	last, ok := r.probes[mc.Name]
 	r.mu.Unlock()
-	if ok && last.generation == mc.Generation && time.Since(last.at) < r.interval() {
+	if ok && last.generation == mc.Generation && time.Since(last.at) < r.interval()/2 {
 		return last
 	}
 	p := probe{at: time.Now(), generation: mc.Generation}
@@ -127,6 +138,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := mc.DeepCopy()
 	pr := r.probeOf(ctx, mc)
+	if pr.err == nil && r.Versions != nil {
+		r.Versions.Observed(ctx, mc.Name, pr.version)
+	}
 	setStatus(mc, observation{version: pr.version, nodes: pr.nodes, err: pr.err, installations: installations})
 	setMaintenanceWindows(mc, rollout.ValidateWindows(mc.Spec.MaintenanceWindows))
 	if err := r.checkUpgradeTarget(ctx, mc, installations); err != nil {
@@ -135,7 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.patchStatus(ctx, before, mc); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: r.interval()}, nil
+	return ctrl.Result{RequeueAfter: nextProbe(mc.Name, time.Now(), r.interval())}, nil
 }
 
 // observation is what one reconcile saw of a cluster.
@@ -339,6 +353,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(toCluster)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret),
 			builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: probeWorkers}).
 		Complete(r)
 }
 
