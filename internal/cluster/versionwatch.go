@@ -24,6 +24,9 @@ type VersionWatcher struct {
 	Interval time.Duration
 	// Events receives one GenericEvent per installation to re-resolve.
 	Events chan<- event.GenericEvent
+	// Serves says whether this manager's shard serves a cluster ("" is the
+	// hub); the others are not observed. Nil: every cluster is.
+	Serves func(ctx context.Context, cluster string) (bool, error)
 
 	mu   sync.Mutex
 	seen map[string]string // cluster name → last observed version
@@ -60,6 +63,11 @@ func (w *VersionWatcher) observe(ctx context.Context) {
 		byCluster[inst.Spec.Cluster] = append(byCluster[inst.Spec.Cluster], inst)
 	}
 	for name, insts := range byCluster {
+		if w.Serves != nil {
+			if ok, err := w.Serves(ctx, name); !ok || err != nil {
+				continue
+			}
+		}
 		version, err := w.Registry.ObserveVersion(ctx, name)
 		if err != nil {
 			continue // the installations report the unreachable cluster themselves
