@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -48,7 +50,14 @@ const (
 //     restarted, leaves it alone, and the default shard serves it (a
 //     downgrade);
 //  5. relabelled back to shard a with both shards running: the default
-//     shard releases it, shard a claims it, nothing is applied again.
+//     shard releases it, shard a claims it, nothing is applied again;
+//  6. relabelled to the default shard again while shard a's leader dies
+//     in the handover and is restarted at once: the restarted shard
+//     releases the cluster, the default shard claims it, nothing is
+//     applied again or orphaned.
+//
+// Which way each handover went is read from a watch of status.shard:
+// a release leaves it empty for a moment, a takeover does not.
 func TestShards(t *testing.T) {
 	ctx := context.Background()
 	hub, member := testenv.Start(t), testenv.Start(t)
@@ -69,6 +78,7 @@ func TestShards(t *testing.T) {
 		must(t, hub.Client.Create(ctx, o))
 	}
 	c := hub.Client
+	served := watchServing(t, hub, "c-a")
 	elect := []string{"--leader-elect", "--leader-election-namespace", leaseNS}
 	def := newManagerProcess(t, work, kubeconfig)
 	def.args = elect
@@ -123,12 +133,7 @@ func TestShards(t *testing.T) {
 	// and upgrades app-a.
 	a1.kill()
 	setVersion(t, c, "app-a", "1.1.0")
-	testenv.Eventually(t, 2*time.Minute, func() error {
-		if h := leaseHolder(t, c, "a"); h == leader || h == "" {
-			return fmt.Errorf("shard a's Lease is held by %q, the killed leader", h)
-		}
-		return nil
-	})
+	awaitLeader(t, c, "a", leader)
 	awaitInstalled(t, c, member.Client, "app-a", "1.1.0")
 
 	// 4. Relabelled to the default shard while shard a's leader dies in
@@ -136,21 +141,21 @@ func TestShards(t *testing.T) {
 	before := &v1alpha1.ExtensionInstallation{}
 	must(t, c.Get(ctx, client.ObjectKey{Namespace: shardsNS, Name: "app-a"}, before))
 	objectsBefore := memberObjectsOf(t, member.Client, "app-a")
-	relabel := &v1alpha1.ManagedCluster{}
-	must(t, c.Get(ctx, client.ObjectKey{Name: "c-a"}, relabel))
-	patch := client.MergeFrom(relabel.DeepCopy())
-	delete(relabel.Labels, v1alpha1.LabelShard)
-	must(t, c.Patch(ctx, relabel, patch))
+	setShard(t, c, "c-a", "")
 	if !a2.awaitDeath(2 * time.Minute) {
 		t.Fatal("shard a's leader did not reach the failpoint before its release of c-a")
 	}
 	if got := servedBy(t, c, "c-a"); got != "a" {
 		t.Fatalf("c-a is served by %q after shard a died before releasing it, want a", got)
 	}
+	mark := served.mark()
 	// With no manager of shard a left, the default shard takes c-a over
 	// once shard a's Lease has expired. Shard a, restarted then, finds it
 	// no longer its own and leaves it alone.
 	awaitServed(t, c, "c-a", shard.Default)
+	if got := served.since(mark); fmt.Sprint(got) != "[a default]" {
+		t.Errorf("c-a was served by %q during the takeover, want a straight move from a to default", got)
+	}
 	a2.start()
 	after := &v1alpha1.ExtensionInstallation{}
 	testenv.Eventually(t, time.Minute, func() error {
@@ -183,11 +188,12 @@ func TestShards(t *testing.T) {
 	// 5. Relabelled back to shard a, both shards alive: the default shard
 	// releases c-a, shard a claims it, and nothing is applied again.
 	objectsBefore = memberObjectsOf(t, member.Client, "app-a")
-	must(t, c.Get(ctx, client.ObjectKey{Name: "c-a"}, relabel))
-	patch = client.MergeFrom(relabel.DeepCopy())
-	relabel.Labels = map[string]string{v1alpha1.LabelShard: "a"}
-	must(t, c.Patch(ctx, relabel, patch))
+	mark = served.mark()
+	setShard(t, c, "c-a", "a")
 	awaitServed(t, c, "c-a", "a")
+	if got := served.since(mark); fmt.Sprint(got) != "[default  a]" {
+		t.Errorf("c-a was served by %q in the move back, want default, nobody, a", got)
+	}
 	awaitInstalled(t, c, member.Client, "app-a", "1.0.0")
 	back := &v1alpha1.ExtensionInstallation{}
 	must(t, c.Get(ctx, client.ObjectKey{Namespace: shardsNS, Name: "app-a"}, back))
@@ -200,9 +206,122 @@ func TestShards(t *testing.T) {
 	if problems := orphansAcross(ctx, c, member.Client, shardsNS); len(problems) > 0 {
 		t.Fatalf("orphaned or duplicated objects on the member:\n%s", strings.Join(problems, "\n"))
 	}
+
+	// 6. Relabelled to the default shard again while shard a's leader
+	// dies in the handover, and restarted at once (without leader
+	// election, so that it need not wait for its Lease): with nothing
+	// under way, it releases c-a on its first reconcile of it, before the
+	// default shard could take it over.
+	a2.kill()
+	a2.start(failpoint.Env(failpoint.ShardBeforeRelease, "", "c-a", 1))
+	awaitLeader(t, c, "a", leaseHolder(t, c, "a"))
+	mark = served.mark()
+	setShard(t, c, "c-a", "")
+	if !a2.awaitDeath(2 * time.Minute) {
+		t.Fatal("shard a's leader did not reach the failpoint before its release of c-a")
+	}
+	a3 := &managerProcess{t: t, binary: def.binary, kubeconfig: kubeconfig, log: a2.log, args: []string{"--shard", "a"}, cacheDir: a2.cacheDir}
+	a3.start()
+	t.Cleanup(a3.kill)
+	awaitServed(t, c, "c-a", shard.Default)
+	if got := served.since(mark); fmt.Sprint(got) != "[a  default]" {
+		t.Errorf("c-a was served by %q in the handover after shard a's restart, want a, nobody, default", got)
+	}
+	awaitInstalled(t, c, member.Client, "app-a", "1.0.0")
+	if objectsAfter := memberObjectsOf(t, member.Client, "app-a"); fmt.Sprint(objectsAfter) != fmt.Sprint(objectsBefore) {
+		t.Errorf("app-a's objects on the member changed in the last handover: %v, before %v", objectsAfter, objectsBefore)
+	}
+	last := &v1alpha1.ExtensionInstallation{}
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: shardsNS, Name: "app-a"}, last))
+	if last.Status.History[0].Number != downgraded.Status.History[0].Number || !last.Status.History[0].AppliedAt.Equal(&downgraded.Status.History[0].AppliedAt) {
+		t.Errorf("app-a was applied again by the last handover: history %+v, before %+v", last.Status.History, downgraded.Status.History)
+	}
+	if problems := orphansAcross(ctx, c, member.Client, shardsNS); len(problems) > 0 {
+		t.Fatalf("orphaned or duplicated objects on the member:\n%s", strings.Join(problems, "\n"))
+	}
 	if got := servedBy(t, c, "c-default"); got != shard.Default {
 		t.Fatalf("c-default is served by %q at the end, want %q", got, shard.Default)
 	}
+}
+
+// setShard labels a ManagedCluster for shard name ("" removes the label).
+func setShard(t *testing.T, c client.Client, cluster, name string) {
+	t.Helper()
+	mc := &v1alpha1.ManagedCluster{}
+	must(t, c.Get(context.Background(), client.ObjectKey{Name: cluster}, mc))
+	patch := client.MergeFrom(mc.DeepCopy())
+	if name == "" {
+		delete(mc.Labels, v1alpha1.LabelShard)
+	} else {
+		if mc.Labels == nil {
+			mc.Labels = map[string]string{}
+		}
+		mc.Labels[v1alpha1.LabelShard] = name
+	}
+	must(t, c.Patch(context.Background(), mc, patch))
+}
+
+// awaitLeader waits until a shard's Lease is held by someone other than
+// old.
+func awaitLeader(t *testing.T, c client.Client, name, old string) {
+	t.Helper()
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		if h := leaseHolder(t, c, name); h == old || h == "" {
+			return fmt.Errorf("shard %s's Lease is held by %q still", name, h)
+		}
+		return nil
+	})
+}
+
+// servingWatch records every value a ManagedCluster's status.shard took,
+// as a watch of the hub saw them ("" while nobody served it).
+type servingWatch struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func watchServing(t *testing.T, hub *testenv.Env, cluster string) *servingWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(hub.Config, client.Options{Scheme: hub.Scheme})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := wc.Watch(ctx, &v1alpha1.ManagedClusterList{}, client.MatchingFields{"metadata.name": cluster})
+	must(t, err)
+	sw := &servingWatch{}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if mc, ok := ev.Object.(*v1alpha1.ManagedCluster); ok && ev.Type != watch.Deleted {
+				sw.mu.Lock()
+				if len(sw.seen) == 0 || sw.seen[len(sw.seen)-1] != mc.Status.Shard {
+					sw.seen = append(sw.seen, mc.Status.Shard)
+				}
+				sw.mu.Unlock()
+			}
+		}
+	}()
+	return sw
+}
+
+// mark is where the values seen from now on begin; the last value seen
+// before is included.
+func (w *servingWatch) mark() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return max(len(w.seen)-1, 0)
+}
+
+// since returns the values seen from mark on.
+func (w *servingWatch) since(mark int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.seen[mark:]...)
 }
 
 // awaitExtension waits until the catalog offers n versions of name.
