@@ -104,6 +104,9 @@ func TestShards(t *testing.T) {
 	}
 	awaitServed(t, c, "c-default", shard.Default)
 	awaitInstalled(t, c, member.Client, "app-default", "1.0.0")
+	appDefault := &v1alpha1.ExtensionInstallation{}
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: shardsNS, Name: "app-default"}, appDefault))
+	appDefaultObjects := memberObjectsOf(t, member.Client, "app-default")
 	untouched := &v1alpha1.ExtensionInstallation{}
 	must(t, c.Get(ctx, client.ObjectKey{Namespace: shardsNS, Name: "app-a"}, untouched))
 	if len(untouched.Status.Conditions) > 0 || untouched.Status.ObservedGeneration != 0 {
@@ -239,8 +242,17 @@ func TestShards(t *testing.T) {
 	if problems := orphansAcross(ctx, c, member.Client, shardsNS); len(problems) > 0 {
 		t.Fatalf("orphaned or duplicated objects on the member:\n%s", strings.Join(problems, "\n"))
 	}
+	// The default shard's cluster went through all this untouched.
 	if got := servedBy(t, c, "c-default"); got != shard.Default {
 		t.Fatalf("c-default is served by %q at the end, want %q", got, shard.Default)
+	}
+	end := &v1alpha1.ExtensionInstallation{}
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: shardsNS, Name: "app-default"}, end))
+	if len(end.Status.History) != 1 || !end.Status.History[0].AppliedAt.Equal(&appDefault.Status.History[0].AppliedAt) {
+		t.Errorf("app-default was applied again: history %+v, first %+v", end.Status.History, appDefault.Status.History)
+	}
+	if objs := memberObjectsOf(t, member.Client, "app-default"); fmt.Sprint(objs) != fmt.Sprint(appDefaultObjects) {
+		t.Errorf("app-default's objects on the member changed: %v, first %v", objs, appDefaultObjects)
 	}
 }
 
