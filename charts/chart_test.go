@@ -305,6 +305,16 @@ func TestChartRenders(t *testing.T) {
 				}
 			}
 		}},
+		// A release per shard: the manager serves shard a only; the
+		// policies, with their fixed names, stay with the first release.
+		{"shard", map[string]any{"manager": map[string]any{"shard": "a"}, "admission": map[string]any{"enabled": false}}, func(t *testing.T, objs map[string]*unstructured.Unstructured, args []string) {
+			if !slices.Contains(args, "--shard=a") {
+				t.Errorf("manager args %q lack --shard=a", args)
+			}
+			if objs["ValidatingAdmissionPolicy//annex-approver"] != nil {
+				t.Error("admission policies with admission.enabled false")
+			}
+		}},
 		{"metrics off", map[string]any{"metrics": map[string]any{"enabled": false}}, func(t *testing.T, objs map[string]*unstructured.Unstructured, args []string) {
 			if objs["Service/annex-system/annex-metrics"] != nil || !slices.Contains(args, "--metrics-bind-address=0") {
 				t.Errorf("metrics off: Service %v, args %q", objs["Service/annex-system/annex-metrics"] != nil, args)
@@ -412,6 +422,8 @@ func TestChartValuesSchema(t *testing.T) {
 		{map[string]any{"manager": map[string]any{"logFormat": "xml"}}, "manager.logFormat"},
 		// A digest that is not one.
 		{map[string]any{"image": map[string]any{"digest": "latest"}}, "image.digest"},
+		// A shard name that is not a DNS label.
+		{map[string]any{"manager": map[string]any{"shard": "Shard_A"}}, "manager.shard"},
 		// An extra argument that is not a flag.
 		{map[string]any{"manager": map[string]any{"extraArgs": []any{"restrict-targets"}}}, "manager.extraArgs"},
 	}

@@ -109,6 +109,10 @@ const (
 const (
 	// LabelCatalog names the Catalog an Extension was synced from.
 	LabelCatalog = "annex.dev/catalog"
+	// LabelShard on a ManagedCluster names the shard of managers that
+	// owns it (`annex manager --shard`); a cluster without it belongs to
+	// the default shard, as does the hub itself.
+	LabelShard = "annex.dev/shard"
 	// AnnotationSyncRequestedAt on a Catalog asks for a sync now; its
 	// value (annexctl writes the time) only has to change.
 	AnnotationSyncRequestedAt = "annex.dev/sync-requested-at"

@@ -105,12 +105,21 @@ type ManagedClusterStatus struct {
 	Installations int32 `json:"installations,omitempty"`
 	// +optional
 	ReadyInstallations int32 `json:"readyInstallations,omitempty"`
+	// Shard is the shard of managers that serves the cluster now: the only
+	// one that writes to it. The shard its annex.dev/shard label names
+	// claims it when this is empty; a shard the label no longer names
+	// finishes its work on the cluster and empties it. Empty: nobody
+	// serves the cluster (it is being handed over).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Shard string `json:"shard,omitempty"`
 }
 
 // ManagedCluster is a user cluster the hub installs extensions into.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=annex,shortName=mc
+// +kubebuilder:printcolumn:name="Shard",type=string,JSONPath=`.status.shard`
 // +kubebuilder:printcolumn:name="Kubernetes",type=string,JSONPath=`.status.kubernetesVersion`
 // +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.conditions[?(@.type=="Reachable")].status`
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodeCount`

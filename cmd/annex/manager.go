@@ -47,6 +47,8 @@ func newManagerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
 	cmd.Flags().StringVar(&o.PprofAddr, "pprof-bind-address", "", `address of Go's /debug/pprof profiles (heap, goroutines, CPU), e.g. "127.0.0.1:6060"; empty turns it off`)
 	cmd.Flags().BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")
+	cmd.Flags().StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease, shared by every shard (default: the namespace the manager runs in)")
+	cmd.Flags().StringVar(&o.Shard, "shard", "default", "serve only the ManagedClusters labelled annex.dev/shard=NAME and their installations, with a Lease of the shard's own; the default shard serves the unlabelled clusters and the hub, and alone runs catalogs, extensions, profiles and hooks")
 	cmd.Flags().IntVar(&o.Workers, "concurrency", installation.DefaultWorkers, "how many installations reconcile at once")
 	cmd.Flags().StringVar(&o.DefaultServiceAccount, "default-service-account", "", "multi-tenant mode: installations that name no spec.serviceAccountName act as this ServiceAccount of their own namespace (Annex impersonates it to apply and delete)")
 	cmd.Flags().BoolVar(&o.RestrictTargets, "restrict-targets", false, "refuse a spec.targetNamespace other than the installation's namespace, and any spec.cluster, unless the hub admin annotates the installation's namespace with annex.dev/allow-target-namespaces or annex.dev/allow-clusters")

@@ -157,9 +157,14 @@ func WriteStatus(w io.Writer, o Output, tree *StatusTree, now time.Time) error {
 		_, err := fmt.Fprintln(w, "No installations. Install one with: annexctl install EXTENSION")
 		return err
 	}
+	shards := shardTotals(tree)
 	for i, cs := range tree.Clusters {
 		if i > 0 {
 			fmt.Fprintln(w)
+		}
+		if len(shards) > 1 && (i == 0 || tree.Clusters[i-1].Shard != cs.Shard) {
+			t := shards[cs.Shard]
+			fmt.Fprintf(w, "shard %s: %d clusters, %d/%d ready\n\n", orDefaultShard(cs.Shard), t.clusters, t.ready, t.total)
 		}
 		head := "cluster " + cs.Name
 		if cs.KubernetesVersion != "" {
@@ -171,6 +176,9 @@ func WriteStatus(w io.Writer, o Output, tree *StatusTree, now time.Time) error {
 			if cs.Message != "" {
 				head += ": " + cs.Message
 			}
+		}
+		if cs.Handover != "" {
+			head += "; " + cs.Handover
 		}
 		fmt.Fprintln(w, head)
 		for j, in := range cs.Installations {
@@ -210,6 +218,30 @@ func WriteStatus(w io.Writer, o Output, tree *StatusTree, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// shardTotal counts the clusters and installations of one shard.
+type shardTotal struct{ clusters, total, ready int }
+
+// shardTotals counts the tree's clusters and installations by shard (""
+// the default shard, the hub's).
+func shardTotals(tree *StatusTree) map[string]shardTotal {
+	out := map[string]shardTotal{}
+	for _, cs := range tree.Clusters {
+		t := out[cs.Shard]
+		t.clusters++
+		t.total += cs.Total
+		t.ready += cs.Ready
+		out[cs.Shard] = t
+	}
+	return out
+}
+
+func orDefaultShard(s string) string {
+	if s == "" {
+		return "default"
+	}
+	return s
 }
 
 // installationLine is "ns/name  extension version  Ready|stage  age".

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/shard"
 )
 
 // StatusFilter narrows Status. Empty fields match everything.
@@ -52,8 +53,14 @@ type ClusterStatus struct {
 	// when not True.
 	Reachable metav1.ConditionStatus `json:"reachable"`
 	Message   string                 `json:"message,omitempty"`
-	Total     int                    `json:"total"`
-	Ready     int                    `json:"ready"`
+	// Shard is the shard of managers the cluster belongs to (its
+	// annex.dev/shard label); empty for the default shard.
+	Shard string `json:"shard,omitempty"`
+	// Handover says that the shard serving the cluster is not yet its own
+	// (status.shard): the cluster is being handed over.
+	Handover string `json:"handover,omitempty"`
+	Total    int    `json:"total"`
+	Ready    int    `json:"ready"`
 	// Installations sorted by namespace and name.
 	Installations []InstallationStatus `json:"installations"`
 }
@@ -172,14 +179,21 @@ func BuildStatus(clusters []v1alpha1.ManagedCluster, insts []v1alpha1.ExtensionI
 	if hubListed && wantCluster(HubCluster) {
 		addCluster(ClusterStatus{Name: HubCluster, Hub: true, Reachable: metav1.ConditionUnknown, Installations: []InstallationStatus{}})
 	}
+	// Clusters are grouped by shard, the default shard's first.
 	sorted := append([]v1alpha1.ManagedCluster(nil), clusters...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	sort.Slice(sorted, func(i, j int) bool {
+		if a, b := shardOf(&sorted[i]), shardOf(&sorted[j]); a != b {
+			return a < b
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
 	for _, mc := range sorted {
 		if !wantCluster(mc.Name) {
 			continue
 		}
 		cs := ClusterStatus{Name: mc.Name, KubernetesVersion: mc.Status.KubernetesVersion,
-			Reachable: metav1.ConditionUnknown, Installations: []InstallationStatus{}}
+			Reachable: metav1.ConditionUnknown, Installations: []InstallationStatus{},
+			Shard: shardOf(&mc), Handover: handoverOf(&mc)}
 		if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReachable); c != nil {
 			cs.Reachable = c.Status
 			if c.Status != metav1.ConditionTrue {
@@ -241,6 +255,32 @@ func BuildStatus(clusters []v1alpha1.ManagedCluster, insts []v1alpha1.ExtensionI
 		tree.Clusters = kept
 	}
 	return tree
+}
+
+// shardOf is the cluster's shard as ClusterStatus.Shard says it: empty
+// for the default shard.
+func shardOf(mc *v1alpha1.ManagedCluster) string {
+	if s := shard.Of(mc.Labels); s != shard.Default {
+		return s
+	}
+	return ""
+}
+
+// handoverOf describes a cluster that its own shard does not serve yet:
+// another shard still does (it finishes its work there first), or nobody
+// does (its shard claims it). A cluster of the default shard that no
+// shard has claimed yet is not described: so are all of them before the
+// first manager that shards runs.
+func handoverOf(mc *v1alpha1.ManagedCluster) string {
+	own, serving := shard.Of(mc.Labels), mc.Status.Shard
+	switch {
+	case serving == own || (serving == "" && own == shard.Default):
+		return ""
+	case serving == "":
+		return "not served yet: shard " + own + " claims it"
+	default:
+		return "served by shard " + serving + " until it hands the cluster over to shard " + own
+	}
 }
 
 // builder computes installation nodes once each, following dependencies

@@ -26,6 +26,10 @@ type VersionWatcher struct {
 	Interval time.Duration
 	// Events receives one GenericEvent per installation to re-resolve.
 	Events chan<- event.GenericEvent
+	// Serves says whether this manager's shard serves a cluster ("" is the
+	// hub); the hub is observed only by the shard that serves it (the
+	// ManagedClusters' probes are each shard's own). Nil: it is.
+	Serves func(ctx context.Context, cluster string) (bool, error)
 
 	mu   sync.Mutex
 	seen map[string]string // cluster name → last observed version
@@ -40,8 +44,10 @@ func (w *VersionWatcher) Start(ctx context.Context) error {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		if version, err := w.Registry.ObserveVersion(ctx, ""); err == nil {
-			w.Observed(ctx, "", version)
+		if w.servesHub(ctx) {
+			if version, err := w.Registry.ObserveVersion(ctx, ""); err == nil {
+				w.Observed(ctx, "", version)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -49,6 +55,14 @@ func (w *VersionWatcher) Start(ctx context.Context) error {
 		case <-ticker.C:
 		}
 	}
+}
+
+func (w *VersionWatcher) servesHub(ctx context.Context) bool {
+	if w.Serves == nil {
+		return true
+	}
+	ok, err := w.Serves(ctx, "")
+	return ok && err == nil
 }
 
 // Observed is told the version a probe of cluster ("" the hub) read;

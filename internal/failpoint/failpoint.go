@@ -55,6 +55,14 @@ const (
 	AfterPlanStep = "plan/after-step"
 )
 
+// The point a shard passes when it hands a cluster over, keyed by the
+// ManagedCluster's name.
+const (
+	// ShardBeforeRelease: the shard's work on a relabelled cluster has
+	// ended and none is admitted; status.shard still names the shard.
+	ShardBeforeRelease = "shard/before-release"
+)
+
 // The points a profile's rollout passes, keyed by the profile's name.
 const (
 	// RolloutAfterState: status.rollout is written (a new step, or a

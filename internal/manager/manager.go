@@ -5,6 +5,8 @@ package manager
 
 import (
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -33,6 +36,7 @@ import (
 	"github.com/annex-platform/annex/internal/controller/profile"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/shard"
 )
 
 // Options configure the manager.
@@ -80,6 +84,13 @@ type Options struct {
 	// RestrictTargets keeps installations in their own namespace on the
 	// hub unless the hub admin grants more on the namespace.
 	RestrictTargets bool
+	// Shard is the shard of managers this one belongs to (default
+	// shard.Default). It serves only the ManagedClusters labelled
+	// annex.dev/shard=<Shard> (the default shard: the unlabelled ones and
+	// the hub) and their installations, and elects its leader with its
+	// own Lease (shard.LeaseName). Only the default shard runs the hub's
+	// own controllers (catalogs, extensions, profiles, hooks).
+	Shard string
 }
 
 // Scheme returns a scheme with the built-in kinds, CRDs and the Annex API.
@@ -101,6 +112,13 @@ const cacheSyncTimeout = 15 * time.Minute
 // clients have no client-side rate limit unless cfg sets one
 // (cluster.ClientConfig).
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if o.Shard == "" {
+		o.Shard = shard.Default
+	}
+	if err := shard.Validate(o.Shard); err != nil {
+		return nil, err
+	}
+	hubShard := o.Shard == shard.Default
 	cfg = cluster.ClientConfig(cfg)
 	healthAddr := o.HealthAddr
 	if healthAddr == "" {
@@ -115,7 +133,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		HealthProbeBindAddress:  healthAddr,
 		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        "annex-manager.annex.dev",
+		LeaderElectionID:        shard.LeaseName(o.Shard),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// A hub of a thousand clusters holds tens of thousands of objects
 		// (installations, their revision records, Events): their first
@@ -141,26 +159,20 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	origin := sources.Artifacts{Fetcher: fetcher}
 	artifacts := &catalog.MemoryCache{Next: &catalog.DiskCache{Next: origin, Dir: cacheDir}}
 
-	// The gauges of installations and clusters read the cache at scrape
-	// time; every controller records Events with one recorder.
-	metrics.ReadFrom(mgr.GetCache())
 	recorder := mgr.GetEventRecorder("annex")
-	if err := (&catalogcontroller.Reconciler{
-		Client:  mgr.GetClient(),
-		Events:  recorder,
-		Sources: catalogSources{&sources.Catalogs{Fetcher: fetcher, Builtin: builtin.Index, Lookup: lookup, CacheDir: cacheDir}},
-	}).SetupWithManager(mgr); err != nil {
-		return nil, err
+	if hubShard {
+		if err := addHubControllers(mgr, o, fetcher, lookup, cacheDir, artifacts, recorder); err != nil {
+			return nil, err
+		}
 	}
-	// Values schemas and values.yaml are read when someone asks for them,
-	// through the same cache as the installations' charts.
-	if err := (&extensioncontroller.Reconciler{Client: mgr.GetClient(), Artifacts: artifacts}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
+	// Each shard writes only to the clusters it serves: the fence admits
+	// its installations' reconciles, and the ManagedCluster controller
+	// claims and hands over clusters through it.
+	fence := &shard.Fence{Shard: o.Shard, Clusters: mgr.GetClient()}
 	clusters := &cluster.Registry{Local: cfg, Reader: mgr.GetAPIReader(), VersionTTL: o.ClusterVersionInterval}
 	clusterEvents := make(chan event.GenericEvent)
 	versions := &cluster.VersionWatcher{
-		Registry: clusters, Reader: mgr.GetClient(), Interval: o.ClusterVersionInterval, Events: clusterEvents,
+		Registry: clusters, Reader: mgr.GetClient(), Interval: o.ClusterVersionInterval, Events: clusterEvents, Serves: fence.Serves,
 	}
 	if err := mgr.Add(versions); err != nil {
 		return nil, err
@@ -180,25 +192,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		HookAnswerWait:        o.HookAnswerWait,
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		RestrictTargets:       o.RestrictTargets,
+		Fence:                 fence,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&managedcluster.Reconciler{Client: mgr.GetClient(), Events: recorder, Clusters: clusters, ProbeInterval: o.ClusterVersionInterval, Versions: versions}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	if err := (&profile.Reconciler{Client: mgr.GetClient(), Events: recorder}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	hubDiscovery, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := (&hookcontroller.Reconciler{Client: mgr.GetClient(), Discovery: hubDiscovery, Events: recorder}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	// The image-policy hook of the built-in catalog answers in the manager,
-	// so that it works wherever Annex runs, annex dev included.
-	if err := (&imagepolicy.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Events: recorder}).SetupWithManager(mgr); err != nil {
+	if err := (&managedcluster.Reconciler{
+		Client: mgr.GetClient(), Events: recorder, Clusters: clusters, ProbeInterval: o.ClusterVersionInterval, Versions: versions,
+		Shard: o.Shard, Fence: fence, Leaders: &shard.Leases{Reader: mgr.GetAPIReader(), Namespace: leaseNamespace(o)},
+	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if healthAddr != "0" {
@@ -210,6 +211,57 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// addHubControllers adds the controllers of the hub's own objects, which
+// run in the default shard only: catalogs, extensions, profiles and their
+// rollouts, hooks and the image-policy hook, and the fleet's gauges.
+func addHubControllers(mgr ctrl.Manager, o Options, fetcher *catalog.Fetcher, lookup catalog.KubeLookup, cacheDir string,
+	artifacts *catalog.MemoryCache, recorder events.EventRecorder) error {
+	// The gauges of installations and clusters read the cache at scrape
+	// time; one shard reports them for the whole hub.
+	metrics.ReadFrom(mgr.GetCache())
+	if err := (&catalogcontroller.Reconciler{
+		Client:  mgr.GetClient(),
+		Events:  recorder,
+		Sources: catalogSources{&sources.Catalogs{Fetcher: fetcher, Builtin: builtin.Index, Lookup: lookup, CacheDir: cacheDir}},
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	// Values schemas and values.yaml are read when someone asks for them,
+	// through the same cache as the installations' charts.
+	if err := (&extensioncontroller.Reconciler{Client: mgr.GetClient(), Artifacts: artifacts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&profile.Reconciler{Client: mgr.GetClient(), Events: recorder}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	hubDiscovery, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	if err := (&hookcontroller.Reconciler{Client: mgr.GetClient(), Discovery: hubDiscovery, Events: recorder}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	// The image-policy hook of the built-in catalog answers in the manager,
+	// so that it works wherever Annex runs, annex dev included.
+	return (&imagepolicy.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Events: recorder}).SetupWithManager(mgr)
+}
+
+// leaseNamespace is where the shards' Leases are: the manager's own
+// leader-election namespace, which every shard must share (each release
+// of the chart per shard in one namespace). Out of a cluster without
+// --leader-election-namespace it is unknown, and no shard is ever taken
+// over.
+func leaseNamespace(o Options) string {
+	if o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace
+	}
+	data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // catalogSources gives the catalog controller every source kind and the

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -365,6 +366,8 @@ type managerProcess struct {
 	cmd        *exec.Cmd
 	exited     chan struct{} // closed when cmd has exited
 	log        *os.File
+	args       []string // more arguments of `annex manager` (sibling)
+	cacheDir   string   // default: next to the kubeconfig
 }
 
 func newManagerProcess(t *testing.T, work, kubeconfig string) *managerProcess {
@@ -400,11 +403,39 @@ func newManagerProcess(t *testing.T, work, kubeconfig string) *managerProcess {
 	return m
 }
 
+// sibling is another manager process of the same binary against the same
+// API server, with its own log (<name>.log), cache and arguments added to
+// m's, such as a manager of another shard.
+func (m *managerProcess) sibling(name string, args ...string) *managerProcess {
+	work := filepath.Dir(m.log.Name())
+	log, err := os.Create(filepath.Join(work, name+".log"))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	o := &managerProcess{t: m.t, binary: m.binary, kubeconfig: m.kubeconfig, log: log,
+		args: append(slices.Clone(m.args), args...), cacheDir: filepath.Join(work, name+"-cache")}
+	m.t.Cleanup(func() {
+		o.kill()
+		if m.t.Failed() {
+			data, _ := os.ReadFile(log.Name())
+			if len(data) > 20000 {
+				data = data[len(data)-20000:]
+			}
+			m.t.Logf("%s log (tail):\n%s", name, data)
+		}
+	})
+	return o
+}
+
 // start starts the manager with env added to the test's environment (a
 // failpoint.Env setting arms a kill point).
 func (m *managerProcess) start(env ...string) {
-	m.cmd = exec.Command(m.binary, "manager", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--cache-dir", filepath.Join(filepath.Dir(m.kubeconfig), "cache"))
+	cacheDir := m.cacheDir
+	if cacheDir == "" {
+		cacheDir = filepath.Join(filepath.Dir(m.kubeconfig), "cache")
+	}
+	m.cmd = exec.Command(m.binary, append([]string{"manager", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--cache-dir", cacheDir}, m.args...)...)
 	m.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+m.kubeconfig), env...)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	if err := m.cmd.Start(); err != nil {

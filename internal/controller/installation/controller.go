@@ -50,6 +50,10 @@ type Reconciler struct {
 	// ClusterEvents announces installations to re-resolve because their
 	// cluster's Kubernetes version changed; nil when nothing watches.
 	ClusterEvents <-chan event.GenericEvent
+	// Fence admits the reconciles of installations on the clusters this
+	// manager's shard serves; nil admits every one (an unsharded manager
+	// that claims nothing).
+	Fence Fence
 
 	// Workers is how many installations reconcile at once (default
 	// DefaultWorkers).
@@ -92,6 +96,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	leave, admitted, err := r.enter(ctx, inst)
+	if !admitted || err != nil {
+		return ctrl.Result{}, err
+	}
+	defer leave() // after the status is written
 	if !r.share.take(inst.Spec.Cluster) {
 		return ctrl.Result{RequeueAfter: clusterShareWait}, nil
 	}
@@ -125,6 +134,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.waitHealthy,
 		r.scheduleResync,
 	})
+}
+
+// enter admits the reconcile when this manager's shard serves the
+// installation's cluster (Fence). One that is not admitted does nothing:
+// the shard serving the cluster reconciles it, and a shard that starts
+// serving a cluster reconciles all its installations (SetupWithManager).
+func (r *Reconciler) enter(ctx context.Context, inst *v1alpha1.ExtensionInstallation) (leave func(), admitted bool, err error) {
+	if r.Fence == nil {
+		return func() {}, true, nil
+	}
+	return r.Fence.Enter(ctx, inst.Spec.Cluster)
 }
 
 // step is one stage of an install or upgrade. A step that cannot go on

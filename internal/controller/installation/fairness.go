@@ -1,16 +1,12 @@
 package installation
 
 import (
-	"context"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
@@ -82,20 +78,4 @@ func becameReachable() predicate.Funcs {
 			return !reachable(e.ObjectOld) && reachable(e.ObjectNew)
 		},
 	}
-}
-
-// installationsOnCluster maps a ManagedCluster to the installations on it
-// that are not Ready.
-func (r *Reconciler) installationsOnCluster(_ context.Context, o client.Object) []reconcile.Request {
-	on, err := r.index.on(o.GetName())
-	if err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, inst := range on {
-		if !meta.IsStatusConditionTrue(inst.Status.Conditions, v1alpha1.ConditionReady) {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: inst.Namespace, Name: inst.Name}})
-		}
-	}
-	return out
 }

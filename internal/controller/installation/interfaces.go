@@ -34,6 +34,20 @@ type Fetcher interface {
 	FetchBundle(ctx context.Context, src v1alpha1.ArtifactSource) (map[string][]byte, error)
 }
 
+// Fence admits work on a cluster only while this manager's shard of
+// managers serves it (internal/shard's Fence); a cluster being handed over
+// to another shard waits until the work under way has ended.
+type Fence interface {
+	// Enter admits a reconcile that may write to cluster ("" is the hub)
+	// and returns the function that ends it. ok false: another shard
+	// serves the cluster, or nobody does while it is handed over, and the
+	// reconcile must not touch it; err: try again.
+	Enter(ctx context.Context, cluster string) (leave func(), ok bool, err error)
+	// Owns reports whether the cluster is this shard's by its label or
+	// served by it; it admits nothing.
+	Owns(ctx context.Context, cluster string) bool
+}
+
 // Renderer turns an artifact and values into objects. It performs no I/O.
 type Renderer interface {
 	Render(in render.Input) (*render.Result, error)

@@ -89,8 +89,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.index = index
 	r.share = newClusterShare(r.workers())
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.ExtensionInstallation{}, builder.WithPredicates(predicate.Or(
+		For(&v1alpha1.ExtensionInstallation{}, builder.WithPredicates(r.ofShard(), predicate.Or(
 			predicate.GenerationChangedPredicate{}, annotationsChanged(), deletionPredicate(), startedWaitingOnOthers()))).
+		// A shard that starts serving a cluster (it claimed it, or took it
+		// over), or a cluster reachable again, reconciles every
+		// installation on it.
+		Watches(&v1alpha1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.installationsOnCluster),
+			builder.WithPredicates(predicate.Or[client.Object](servingChanged(), becameReachable()))).
 		Watches(&v1alpha1.Extension{}, handler.EnqueueRequestsFromMapFunc(r.installationsOfExtension)).
 		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(r.unsettledOnSameCluster),
 			builder.WithPredicates(clusterRelevantChange())).
@@ -103,10 +108,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// ApprovalPolicy, those whose change waits for approval.
 		Watches(&v1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(approvalsWake)).
 		Watches(&v1alpha1.ApprovalPolicy{}, handler.EnqueueRequestsFromMapFunc(r.awaitingApproval)).
-		// A cluster reachable again retries its installations that are
-		// not Ready at once.
-		Watches(&v1alpha1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.installationsOnCluster),
-			builder.WithPredicates(becameReachable())).
 		Named("extensioninstallation").
 		// Reconciles mostly wait: on API servers, and on hook Jobs awaited
 		// inside them. Many workers keep one slow cluster or hook from
@@ -121,6 +122,41 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.startHookWatches(c, mgr)
 	return nil
+}
+
+// ofShard passes the events of installations whose cluster this
+// manager's shard owns or serves (Fence.Owns); Reconcile checks again,
+// for the cache may lag behind a handover.
+func (r *Reconciler) ofShard() predicate.Funcs {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return r.Fence == nil || r.Fence.Owns(context.Background(), o.(*v1alpha1.ExtensionInstallation).Spec.Cluster)
+	})
+}
+
+// servingChanged passes the update of a ManagedCluster that changes the
+// shard serving it (status.shard).
+func servingChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.(*v1alpha1.ManagedCluster).Status.Shard != e.ObjectNew.(*v1alpha1.ManagedCluster).Status.Shard
+		},
+	}
+}
+
+// installationsOnCluster maps a ManagedCluster to the installations on it.
+func (r *Reconciler) installationsOnCluster(_ context.Context, o client.Object) []reconcile.Request {
+	on, err := r.index.on(o.GetName())
+	if err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(on))
+	for _, i := range on {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: i.Namespace, Name: i.Name}})
+	}
+	return out
 }
 
 // installationsOfExtension maps a changed Extension to the installations

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,15 +22,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/preflight"
 	"github.com/annex-platform/annex/internal/rollout"
+	"github.com/annex-platform/annex/internal/shard"
 )
 
 // Clusters is what the controller needs of the per-cluster clients; the
@@ -48,6 +53,22 @@ type VersionObserver interface {
 	Observed(ctx context.Context, cluster, version string)
 }
 
+// Fence is what the controller needs of the fence that admits the
+// installation controller's work on a cluster (internal/shard's Fence).
+type Fence interface {
+	// Idle reports whether no admitted work is under way on the cluster.
+	// Asked once the cluster is seen relabelled to another shard, true
+	// means that none will be admitted again.
+	Idle(cluster string) bool
+}
+
+// Leaders tells whether a shard has a live leader (internal/shard's
+// Leases).
+type Leaders interface {
+	// Gone reports whether the shard has no live leader.
+	Gone(ctx context.Context, shard string) (bool, error)
+}
+
 // Reconciler reconciles ManagedClusters.
 type Reconciler struct {
 	Client   client.Client
@@ -61,6 +82,17 @@ type Reconciler struct {
 	// Versions is told the Kubernetes version each probe read, so that a
 	// cluster's upgrade re-resolves its installations; nil: nobody is.
 	Versions VersionObserver
+	// Shard is the shard of managers this one belongs to (default
+	// shard.Default): it probes, and writes the status of, only the
+	// clusters it serves, and claims and releases clusters as their
+	// annex.dev/shard label says (see handover).
+	Shard string
+	// Fence counts the installation controller's work on each cluster; nil:
+	// none is counted (no installation controller runs).
+	Fence Fence
+	// Leaders tells whether another shard still has a leader; nil: every
+	// shard does, and its clusters wait for it to release them.
+	Leaders Leaders
 
 	mu     sync.Mutex
 	probes map[string]probe // the last probe of each cluster
@@ -122,6 +154,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if res, serving, err := r.handover(ctx, mc); !serving || err != nil {
+		return res, err
+	}
 	installations, err := r.installationsOf(ctx, mc.Name)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -150,6 +185,72 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: nextProbe(mc.Name, time.Now(), r.interval())}, nil
+}
+
+// Handover pacing: how often a shard looks again at the work under way on
+// a cluster it releases, and at the Lease of a shard it waits for.
+const (
+	drainPoll = 500 * time.Millisecond
+	leasePoll = 2 * time.Second
+)
+
+// handover claims, releases or waits for the cluster as shard.Decide says,
+// and reports whether this shard serves it; only then does the reconcile
+// go on. Claims and releases are written conditionally on the
+// resourceVersion they were decided on, so that two shards never both
+// believe they serve a cluster; the status update they cause reconciles
+// the cluster again.
+func (r *Reconciler) handover(ctx context.Context, mc *v1alpha1.ManagedCluster) (ctrl.Result, bool, error) {
+	me, serving := r.shard(), mc.Status.Shard
+	gone := false
+	if shard.Of(mc.Labels) == me && serving != "" && serving != me && r.Leaders != nil {
+		var err error
+		if gone, err = r.Leaders.Gone(ctx, serving); err != nil {
+			return ctrl.Result{}, false, err
+		}
+	}
+	switch action := shard.Decide(me, mc.Labels, serving, gone); action {
+	case shard.Serve:
+		return ctrl.Result{}, true, nil
+	case shard.Claim, shard.TakeOver:
+		return ctrl.Result{}, false, r.setServing(ctx, mc, me, "serving the cluster", "action", action.String(), "from", serving)
+	case shard.Release:
+		if r.Fence != nil && !r.Fence.Idle(mc.Name) {
+			return ctrl.Result{RequeueAfter: drainPoll}, false, nil
+		}
+		failpoint.Hit(failpoint.ShardBeforeRelease, mc.Name)
+		r.forget(mc.Name)
+		return ctrl.Result{}, false, r.setServing(ctx, mc, "", "released the cluster to its new shard", "to", shard.Of(mc.Labels))
+	case shard.Wait:
+		return ctrl.Result{RequeueAfter: leasePoll}, false, nil
+	default:
+		return ctrl.Result{}, false, nil
+	}
+}
+
+// setServing writes status.shard, conditional on the resourceVersion the
+// decision was made on. A conflict is no error: the cluster changed (or
+// the cache was behind the shard's own last write), and the update that
+// changed it reconciles the cluster again, to decide anew.
+// Once written, it logs msg with keysAndValues.
+func (r *Reconciler) setServing(ctx context.Context, mc *v1alpha1.ManagedCluster, name, msg string, keysAndValues ...any) error {
+	patch := client.MergeFromWithOptions(mc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	mc.Status.Shard = name
+	if err := r.Client.Status().Patch(ctx, mc, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	}
+	log.FromContext(ctx).Info(msg, append([]any{"cluster", mc.Name, "shard", r.shard()}, keysAndValues...)...)
+	return nil
+}
+
+func (r *Reconciler) shard() string {
+	if r.Shard == "" {
+		return shard.Default
+	}
+	return r.Shard
 }
 
 // observation is what one reconcile saw of a cluster.
@@ -349,7 +450,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("managedcluster").
-		For(&v1alpha1.ManagedCluster{}).
+		For(&v1alpha1.ManagedCluster{}, builder.WithPredicates(r.ofShard())).
 		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(toCluster)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret),
 			builder.OnlyMetadata).
@@ -373,4 +474,20 @@ func (r *Reconciler) clustersUsingSecret(ctx context.Context, o client.Object) [
 		}
 	}
 	return out
+}
+
+// ofShard passes the events of clusters that this shard owns by their
+// label or serves, before or after the change: the others are another
+// shard's business.
+func (r *Reconciler) ofShard() predicate.Funcs {
+	ours := func(o client.Object) bool {
+		mc := o.(*v1alpha1.ManagedCluster)
+		return shard.Of(mc.Labels) == r.shard() || mc.Status.Shard == r.shard()
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return ours(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return ours(e.ObjectOld) || ours(e.ObjectNew) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return ours(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return ours(e.Object) },
+	}
 }
