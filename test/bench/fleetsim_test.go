@@ -39,20 +39,35 @@ const (
 	fleetClustersEnv   = "ANNEX_FLEET_CLUSTERS"
 	fleetExtensionsEnv = "ANNEX_FLEET_EXTENSIONS"
 	fleetMembersEnv    = "ANNEX_FLEET_MEMBERS"
+	fleetShardsEnv     = "ANNEX_FLEET_SHARDS"
 )
 
-// fleetSize is one size of the simulation.
-type fleetSize struct{ clusters, extensions, members int }
+// fleetSize is one size of the simulation: clusters over members, each
+// given extensions, served by shards managers (1: one unsharded manager).
+type fleetSize struct{ clusters, extensions, members, shards int }
 
 func (s fleetSize) String() string {
-	return fmt.Sprintf("C%d-E%d-M%d", s.clusters, s.extensions, s.members)
+	name := fmt.Sprintf("C%d-E%d-M%d", s.clusters, s.extensions, s.members)
+	if s.shards > 1 {
+		name += fmt.Sprintf("-S%d", s.shards)
+	}
+	return name
+}
+
+// shardOf is the shard of cluster i: the default one (no label) for the
+// first of every shards clusters, s1, s2, … for the others.
+func (s fleetSize) shardOf(i int) string {
+	if k := i % s.shards; k > 0 {
+		return fmt.Sprintf("s%d", k)
+	}
+	return ""
 }
 
 // fleetSizeFromEnv returns the size the environment asks for, or 20
 // clusters × 2 extensions over 2 member API servers.
 func fleetSizeFromEnv(b *testing.B) fleetSize {
-	s := fleetSize{clusters: 20, extensions: 2, members: 2}
-	for env, field := range map[string]*int{fleetClustersEnv: &s.clusters, fleetExtensionsEnv: &s.extensions, fleetMembersEnv: &s.members} {
+	s := fleetSize{clusters: 20, extensions: 2, members: 2, shards: 1}
+	for env, field := range map[string]*int{fleetClustersEnv: &s.clusters, fleetExtensionsEnv: &s.extensions, fleetMembersEnv: &s.members, fleetShardsEnv: &s.shards} {
 		v := os.Getenv(env)
 		if v == "" {
 			continue
@@ -154,7 +169,11 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	for i := range size.clusters {
 		name := fmt.Sprintf("cluster-%04d", i)
 		memberOf[name] = i % size.members
-		must(b, c.Create(ctx, &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"fleet": "sim"}},
+		labels := map[string]string{"fleet": "sim"}
+		if shard := size.shardOf(i); shard != "" {
+			labels[v1alpha1.LabelShard] = shard
+		}
+		must(b, c.Create(ctx, &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 			Spec: v1alpha1.ManagedClusterSpec{KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{
 				Namespace: fleetNamespace, Name: memberSecret(i % size.members), Key: "kubeconfig"}}}))
 	}
@@ -167,7 +186,7 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	for _, dir := range []string{"first", "restarted"} {
 		must(b, os.MkdirAll(filepath.Join(work, dir), 0o755))
 	}
-	mgr := startManager(b, filepath.Join(work, "first"), kubeconfig, "--cache-dir", cacheDir)
+	mgr := startShards(b, size, filepath.Join(work, "first"), kubeconfig, cacheDir, false)
 	registered := time.Now()
 	waitUntil(b, 2*time.Minute+time.Duration(size.clusters)*200*time.Millisecond, func() error {
 		var exts v1alpha1.ExtensionList
@@ -247,13 +266,10 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	before = proxy.Snapshot()
 	kindsBefore := proxy.Kinds()
 	statusBefore := profileStatus(b, c)
-	must(b, mgr.cmd.Process.Kill())
-	_ = mgr.cmd.Wait()
-	<-mgr.done
-	metricsAddr := freeAddress(b)
+	mgr.Kill(b)
 	start = time.Now()
-	mgr = startManager(b, filepath.Join(work, "restarted"), kubeconfig, "--cache-dir", cacheDir, "--metrics-bind-address", metricsAddr)
-	steady := waitSteady(b, metricsAddr, installations, phaseTimeout)
+	mgr = startShards(b, size, filepath.Join(work, "restarted"), kubeconfig, cacheDir, true)
+	steady := waitSteady(b, mgr.metrics, installations, phaseTimeout)
 	restartWrites := proxy.Snapshot().Sub(before)
 	b.ReportMetric(steady.Sub(start).Seconds(), "s-restart-steady")
 	b.ReportMetric(float64(restartWrites.Writes), "restart-writes")
@@ -296,7 +312,7 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	b.ReportMetric(peak, "peak-MiB")
 	b.ReportMetric(cpu.Seconds(), "cpu-s")
 	b.ReportMetric(float64(installations), "installations")
-	b.Logf("manager: peak RSS %.1f MiB, %.1f CPU seconds over both runs (phases 1–5); loadavg %s", peak, cpu.Seconds(), loadavg())
+	b.Logf("manager: peak RSS %.1f MiB, %.1f CPU seconds over both runs (phases 1–5)%s; loadavg %s", peak, cpu.Seconds(), mgr.Describe(b), loadavg())
 
 	// 6–8. Staged rollouts of extension 0 (fleetrollout_test.go).
 	fleetRollouts(b, c, track, ro, size, phaseTimeout)
@@ -554,19 +570,23 @@ func percentile(at map[string]time.Time, start time.Time, p int) time.Duration {
 // reconcile to count as steady.
 const steadyQuiet = 5 * time.Second
 
-// waitSteady waits until the manager whose metrics are at addr has
-// reconciled at least n installations and then none for steadyQuiet,
-// and returns when it reconciled the last.
-func waitSteady(b *testing.B, addr string, n int, timeout time.Duration) time.Time {
+// waitSteady waits until the managers whose metrics are at addrs have
+// reconciled at least n installations in all and then none for
+// steadyQuiet, and returns when they reconciled the last.
+func waitSteady(b *testing.B, addrs []string, n int, timeout time.Duration) time.Time {
 	b.Helper()
 	last, lastAt := -1.0, time.Now()
 	testenv.Eventually(b, timeout, func() error {
-		stats, err := scrapeReconciles(addr)
-		if err != nil {
-			return err // not serving yet
+		total := 0.0
+		for _, addr := range addrs {
+			stats, err := scrapeReconciles(addr)
+			if err != nil {
+				return err // not serving yet
+			}
+			total += stats.total
 		}
-		if stats.total != last {
-			last, lastAt = stats.total, time.Now()
+		if total != last {
+			last, lastAt = total, time.Now()
 		}
 		if last < float64(n) || time.Since(lastAt) < steadyQuiet {
 			return fmt.Errorf("%.0f installation reconciles, the last %s ago", last, time.Since(lastAt).Round(time.Second))

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// shardManagers are the fleet simulation's managers: one per shard (one
+// unsharded manager when the size has a single shard), all talking to
+// the hub through the same counting proxy.
+type shardManagers struct {
+	names    []string   // the shards, "" the default one
+	managers []*manager // by shard
+	metrics  []string   // their metrics addresses; none unless asked for
+}
+
+// startShards starts the managers of size's shards, each with its own
+// log (under work/<shard>) and artifact cache (cacheDir-<shard>); with
+// metrics, each serves its metrics on a free address.
+func startShards(b *testing.B, size fleetSize, work, kubeconfig, cacheDir string, metrics bool) *shardManagers {
+	b.Helper()
+	s := &shardManagers{}
+	for i := range size.shards {
+		shard := size.shardOf(i)
+		dir, cache := work, cacheDir
+		args := []string{}
+		if shard != "" {
+			dir, cache = filepath.Join(work, shard), cacheDir+"-"+shard
+			args = append(args, "--shard", shard)
+		}
+		must(b, os.MkdirAll(dir, 0o755))
+		args = append(args, "--cache-dir", cache)
+		if metrics {
+			addr := freeAddress(b)
+			args = append(args, "--metrics-bind-address", addr)
+			s.metrics = append(s.metrics, addr)
+		}
+		s.names = append(s.names, shard)
+		s.managers = append(s.managers, startManager(b, dir, kubeconfig, args...))
+	}
+	return s
+}
+
+// RSS is the managers' resident memory now, summed, in MiB.
+func (s *shardManagers) RSS(b *testing.B) float64 {
+	b.Helper()
+	total := 0.0
+	for _, m := range s.managers {
+		total += m.RSS(b)
+	}
+	return total
+}
+
+// Peak is the managers' peak resident memory, summed, in MiB.
+func (s *shardManagers) Peak(b *testing.B) float64 {
+	b.Helper()
+	total := 0.0
+	for _, m := range s.managers {
+		total += m.Peak(b)
+	}
+	return total
+}
+
+// CPU is the managers' CPU time, summed.
+func (s *shardManagers) CPU(b *testing.B) time.Duration {
+	b.Helper()
+	var total time.Duration
+	for _, m := range s.managers {
+		total += m.CPU(b)
+	}
+	return total
+}
+
+// Describe names each shard's peak RSS and CPU time, when there are
+// several.
+func (s *shardManagers) Describe(b *testing.B) string {
+	b.Helper()
+	if len(s.managers) < 2 {
+		return ""
+	}
+	var parts []string
+	for i, m := range s.managers {
+		name := s.names[i]
+		if name == "" {
+			name = "default"
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f MiB %.1f CPU-s", name, m.Peak(b), m.CPU(b).Seconds()))
+	}
+	return "; by shard: " + strings.Join(parts, ", ")
+}
+
+// Kill sends every manager SIGKILL and waits for it to end.
+func (s *shardManagers) Kill(b *testing.B) {
+	b.Helper()
+	for _, m := range s.managers {
+		must(b, m.cmd.Process.Kill())
+		_ = m.cmd.Wait()
+		<-m.done
+	}
+}
