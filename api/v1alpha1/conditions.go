@@ -189,6 +189,10 @@ const (
 	// overrides for some cluster.
 	ConditionConflict = "Conflict"
 
+	// LabelShard on a ManagedCluster names the shard of managers that
+	// reconciles it; a cluster without it is in the shard "default".
+	LabelShard = "annex.dev/shard"
+
 	// FinalizerClusterInstallations holds a ManagedCluster until its
 	// installations are uninstalled (or released, with deletionPolicy
 	// Orphan).
