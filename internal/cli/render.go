@@ -153,6 +153,20 @@ func WriteStatus(w io.Writer, o Output, tree *StatusTree, now time.Time) error {
 	if o != OutputTable {
 		return writeData(w, o, tree)
 	}
+	if s := tree.Summary; s != nil && s.Clusters > 0 {
+		if err := writeFleetSummary(w, s); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		if len(tree.Clusters) == 0 {
+			if s.NotReady+s.Unreachable == 0 {
+				_, err := fmt.Fprintln(w, "Every cluster is ready.")
+				return err
+			}
+			_, err := fmt.Fprintln(w, "No cluster is in the state asked for.")
+			return err
+		}
+	}
 	if len(tree.Clusters) == 0 {
 		_, err := fmt.Fprintln(w, "No installations. Install one with: annexctl install EXTENSION")
 		return err
@@ -209,7 +223,37 @@ func WriteStatus(w io.Writer, o Output, tree *StatusTree, now time.Time) error {
 			}
 		}
 	}
+	if tree.Unlisted > 0 {
+		_, err := fmt.Fprintf(w, "\n… and %d more clusters; raise --limit (0 lists every one) or narrow the list with -l, --cluster or --not-ready\n", tree.Unlisted)
+		return err
+	}
 	return nil
+}
+
+// writeFleetSummary prints the counts above the tree: clusters by
+// state, installations, clusters per Kubernetes version and per shard.
+func writeFleetSummary(w io.Writer, s *FleetSummary) error {
+	t := newTable(w)
+	fmt.Fprintf(t, "clusters\t%d: %d ready, %d not ready, %d unreachable\n", s.Clusters, s.Ready, s.NotReady, s.Unreachable)
+	fmt.Fprintf(t, "installations\t%d: %d not Ready\n", s.Installations, s.InstallationsNotReady)
+	fmt.Fprintf(t, "Kubernetes\t%s\n", countsList(s.KubernetesVersions, "not known"))
+	if len(s.Shards) > 0 {
+		fmt.Fprintf(t, "shards\t%s\n", countsList(s.Shards, ""))
+	}
+	return t.Flush()
+}
+
+// countsList is "name ×n, name ×n", empty calling a name unnamed.
+func countsList(counts []ClusterCount, unnamed string) string {
+	parts := make([]string, len(counts))
+	for i, c := range counts {
+		name := c.Name
+		if name == "" {
+			name = unnamed
+		}
+		parts[i] = fmt.Sprintf("%s ×%d", name, c.Clusters)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // installationLine is "ns/name  extension version  Ready|stage  age".
