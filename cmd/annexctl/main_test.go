@@ -200,6 +200,10 @@ cluster prod-eu: 0/1 ready, not reachable
 	if code != 0 || out != wantStatus {
 		t.Errorf("status: exit %d\n%s\nwant\n%s", code, out, wantStatus)
 	}
+	// One installation: its tree, no summary.
+	if out, code := annexctl("status", "podinfo", "-n", "team-a"); code != 0 || out != wantStatus[strings.Index(wantStatus, "cluster prod-eu"):] {
+		t.Errorf("status podinfo: exit %d\n%s", code, out)
+	}
 	if out, code := annexctl("status", "-l", "env=staging"); code != 0 || out != "No cluster has labels that match env=staging.\n" {
 		t.Errorf("status -l env=staging: exit %d: %s", code, out)
 	}

@@ -25,14 +25,15 @@ applies with its progress, the installations it depends on, and, when it is
 stuck, the first reason a person can act on — its own, or that of the dependency
 it waits for. Without -n it covers every namespace. The hub cluster is "(hub)".
 
-Above the tree, a summary counts the clusters: ready, not ready (an
-installation on it is not Ready), unreachable; their installations and how
-many are not Ready; the clusters per Kubernetes version and per shard (the
-ManagedCluster label annex.dev/shard, "default" without it). The tree lists
-unreachable clusters first, then the not ready ones, then the ready ones, and on
-each cluster the installations that are not Ready first. -l picks clusters by
-their ManagedCluster labels (the summary counts those); --not-ready and --limit
-shorten the list below it. -o yaml|json carry the summary as "summary".`,
+Unless it shows one installation or one --cluster, a summary above the tree
+counts the clusters: ready, not ready (an installation on it is not Ready),
+unreachable; their installations and how many are not Ready; the clusters per
+Kubernetes version and per shard (the ManagedCluster label annex.dev/shard,
+"default" without it). The tree lists unreachable clusters first, then the not
+ready ones, then the ready ones, and on each cluster the installations that are
+not Ready first. -l picks clusters by their ManagedCluster labels (the summary
+counts those); --not-ready and --limit shorten the list below it. -o yaml|json
+carry the summary as "summary".`,
 		Example: `  annexctl status
   annexctl status podinfo -n team-a
   annexctl status --cluster prod-eu -o json
@@ -67,6 +68,10 @@ shorten the list below it. -o yaml|json carry the summary as "summary".`,
 			if o == cli.OutputTable && selector != "" && tree.Summary.Clusters == 0 {
 				_, err := fmt.Fprintf(cmd.OutOrStdout(), "No cluster has labels that match %s.\n", selector)
 				return err
+			}
+			if f.Name != "" || f.Cluster != "" {
+				// One installation or one cluster: its tree is its summary.
+				tree.Summary = nil
 			}
 			return cli.WriteStatus(cmd.OutOrStdout(), o, tree, now())
 		},
