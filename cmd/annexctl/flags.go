@@ -127,6 +127,23 @@ func clusterFlag(cmd *cobra.Command, kubeconfig *string, value *string, usage st
 	})
 }
 
+// selectorFlag adds -l/--selector, a ManagedCluster label selector,
+// completed with the key=value labels the ManagedClusters carry.
+func selectorFlag(cmd *cobra.Command, kubeconfig *string, value *string) {
+	cmd.Flags().StringVarP(value, "selector", "l", "", "only clusters whose ManagedCluster labels match this selector (e.g. env=prod,annex.dev/shard!=eu); the hub has no labels")
+	_ = cmd.RegisterFlagCompletionFunc("selector", func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		c, _, err := hubClients(*kubeconfig)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		pairs, err := cli.ClusterLabels(cmd.Context(), c)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return pairs, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
 // namespaceFlag adds -n/--namespace.
 func namespaceFlag(cmd *cobra.Command, value *string, usage string) {
 	cmd.Flags().StringVarP(value, "namespace", "n", "", usage)

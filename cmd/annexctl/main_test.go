@@ -100,7 +100,7 @@ func TestCommandsAgainstAPIServer(t *testing.T) {
 		&v1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager"}, Spec: v1alpha1.ExtensionSpec{Versions: []v1alpha1.ExtensionVersion{
 			{Version: "1.15.0", Source: v1alpha1.ArtifactSource{URL: "builtin://cert-manager-1.15.0.tgz"}}}}},
 		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "builtin"}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Builtin: &v1alpha1.BuiltinSource{}}}},
-		&v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-eu"}, Spec: v1alpha1.ManagedClusterSpec{
+		&v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-eu", Labels: map[string]string{"env": "prod"}}, Spec: v1alpha1.ManagedClusterSpec{
 			KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Name: "kc", Namespace: "team-a"}}},
 		&v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: "base"}, Spec: v1alpha1.ExtensionProfileSpec{
 			IncludeHub: true, Namespace: "team-a", Extensions: []v1alpha1.ProfileExtension{{Name: "podinfo"}}}},
@@ -160,6 +160,7 @@ spec:
 		{[]string{"catalog", "sync", ""}, []string{"builtin"}},
 		{[]string{"upgrade", "-n", "team-a", ""}, []string{"podinfo"}},
 		{[]string{"status", ""}, []string{"podinfo"}},
+		{[]string{"status", "-l", ""}, []string{"env=prod"}},
 		{[]string{"search", "-o", ""}, []string{"table", "yaml", "json"}},
 		{[]string{"rollout", "status", ""}, []string{"base"}},
 		{[]string{"rollout", "undo", "b"}, []string{"base"}},
@@ -188,11 +189,30 @@ spec:
 	now = func() time.Time { return created.CreationTimestamp.Add(2 * time.Minute) }
 	defer func() { now = time.Now }()
 	out, code = annexctl("status")
-	wantStatus := `cluster prod-eu: 0/1 ready, not reachable
+	wantStatus := `clusters        1: 0 ready, 0 not ready, 1 unreachable
+installations   1: 1 not Ready
+Kubernetes      not known ×1
+shards          default ×1
+
+cluster prod-eu: 0/1 ready, not reachable
 └─ team-a/podinfo  podinfo -  resolve  2m
 `
 	if code != 0 || out != wantStatus {
 		t.Errorf("status: exit %d\n%s\nwant\n%s", code, out, wantStatus)
+	}
+	// One installation: its tree, no summary.
+	if out, code := annexctl("status", "podinfo", "-n", "team-a"); code != 0 || out != wantStatus[strings.Index(wantStatus, "cluster prod-eu"):] {
+		t.Errorf("status podinfo: exit %d\n%s", code, out)
+	}
+	if out, code := annexctl("status", "-l", "env=staging"); code != 0 || out != "No cluster has labels that match env=staging.\n" {
+		t.Errorf("status -l env=staging: exit %d: %s", code, out)
+	}
+	if out, code := annexctl("status", "-l", "env in prod"); code != cli.ExitUsage || !strings.Contains(out, `-l: "env in prod" is not a label selector`) {
+		t.Errorf("status with an invalid selector: exit %d: %s", code, out)
+	}
+	if out, code := annexctl("status", "-l", "env=prod", "--not-ready", "--limit", "1", "-o", "json"); code != 0 ||
+		!strings.Contains(out, `"summary": {`) || !strings.Contains(out, `"unreachable": 1`) || !strings.Contains(out, `"name": "prod-eu"`) {
+		t.Errorf("status -l env=prod --not-ready --limit 1 -o json: exit %d: %s", code, out)
 	}
 	if out, code := annexctl("status", "nope"); code != cli.ExitError || !strings.Contains(out, `no ExtensionInstallation "nope" in any namespace`) {
 		t.Errorf("status of a missing installation: exit %d: %s", code, out)

@@ -100,13 +100,13 @@ func fleet(t *testing.T, c client.Client) time.Time {
 
 	kubeconfig := v1alpha1.KubeconfigSecretReference{Name: "kubeconfig", Namespace: "platform"}
 	create(&v1alpha1.ManagedCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "prod-eu"},
+		ObjectMeta: metav1.ObjectMeta{Name: "prod-eu", Labels: map[string]string{"env": "prod", v1alpha1.LabelShard: "eu"}},
 		Spec:       v1alpha1.ManagedClusterSpec{KubeconfigSecretRef: kubeconfig},
 		Status: v1alpha1.ManagedClusterStatus{KubernetesVersion: "1.35.0", Conditions: []metav1.Condition{
 			cond(v1alpha1.ConditionReachable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "1.35.0")}},
 	})
 	create(&v1alpha1.ManagedCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "prod-us"},
+		ObjectMeta: metav1.ObjectMeta{Name: "prod-us", Labels: map[string]string{"env": "prod"}},
 		Spec:       v1alpha1.ManagedClusterSpec{KubeconfigSecretRef: kubeconfig},
 		Status: v1alpha1.ManagedClusterStatus{Conditions: []metav1.Condition{
 			cond(v1alpha1.ConditionReachable, metav1.ConditionFalse, v1alpha1.ReasonClusterUnavailable, "dial tcp 10.0.0.9:6443: connection refused")}},

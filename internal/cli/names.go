@@ -57,3 +57,20 @@ func namesOf(ctx context.Context, c client.Reader, list client.ObjectList, opts 
 func ProfileNames(ctx context.Context, c client.Reader) ([]string, error) {
 	return namesOf(ctx, c, &v1alpha1.ExtensionProfileList{})
 }
+
+// ClusterLabels lists the labels of every ManagedCluster as key=value,
+// sorted, each once: what a cluster label selector can name.
+func ClusterLabels(ctx context.Context, c client.Reader) ([]string, error) {
+	var list v1alpha1.ManagedClusterList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	var pairs []string
+	for _, mc := range list.Items {
+		for k, v := range mc.Labels {
+			pairs = append(pairs, k+"="+v)
+		}
+	}
+	slices.Sort(pairs)
+	return slices.Compact(pairs), nil
+}

@@ -73,10 +73,13 @@ func TestReadCommandsGolden(t *testing.T) {
 		}
 	})
 	t.Run("status", func(t *testing.T) {
-		tree, err := cli.Status(ctx, env.Client, cli.StatusFilter{})
+		all, err := cli.Status(ctx, env.Client, cli.StatusFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		// As annexctl status prints it: the summary, then the clusters
+		// that need a person first.
+		tree := cli.NarrowFleet(all, cli.FleetQuery{})
 		text := print(t, "status.txt", func(b *bytes.Buffer) error { return cli.WriteStatus(b, cli.OutputTable, tree, now) })
 		print(t, "status.json", func(b *bytes.Buffer) error { return cli.WriteStatus(b, cli.OutputJSON, tree, now) })
 		// The installation waiting for a dependency points at what a
@@ -87,6 +90,21 @@ func TestReadCommandsGolden(t *testing.T) {
 		if tree.Total != 6 || tree.Ready != 2 || len(tree.Clusters) != 3 {
 			t.Errorf("tree: %d installations, %d ready, %d clusters; want 6, 2, 3", tree.Total, tree.Ready, len(tree.Clusters))
 		}
+
+		// annexctl status -l env=prod --not-ready: the hub is left out
+		// of the summary, the ready installations out of the tree.
+		prod, err := cli.ParseSelector("env=prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		print(t, "status-prod-not-ready.txt", func(b *bytes.Buffer) error {
+			return cli.WriteStatus(b, cli.OutputTable, cli.NarrowFleet(all, cli.FleetQuery{Selector: prod, NotReady: true}), now)
+		})
+		// annexctl status --limit 1 -o yaml: the summary still counts
+		// every cluster; unlisted says how many are left out.
+		limited := cli.LimitClusters(cli.NarrowFleet(all, cli.FleetQuery{}), 1)
+		print(t, "status-limit-1.txt", func(b *bytes.Buffer) error { return cli.WriteStatus(b, cli.OutputTable, limited, now) })
+		print(t, "status-limit-1.yaml", func(b *bytes.Buffer) error { return cli.WriteStatus(b, cli.OutputYAML, limited, now) })
 
 		tree, err = cli.Status(ctx, env.Client, cli.StatusFilter{Cluster: "prod-eu"})
 		if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -153,16 +154,34 @@ func WriteStatus(w io.Writer, o Output, tree *StatusTree, now time.Time) error {
 	if o != OutputTable {
 		return writeData(w, o, tree)
 	}
+	if s := tree.Summary; s != nil && s.Clusters > 0 {
+		if err := writeFleetSummary(w, s); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		if len(tree.Clusters) == 0 {
+			if s.NotReady+s.Unreachable == 0 {
+				_, err := fmt.Fprintln(w, "Every cluster is ready.")
+				return err
+			}
+			_, err := fmt.Fprintln(w, "No cluster is in the state asked for.")
+			return err
+		}
+	}
 	if len(tree.Clusters) == 0 {
 		_, err := fmt.Fprintln(w, "No installations. Install one with: annexctl install EXTENSION")
 		return err
 	}
 	shards := shardTotals(tree)
-	for i, cs := range tree.Clusters {
+	// With several shards, the clusters are grouped by shard (the default
+	// shard's first), each group in the tree's order.
+	clusters := slices.Clone(tree.Clusters)
+	slices.SortStableFunc(clusters, func(a, b ClusterStatus) int { return strings.Compare(a.Shard, b.Shard) })
+	for i, cs := range clusters {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		if len(shards) > 1 && (i == 0 || tree.Clusters[i-1].Shard != cs.Shard) {
+		if len(shards) > 1 && (i == 0 || clusters[i-1].Shard != cs.Shard) {
 			t := shards[cs.Shard]
 			fmt.Fprintf(w, "shard %s: %d clusters, %d/%d ready\n\n", orDefaultShard(cs.Shard), t.clusters, t.ready, t.total)
 		}
@@ -217,6 +236,10 @@ func WriteStatus(w io.Writer, o Output, tree *StatusTree, now time.Time) error {
 			}
 		}
 	}
+	if tree.Unlisted > 0 {
+		_, err := fmt.Fprintf(w, "\n… and %d more clusters; raise --limit (0 lists every one) or narrow the list with -l, --cluster or --not-ready\n", tree.Unlisted)
+		return err
+	}
 	return nil
 }
 
@@ -242,6 +265,32 @@ func orDefaultShard(s string) string {
 		return "default"
 	}
 	return s
+}
+
+// writeFleetSummary prints the counts above the tree: clusters by
+// state, installations, clusters per Kubernetes version and per shard.
+func writeFleetSummary(w io.Writer, s *FleetSummary) error {
+	t := newTable(w)
+	fmt.Fprintf(t, "clusters\t%d: %d ready, %d not ready, %d unreachable\n", s.Clusters, s.Ready, s.NotReady, s.Unreachable)
+	fmt.Fprintf(t, "installations\t%d: %d not Ready\n", s.Installations, s.InstallationsNotReady)
+	fmt.Fprintf(t, "Kubernetes\t%s\n", countsList(s.KubernetesVersions, "not known"))
+	if len(s.Shards) > 0 {
+		fmt.Fprintf(t, "shards\t%s\n", countsList(s.Shards, ""))
+	}
+	return t.Flush()
+}
+
+// countsList is "name ×n, name ×n", empty calling a name unnamed.
+func countsList(counts []ClusterCount, unnamed string) string {
+	parts := make([]string, len(counts))
+	for i, c := range counts {
+		name := c.Name
+		if name == "" {
+			name = unnamed
+		}
+		parts[i] = fmt.Sprintf("%s ×%d", name, c.Clusters)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // installationLine is "ns/name  extension version  Ready|stage  age".

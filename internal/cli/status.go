@@ -33,11 +33,17 @@ const HubCluster = "(hub)"
 
 // StatusTree is the state of every installation, per cluster.
 type StatusTree struct {
-	// Clusters: the hub first, then ManagedClusters by name.
+	// Clusters: the hub first, then ManagedClusters by name (NarrowFleet
+	// puts the clusters that need a person first).
 	Clusters []ClusterStatus `json:"clusters"`
 	// Total and Ready count the installations listed.
 	Total int `json:"total"`
 	Ready int `json:"ready"`
+	// Summary counts the clusters a selector picked, before a state
+	// filter and a limit; NarrowFleet sets it.
+	Summary *FleetSummary `json:"summary,omitempty"`
+	// Unlisted counts the clusters a limit left out (LimitClusters).
+	Unlisted int `json:"unlisted,omitempty"`
 }
 
 // ClusterStatus is one cluster and its installations.
@@ -48,6 +54,9 @@ type ClusterStatus struct {
 	// KubernetesVersion is what the cluster's API server reports
 	// (for the hub: what its installations saw).
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Labels are the ManagedCluster's (the hub has none), which a
+	// FleetQuery's selector matches.
+	Labels map[string]string `json:"labels,omitempty"`
 	// Reachable is the ManagedCluster's Reachable condition (Unknown for
 	// the hub, which Annex reaches as it runs there), Message its message
 	// when not True.
@@ -61,7 +70,8 @@ type ClusterStatus struct {
 	Handover string `json:"handover,omitempty"`
 	Total    int    `json:"total"`
 	Ready    int    `json:"ready"`
-	// Installations sorted by namespace and name.
+	// Installations sorted by namespace and name (NarrowFleet puts the
+	// ones that are not Ready first).
 	Installations []InstallationStatus `json:"installations"`
 }
 
@@ -179,19 +189,14 @@ func BuildStatus(clusters []v1alpha1.ManagedCluster, insts []v1alpha1.ExtensionI
 	if hubListed && wantCluster(HubCluster) {
 		addCluster(ClusterStatus{Name: HubCluster, Hub: true, Reachable: metav1.ConditionUnknown, Installations: []InstallationStatus{}})
 	}
-	// Clusters are grouped by shard, the default shard's first.
+	// ManagedClusters by name (WriteStatus groups them by shard).
 	sorted := append([]v1alpha1.ManagedCluster(nil), clusters...)
-	sort.Slice(sorted, func(i, j int) bool {
-		if a, b := shardOf(&sorted[i]), shardOf(&sorted[j]); a != b {
-			return a < b
-		}
-		return sorted[i].Name < sorted[j].Name
-	})
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, mc := range sorted {
 		if !wantCluster(mc.Name) {
 			continue
 		}
-		cs := ClusterStatus{Name: mc.Name, KubernetesVersion: mc.Status.KubernetesVersion,
+		cs := ClusterStatus{Name: mc.Name, KubernetesVersion: mc.Status.KubernetesVersion, Labels: mc.Labels,
 			Reachable: metav1.ConditionUnknown, Installations: []InstallationStatus{},
 			Shard: shardOf(&mc), Handover: handoverOf(&mc)}
 		if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReachable); c != nil {

@@ -13,7 +13,8 @@ import (
 )
 
 // TestStatusByShard: annexctl status groups clusters by shard, the
-// default shard's first, and says which cluster is being handed over.
+// default shard's first (the tree lists them by name), and says which
+// cluster is being handed over.
 func TestStatusByShard(t *testing.T) {
 	mc := func(name, label, serving string) v1alpha1.ManagedCluster {
 		c := v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1alpha1.ManagedClusterStatus{Shard: serving}}
@@ -44,12 +45,12 @@ func TestStatusByShard(t *testing.T) {
 		got = append(got, cs.Name+" shard="+cs.Shard+" "+cs.Handover)
 	}
 	want := []string{
-		"us-1 shard= ",
-		"us-2 shard= ",
-		"us-3 shard= served by shard eu until it hands the cluster over to shard default",
 		"eu-1 shard=eu ",
 		"eu-2 shard=eu served by shard default until it hands the cluster over to shard eu",
 		"eu-3 shard=eu not served yet: shard eu claims it",
+		"us-1 shard= ",
+		"us-2 shard= ",
+		"us-3 shard= served by shard eu until it hands the cluster over to shard default",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("clusters:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -58,11 +59,14 @@ func TestStatusByShard(t *testing.T) {
 	if err := WriteStatus(&b, OutputTable, tree, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"shard default: 3 clusters, 0/0 ready\n", "shard eu: 3 clusters, 0/0 ready\n",
-		"cluster eu-2: 0/0 ready, not reachable; served by shard default until it hands the cluster over to shard eu\n"} {
-		if !bytes.Contains(b.Bytes(), []byte(line)) {
-			t.Errorf("status lacks %q:\n%s", line, b.String())
+	at := -1
+	for _, line := range []string{"shard default: 3 clusters, 0/0 ready\n", "cluster us-1:", "cluster us-3:", "shard eu: 3 clusters, 0/0 ready\n",
+		"cluster eu-1:", "cluster eu-2: 0/0 ready, not reachable; served by shard default until it hands the cluster over to shard eu\n"} {
+		i := bytes.Index(b.Bytes(), []byte(line))
+		if i < at {
+			t.Errorf("status lacks %q after what came before, or has it earlier:\n%s", line, b.String())
 		}
+		at = i
 	}
 	// One shard: no shard headings.
 	b.Reset()

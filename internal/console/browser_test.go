@@ -245,7 +245,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		b.waitText(t, "#clusters", kube)
 		b.waitText(t, "#clusters", "reachable")
+		b.waitText(t, "#kubernetes-versions", kube)
 		b.screenshot(t, "clusters")
+		// A selector that does not parse: the page names the parameter
+		// and keeps the form to correct it.
+		b.run(t, chromedp.SendKeys(chromedp.CSS(`#f-selector`), "env in prod\r"),
+			chromedp.WaitVisible(chromedp.CSS(`#filter-error`)))
+		b.waitText(t, "#filter-error", `selector: "env in prod" is not a label selector`)
+		b.screenshot(t, "clusters-invalid-selector")
 		b.run(t, chromedp.Navigate(base+"/installations"), chromedp.WaitVisible(chromedp.CSS(`table.installations`)))
 		b.waitText(t, "main", ns+"/demo")
 		b.screenshot(t, "installations")

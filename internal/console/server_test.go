@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -116,5 +118,55 @@ func TestPageSeqPredatesTheRead(t *testing.T) {
 	}
 	if got := s.pageSeq(httptest.NewRequest(http.MethodGet, "/", nil).WithContext(context.WithValue(context.Background(), startSeqKey{}, s.live.current(""))), key); got != 2 {
 		t.Errorf("page read after the change: seq %d, want 2", got)
+	}
+}
+
+// The pages' query: what each parameter takes, and the errors that name
+// the parameter.
+func TestParseFleetFilter(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		page  int
+		limit int
+		err   string
+	}{
+		// Nothing asked: the first page of 100.
+		{"", 1, 100, ""},
+		{"selector=env%3Dprod%2Ctier%21%3Dweb&state=notready%2Cunreachable&page=3&limit=20", 3, 20, ""},
+		// A limit above 500 is 500.
+		{"limit=501", 1, 500, ""},
+		{"selector=env+in+prod", 1, 100, `selector: "env in prod" is not a label selector`},
+		{"state=sick", 1, 100, `state: "sick" is not a cluster state`},
+		{"page=0", 1, 100, `page="0": give a page number from 1`},
+		{"limit=-5", 1, 100, `limit="-5": give the number of rows a page shows, from 1 to 500`},
+	} {
+		q, err := url.ParseQuery(tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, fq, err := parseFleetFilter(q)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want one starting %s", tc.query, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tc.query, err)
+		case f.Page != tc.page || f.Limit != tc.limit:
+			t.Errorf("%q: page %d, limit %d; want %d, %d", tc.query, f.Page, f.Limit, tc.page, tc.limit)
+		case f.Selector != "" && fq.Selector.String() != "env=prod,tier!=web":
+			t.Errorf("%q: selector %s", tc.query, fq.Selector)
+		}
+	}
+}
+
+// The prev and next links keep every filter and drop a flash message.
+func TestPageURL(t *testing.T) {
+	q := url.Values{"selector": {"env=prod"}, "state": {"notready"}, "page": {"2"}, "flash": {"abc"}}
+	if got, want := pageURL("/clusters", q, 3), "/clusters?page=3&selector=env%3Dprod&state=notready"; got != want {
+		t.Errorf("pageURL: %s, want %s", got, want)
+	}
+	if got := pageURL("/clusters", q, 0); got != "" {
+		t.Errorf("pageURL of no page: %q, want \"\"", got)
 	}
 }
