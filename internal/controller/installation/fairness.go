@@ -63,7 +63,7 @@ func (c *clusterShare) give(cluster string) {
 }
 
 // becameReachable passes a ManagedCluster whose condition Reachable turned
-// True: its installations that failed to reach it are retried at once
+// True: its installations (installationsOnCluster) are retried at once
 // instead of at the end of their backoff.
 func becameReachable() predicate.Funcs {
 	reachable := func(o any) bool {
