@@ -75,8 +75,8 @@ func (s *shardManagers) CPU(b *testing.B) time.Duration {
 	return total
 }
 
-// Describe names each shard's peak RSS and CPU time, when there are
-// several.
+// Describe names each shard's peak RSS and CPU time (of these managers:
+// after a restart, the restarted ones), when there are several.
 func (s *shardManagers) Describe(b *testing.B) string {
 	b.Helper()
 	if len(s.managers) < 2 {
@@ -90,7 +90,7 @@ func (s *shardManagers) Describe(b *testing.B) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s %.1f MiB %.1f CPU-s", name, m.Peak(b), m.CPU(b).Seconds()))
 	}
-	return "; by shard: " + strings.Join(parts, ", ")
+	return "; by shard, since the last start: " + strings.Join(parts, ", ")
 }
 
 // Kill sends every manager SIGKILL and waits for it to end.
