@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/controller/installation"
@@ -210,17 +209,6 @@ func stallingCluster(t *testing.T, ns, name string) *stallGate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, obj := range []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-kubeconfig"}, Data: map[string][]byte{"kubeconfig": data}},
-		&v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ManagedClusterSpec{
-			KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Namespace: ns, Name: name + "-kubeconfig", Key: "kubeconfig"}}},
-	} {
-		if err := env.Client.Create(context.Background(), obj); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	})
+	registerCluster(t, ns, name, data)
 	return g
 }

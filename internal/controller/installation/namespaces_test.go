@@ -224,8 +224,17 @@ func edgeCluster(t *testing.T, ns, name string) *testenv.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registerCluster(t, ns, name, data)
+	return edge
+}
+
+// registerCluster registers the cluster kubeconfig reaches as the
+// ManagedCluster name, its kubeconfig in a Secret of ns, and deletes the
+// ManagedCluster when the test ends.
+func registerCluster(t *testing.T, ns, name string, kubeconfig []byte) {
+	t.Helper()
 	for _, obj := range []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-kubeconfig"}, Data: map[string][]byte{"kubeconfig": data}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-kubeconfig"}, Data: map[string][]byte{"kubeconfig": kubeconfig}},
 		&v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ManagedClusterSpec{
 			KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Namespace: ns, Name: name + "-kubeconfig", Key: "kubeconfig"}}},
 	} {
@@ -236,7 +245,6 @@ func edgeCluster(t *testing.T, ns, name string) *testenv.Env {
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
-	return edge
 }
 
 // A chart whose pre-install hooks put a ServiceAccount, Role, RoleBinding
