@@ -47,30 +47,24 @@ func startShards(b *testing.B, size fleetSize, work, kubeconfig, cacheDir string
 
 // RSS is the managers' resident memory now, summed, in MiB.
 func (s *shardManagers) RSS(b *testing.B) float64 {
-	b.Helper()
-	total := 0.0
-	for _, m := range s.managers {
-		total += m.RSS(b)
-	}
-	return total
+	return sum(s.managers, func(m *manager) float64 { return m.RSS(b) })
 }
 
 // Peak is the managers' peak resident memory, summed, in MiB.
 func (s *shardManagers) Peak(b *testing.B) float64 {
-	b.Helper()
-	total := 0.0
-	for _, m := range s.managers {
-		total += m.Peak(b)
-	}
-	return total
+	return sum(s.managers, func(m *manager) float64 { return m.Peak(b) })
 }
 
 // CPU is the managers' CPU time, summed.
 func (s *shardManagers) CPU(b *testing.B) time.Duration {
-	b.Helper()
-	var total time.Duration
-	for _, m := range s.managers {
-		total += m.CPU(b)
+	return sum(s.managers, func(m *manager) time.Duration { return m.CPU(b) })
+}
+
+// sum adds up f over the managers.
+func sum[T float64 | time.Duration](managers []*manager, f func(*manager) T) T {
+	var total T
+	for _, m := range managers {
+		total += f(m)
 	}
 	return total
 }
