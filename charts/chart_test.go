@@ -66,11 +66,12 @@ func TestChartCopiesInSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairs := map[string]string{ // chart folder or file → config folder or file
-		"crds":                                "config/crd/bases",
-		"files/manager-role.yaml":             "config/rbac/role.yaml",
-		"files/admission/approver.yaml":       "config/admission/approver.yaml",
-		"files/admission/requested-by.yaml":   "config/admission/requested-by.yaml",
-		"files/admission/values-request.yaml": "config/admission/values-request.yaml",
+		"crds":                                     "config/crd/bases",
+		"files/manager-role.yaml":                  "config/rbac/role.yaml",
+		"files/admission/approver.yaml":            "config/admission/approver.yaml",
+		"files/admission/requested-by.yaml":        "config/admission/requested-by.yaml",
+		"files/admission/values-request.yaml":      "config/admission/values-request.yaml",
+		"files/admission/uninstall-finalizer.yaml": "config/admission/uninstall-finalizer.yaml",
 	}
 	for inChart, inConfig := range pairs {
 		chartFiles, configFiles := yamlFiles(t, filepath.Join(root, "charts/annex", inChart)), yamlFiles(t, filepath.Join(root, inConfig))

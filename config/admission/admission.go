@@ -4,7 +4,8 @@
 // cluster gets. They make the API server record who asked for a change
 // (annotation annex.dev/requested-by on ExtensionInstallations and
 // ExtensionProfiles) and who approved it (spec.approver of Approvals),
-// values nobody can forge.
+// values nobody can forge; and they put the uninstall finalizer on every
+// new ExtensionInstallation, a write the manager then does not make.
 package admission
 
 import (
@@ -12,6 +13,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,8 +88,9 @@ func Install(ctx context.Context, c client.Client, timeout time.Duration) error 
 // server replaces it with the real user once the policies hold.
 const probeApprover = "annex-admission-probe"
 
-// enforced returns nil when both stamps are written: an Approval's
-// approver and an installation's requester, seen on dry-run creates.
+// enforced returns nil when the policies hold: an Approval's approver
+// and an installation's requester are stamped, and the installation has
+// the uninstall finalizer, seen on dry-run creates.
 func enforced(ctx context.Context, c client.Client) error {
 	probe := metav1.ObjectMeta{Namespace: "default", Name: "annex-admission-probe"}
 	a := &v1alpha1.Approval{ObjectMeta: probe, Spec: v1alpha1.ApprovalSpec{
@@ -105,6 +108,9 @@ func enforced(ctx context.Context, c client.Client) error {
 	}
 	if inst.Annotations[v1alpha1.AnnotationRequestedBy] == "" {
 		return fmt.Errorf("policy annex-requested-by does not set %s yet", v1alpha1.AnnotationRequestedBy)
+	}
+	if !slices.Contains(inst.Finalizers, v1alpha1.FinalizerUninstall) {
+		return fmt.Errorf("policy annex-uninstall-finalizer does not add %s yet", v1alpha1.FinalizerUninstall)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,17 +102,16 @@ func warmUp(b *testing.B, c client.Client) {
 }
 
 // protocolInstall sends Annex's requests for installing app i: the
-// user's create, the finalizer, the intent record, a read and a
+// user's create (the API server adds the finalizer: policy
+// annex-uninstall-finalizer), the intent record, a read and a
 // server-side apply of each object, the status and the event.
 func protocolInstall(ctx context.Context, c client.Client, i int) error {
 	inst := installation(i)
 	if err := c.Create(ctx, inst); err != nil {
 		return err
 	}
-	base := inst.DeepCopy()
-	inst.Finalizers = []string{v1alpha1.FinalizerUninstall}
-	if err := c.Patch(ctx, inst, client.MergeFrom(base)); err != nil {
-		return err
+	if !slices.Contains(inst.Finalizers, v1alpha1.FinalizerUninstall) {
+		return fmt.Errorf("installation %s was created without the finalizer %s: is policy annex-uninstall-finalizer bound?", inst.Name, v1alpha1.FinalizerUninstall)
 	}
 	objs, refs, err := protocolObjects(i)
 	if err != nil {
@@ -144,7 +144,7 @@ func protocolInstall(ctx context.Context, c client.Client, i int) error {
 			return err
 		}
 	}
-	base = inst.DeepCopy()
+	base := inst.DeepCopy()
 	now := metav1.Now()
 	inst.Status = v1alpha1.ExtensionInstallationStatus{
 		ObservedGeneration: inst.Generation, ClusterVersion: "v1.37.1", ResolvedVersion: "1.0.0", InstalledVersion: "1.0.0",

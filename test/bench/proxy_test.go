@@ -79,6 +79,10 @@ func startProxy(b *testing.B, cfg *rest.Config) *countingProxy {
 // taken during the first seconds of installing (go tool pprof reads it).
 const apiserverProfileEnv = "ANNEX_BENCH_APISERVER_CPUPROFILE"
 
+// apiserverUninstallProfileEnv is apiserverProfileEnv for the first
+// seconds of uninstalling.
+const apiserverUninstallProfileEnv = "ANNEX_BENCH_APISERVER_UNINSTALL_CPUPROFILE"
+
 // ProfileAPIServer starts taking a CPU profile of the API server, for d,
 // when the environment variable env names a file to write it to.
 func (p *countingProxy) ProfileAPIServer(b *testing.B, env string, d time.Duration) {

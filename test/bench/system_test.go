@@ -126,6 +126,7 @@ func benchAnnex(b *testing.B, n int) {
 	apiBefore = controlPlaneCPU(b)
 	b.StartTimer()
 	start = time.Now()
+	proxy.ProfileAPIServer(b, apiserverUninstallProfileEnv, 20*time.Second)
 	if err := parallel(n, func(i int) error { return client.IgnoreNotFound(c.Delete(ctx, installation(i))) }); err != nil {
 		b.Fatal(err)
 	}

@@ -162,6 +162,10 @@ func (r *Reconciler) run(ctx context.Context, s *scope, steps []step) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
+// ensureFinalizer adds the uninstall finalizer to an installation that
+// lacks it. The API server adds it when it creates an installation
+// (policy annex-uninstall-finalizer, config/admission), so this writes
+// only for one created before that policy or while it was not bound.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 	if controllerutil.ContainsFinalizer(s.inst, v1alpha1.FinalizerUninstall) {
 		return nil

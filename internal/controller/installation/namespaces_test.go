@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -467,4 +468,23 @@ plans:
 			t.Errorf("plan deploy is %s; want it never run", p.State)
 		}
 	}
+}
+
+// The API server puts the uninstall finalizer on every installation it
+// creates (policy annex-uninstall-finalizer), so the manager makes no
+// write for it. An installation deleted before anything of it was
+// applied needs nothing from its cluster: one naming a ManagedCluster
+// that does not exist is gone at once.
+func TestFinalizerFromCreationAndNeverAppliedDeletion(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, podinfoChart("never-applied", "1.0.0", nil))
+	inst := install(t, ns, "app", "never-applied", "", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Cluster = ns + "-missing" })
+	if !slices.Contains(inst.Finalizers, v1alpha1.FinalizerUninstall) {
+		t.Fatalf("created with finalizers %v, want %s from the API server", inst.Finalizers, v1alpha1.FinalizerUninstall)
+	}
+	waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionFalse, "")
+	if err := env.Client.Delete(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, inst.Name)
 }

@@ -70,7 +70,7 @@ func transitions(before, after standing, generation int64, b *block) []note {
 	readyNow := after.ready.Status == metav1.ConditionTrue && after.ready.ObservedGeneration == generation
 	readyBefore := before.ready.Status == metav1.ConditionTrue && before.ready.ObservedGeneration == generation
 	if readyNow && !readyBefore {
-		out = append(out, note{corev1.EventTypeNormal, "Ready", after.ready.Message})
+		out = append(out, note{corev1.EventTypeNormal, reasonBecameReady, after.ready.Message})
 	}
 	if b == nil {
 		return out
@@ -105,16 +105,41 @@ var newsWhileWaiting = map[string]bool{
 	v1alpha1.ReasonDeletionHeld:     true,
 }
 
-// announce records the transitions of this reconcile, except those a
-// step already told with the same reason (a rollback, for one, records
-// RolledBack where it happens and then stops on it).
+// announce records what this reconcile applied (s.applied) and its
+// transitions, except those a step already told with the same reason (a
+// rollback, for one, records RolledBack where it happens and then stops
+// on it).
 func (r *Reconciler) announce(s *scope) {
-	for _, n := range transitions(s.before, standingOf(s.inst), s.inst.Generation, s.block) {
+	for _, n := range news(s.applied, transitions(s.before, standingOf(s.inst), s.inst.Generation, s.block)) {
 		if !s.told[n.reason] {
 			r.event(s, n.eventType, n.reason, n.message)
 		}
 	}
 }
+
+// news is what one reconcile tells: the revision it applied, if it
+// applied one, then its transitions. An installation that became Ready
+// in the reconcile that applied its revision is told in one Event, the
+// apply's, which then says it is Ready too: one change, one Event (each
+// Event is a write to the API server).
+func news(applied *note, trans []note) []note {
+	if applied == nil {
+		return trans
+	}
+	out := []note{*applied}
+	for _, n := range trans {
+		if n.reason == reasonBecameReady {
+			out[0].message += "; " + n.message
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// reasonBecameReady is the reason of the Event told when an installation
+// becomes Ready.
+const reasonBecameReady = "Ready"
 
 // event records an Event on the installation and logs it with the
 // installation's keys (s.log) and its revision.

@@ -54,6 +54,9 @@ type scope struct {
 	log    logr.Logger     // carries the installation and its cluster
 	before standing        // where the installation stood when the reconcile began
 	told   map[string]bool // the reasons of the Events recorded so far
+	// applied is the Event telling the revision this reconcile applied,
+	// recorded when the reconcile ends (see announce).
+	applied *note
 }
 
 func newScope(inst *v1alpha1.ExtensionInstallation) *scope {

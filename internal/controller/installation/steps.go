@@ -604,8 +604,8 @@ func namespaceObject(name string) *unstructured.Unstructured {
 	return u
 }
 
-// record writes the applied revision into status and tells it in an event
-// (reason "" picks Installed or Upgraded).
+// record writes the applied revision into status and has the reconcile
+// tell it in an Event when it ends (reason "" picks Installed or Upgraded).
 func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1alpha1.Revision, reason string) {
 	inst := s.inst
 	history := append([]v1alpha1.Revision{rev}, inst.Status.History...)
@@ -628,7 +628,7 @@ func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1
 	default:
 		reason = "Installed"
 	}
-	r.event(s, corev1.EventTypeNormal, reason, msg)
+	s.applied = &note{corev1.EventTypeNormal, reason, msg}
 }
 
 // waitHealthy reads the health of the applied objects; it waits, polling,

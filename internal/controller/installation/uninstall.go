@@ -42,6 +42,9 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 			inst.Spec.Extension, strings.Join(held, ", ")))
 		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
 	}
+	if gone, err := r.releaseIfNeverApplied(ctx, s); gone || err != nil {
+		return ctrl.Result{}, err
+	}
 	target, err := r.Clusters.Target(ctx, inst.Spec.Cluster)
 	if err == nil {
 		var b *block
@@ -81,8 +84,15 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 	}
 	removing := fmt.Sprintf("removing the %d objects of %s %s", len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion)
+	removed := false
 	if !uninstallStarted(inst) {
-		r.event(s, corev1.EventTypeNormal, v1alpha1.ReasonUninstalling, removing)
+		// Told only when the uninstall goes on after this reconcile: one
+		// that ends in it is told once, by Uninstalled.
+		defer func() {
+			if !removed {
+				r.event(s, corev1.EventTypeNormal, v1alpha1.ReasonUninstalling, removing)
+			}
+		}()
 	}
 	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonUninstalling, removing)
 	// The target namespace Annex created goes after everything else; with
@@ -112,6 +122,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	if err := r.deleteRecords(ctx, inst, records, nil, nil); err != nil {
 		return ctrl.Result{}, err
 	}
+	removed = true
 	r.event(s, corev1.EventTypeNormal, "Uninstalled", fmt.Sprintf("removed %d objects of %s %s",
 		len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion))
 	if err := r.patchMeta(ctx, s, func() { controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall) }); err != nil {
@@ -270,4 +281,25 @@ func (r *Reconciler) takeRecords(ctx context.Context, s *scope, records []stored
 		}
 	}
 	return Set{}, false
+}
+
+// releaseIfNeverApplied removes the finalizer of an installation that
+// never applied anything: no installed version, no apply under way, no
+// inventory and no revision record. Its deletion needs nothing from its
+// cluster, which may be unreachable or gone. (The API server puts the
+// finalizer on every installation it creates, before Annex sees it.)
+func (r *Reconciler) releaseIfNeverApplied(ctx context.Context, s *scope) (gone bool, err error) {
+	inst := s.inst
+	if inst.Status.InstalledVersion != "" || inst.Status.Pending != nil || len(inst.Status.Inventory) > 0 {
+		return false, nil
+	}
+	records, err := r.listRecords(ctx, inst)
+	if err != nil || len(records) > 0 {
+		return false, err
+	}
+	if err := r.patchMeta(ctx, s, func() { controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall) }); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	s.gone = true
+	return true, nil
 }
