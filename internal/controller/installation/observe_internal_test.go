@@ -66,3 +66,32 @@ func TestTransitions(t *testing.T) {
 		}
 	}
 }
+
+// An apply and the Ready it led to in the same reconcile are one Event,
+// the apply's; other transitions follow it.
+func TestNews(t *testing.T) {
+	applied := &note{"Normal", "Installed", "applied app 1.0.0 (revision 1, 4 objects)"}
+	ready := note{"Normal", reasonBecameReady, "app 1.0.0 is installed and healthy"}
+	stalled := note{"Warning", v1alpha1.ReasonApplyFailed, "apply failed"}
+	cases := []struct {
+		name    string
+		applied *note
+		trans   []note
+		want    []note
+	}{
+		{"nothing", nil, nil, nil},
+		{"transitions only", nil, []note{ready}, []note{ready}},
+		{"applied, not ready yet", applied, nil, []note{*applied}},
+		{"applied and ready", applied, []note{ready},
+			[]note{{"Normal", "Installed", "applied app 1.0.0 (revision 1, 4 objects); app 1.0.0 is installed and healthy"}}},
+		{"applied, then another transition", applied, []note{stalled}, []note{*applied, stalled}},
+	}
+	for _, tc := range cases {
+		if got := news(tc.applied, tc.trans); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if applied.message != "applied app 1.0.0 (revision 1, 4 objects)" {
+		t.Errorf("news changed the applied note: %q", applied.message)
+	}
+}
