@@ -39,7 +39,7 @@ run: build ## Start a local control plane with fake nodes, the manager and the b
 	bin/annex dev --bin-dir $(KUBE_BIN) $(if $(CLUSTERS),--clusters $(CLUSTERS))
 
 .PHONY: test
-test: envtest-assets browser verify-generate vet ## Run every test against a real kube-apiserver and etcd (the console's in Chromium).
+test: envtest-assets browser verify-generate vet lint ## Run every test against a real kube-apiserver and etcd (the console's in Chromium).
 	go test -timeout 30m $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-faults
@@ -170,6 +170,17 @@ verify-generate: ## Fail when generated files are stale (and leave them regenera
 	fi
 
 .PHONY: vet
+# golangci-lint, pinned in hack/tools/lint, built once into bin/ (about 2-3
+# minutes the first time); it runs only depguard with .golangci.yml.
+GOLANGCI_LINT := bin/golangci-lint
+$(GOLANGCI_LINT): hack/tools/lint/go.mod hack/tools/lint/go.sum
+	@echo "building golangci-lint (pinned in hack/tools/lint; once, about 2-3 minutes)" >&2
+	cd hack/tools/lint && go build -o ../../../$(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Check the layering (.golangci.yml: depguard): the API, the pure cores, the controllers and the CLI import only what their layer may.
+	$(GOLANGCI_LINT) run ./...
+
 vet: ## go vet and gofmt.
 	go vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

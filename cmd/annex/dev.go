@@ -23,6 +23,7 @@ import (
 	"github.com/annex-platform/annex/internal/exampleoperator"
 	"github.com/annex-platform/annex/internal/localcluster"
 	"github.com/annex-platform/annex/internal/manager"
+	"github.com/annex-platform/annex/internal/scheme"
 )
 
 // devOptions configure `annex dev`.
@@ -197,7 +198,7 @@ const builtinCatalogTimeout = 2 * time.Minute
 // ends, or after builtinCatalogTimeout, quoting the catalog's Ready
 // condition.
 func waitBuiltinCatalog(ctx context.Context, cfg *rest.Config, stopped <-chan error, out io.Writer) error {
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}
@@ -276,7 +277,7 @@ const builtinCatalog = "builtin"
 // ensureBuiltinCatalog creates the Catalog "builtin" unless it exists (a
 // user may have changed or suspended it; that is kept).
 func ensureBuiltinCatalog(ctx context.Context, cfg *rest.Config) error {
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/localcluster"
-	"github.com/annex-platform/annex/internal/manager"
+	"github.com/annex-platform/annex/internal/scheme"
 )
 
 // devCluster is one managed cluster `annex dev --clusters` starts.
@@ -110,7 +110,7 @@ func hasWorkloadBinaries(binDir string) error {
 // images as local processes, as the hub does. It returns the started
 // clusters, to be stopped by the caller, also when it fails part way.
 func startDevClusters(ctx context.Context, hub *rest.Config, clusters []devCluster, dir, binRoot string, nodes int, allocatable corev1.ResourceList, images []localcluster.Image, out io.Writer) ([]*localcluster.Cluster, error) {
-	c, err := client.New(hub, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(hub, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/annex-platform/annex/internal/cli"
 	"github.com/annex-platform/annex/internal/cluster"
-	"github.com/annex-platform/annex/internal/manager"
+	"github.com/annex-platform/annex/internal/scheme"
 )
 
 func main() {
@@ -119,7 +119,7 @@ func hubClients(kubeconfig string) (client.WithWatch, *cluster.Registry, error) 
 	} else if len(impersonate.Groups) > 0 {
 		return nil, nil, cli.Usagef("--as-group needs --as: the user to act as")
 	}
-	c, err := client.NewWithWatch(cluster.ClientConfig(cfg), client.Options{Scheme: manager.Scheme()})
+	c, err := client.NewWithWatch(cluster.ClientConfig(cfg), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, nil, err
 	}

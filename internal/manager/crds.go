@@ -14,6 +14,7 @@ import (
 
 	"github.com/annex-platform/annex/config/admission"
 	"github.com/annex-platform/annex/config/crd"
+	"github.com/annex-platform/annex/internal/scheme"
 )
 
 // InstallCRDs applies the Annex CRDs (server-side apply, field manager
@@ -21,7 +22,7 @@ import (
 // admission policies of the approval gate (config/admission) and waits
 // until they are enforced — each wait at most timeout.
 func InstallCRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
-	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

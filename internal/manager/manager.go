@@ -9,10 +9,7 @@ import (
 	"strings"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,6 +33,7 @@ import (
 	"github.com/annex-platform/annex/internal/controller/profile"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/scheme"
 	"github.com/annex-platform/annex/internal/shard"
 )
 
@@ -93,17 +91,6 @@ type Options struct {
 	Shard string
 }
 
-// Scheme returns a scheme with the built-in kinds, CRDs and the Annex API.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err) // the schemes are static; a failure is a programming error
-		}
-	}
-	return s
-}
-
 // cacheSyncTimeout is how long a controller waits for its caches' first
 // list before the manager gives up.
 const cacheSyncTimeout = 15 * time.Minute
@@ -125,7 +112,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		healthAddr = "0"
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: Scheme(),
+		Scheme: scheme.New(),
 		// Nothing reads the managed fields of cached objects; keeping them
 		// would double the memory and the cost of every copy.
 		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	annexmanager "github.com/annex-platform/annex/internal/manager"
+	"github.com/annex-platform/annex/internal/scheme"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
@@ -34,7 +34,7 @@ func BenchmarkDevN300(b *testing.B) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	must(b, err)
 	cfg.QPS = -1
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: annexmanager.Scheme()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	must(b, err)
 	repo := helmrepo.NewServer(b, benchChart())
 	must(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}))

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	annexmanager "github.com/annex-platform/annex/internal/manager"
+	"github.com/annex-platform/annex/internal/scheme"
 )
 
 // devDatabases is how many MySQL installations BenchmarkDevPackages runs.
@@ -32,7 +32,7 @@ func BenchmarkDevPackages(b *testing.B) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	must(b, err)
 	cfg.QPS = -1
-	c, err := client.New(cfg, client.Options{Scheme: annexmanager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	must(b, err)
 	waitUntil(b, time.Minute, func() error { return c.Get(ctx, client.ObjectKey{Name: "mysql"}, &v1alpha1.Extension{}) })
 	must(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "databases"}}))

@@ -15,6 +15,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/localcluster"
 	"github.com/annex-platform/annex/internal/manager"
+	"github.com/annex-platform/annex/internal/scheme"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
@@ -38,7 +39,7 @@ func TestClusterUpgradeUpgradesExtension(t *testing.T) {
 	if err := manager.InstallCRDs(ctx, cfg, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/exampleoperator"
-	"github.com/annex-platform/annex/internal/manager"
+	"github.com/annex-platform/annex/internal/scheme"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
@@ -359,11 +359,11 @@ func clientFromKubeconfig(t *testing.T, path string) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme := manager.Scheme()
-	if err := exampleoperator.AddToScheme(scheme); err != nil {
+	s := scheme.New()
+	if err := exampleoperator.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}

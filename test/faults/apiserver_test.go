@@ -16,6 +16,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/localcluster"
 	"github.com/annex-platform/annex/internal/manager"
+	"github.com/annex-platform/annex/internal/scheme"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
@@ -34,7 +35,7 @@ func TestAPIServerRestartMidRollout(t *testing.T) {
 	t.Cleanup(func() { _ = lc.Stop() })
 	cfg := lc.RESTConfig()
 	must(t, manager.InstallCRDs(ctx, cfg, time.Minute))
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	must(t, err)
 
 	const n = 20
