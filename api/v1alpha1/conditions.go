@@ -47,8 +47,6 @@ const (
 
 	// Catalog reasons.
 	ReasonFetchFailed   = "FetchFailed"
-	ReasonInvalidIndex  = "InvalidIndex"
-	ReasonNameConflict  = "NameConflict"
 	ReasonSuspended     = "Suspended"
 	ReasonSourceInvalid = "SourceInvalid"
 

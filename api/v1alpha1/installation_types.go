@@ -626,9 +626,11 @@ type ExtensionInstallationStatus struct {
 	// is not empty, deleting this installation is held.
 	// +optional
 	RequiredBy []string `json:"requiredBy,omitempty"`
-	// Pending is the revision being applied: written before the first object
-	// is, cleared when it is recorded in History. A reconcile that finds it
-	// set resumes that apply (the manager stopped in the middle).
+	// Pending is the revision being applied, shown while an apply takes
+	// long (a chart with hooks, a package's or a bundle's plans) and
+	// cleared when the revision is recorded in History. What lets an apply
+	// the manager stopped in the middle resume is the revision's record,
+	// written before the first object: see History.
 	// +optional
 	Pending *Revision `json:"pending,omitempty"`
 	// History lists the most recent revisions, newest first. Each has a

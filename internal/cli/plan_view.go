@@ -71,7 +71,7 @@ type HeldChange struct {
 	PermissionsShrink []string `json:"permissionsShrink,omitempty"`
 }
 
-// PlanData is Plan's result as data (for -o yaml|json and the console).
+// PlanData is Plan's result as data (for -o yaml|json).
 // It changes nothing.
 func PlanData(ctx context.Context, c client.Reader, observe VersionObserver, o PlanOptions) (*PlanView, error) {
 	r, err := solve(ctx, c, observe, o)

@@ -14,7 +14,7 @@ import (
 
 // ReasonDependencyCycle is the Explanation reason for installations whose
 // only possible versions depend on each other in a ring.
-const ReasonDependencyCycle = "DependencyCycle"
+const ReasonDependencyCycle = v1alpha1.ReasonDependencyCycle
 
 // maxCycleRounds bounds how often a solution with a dependency cycle is
 // ruled out and solving starts again.

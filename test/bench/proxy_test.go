@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -176,6 +178,9 @@ func resourceOf(path string) string {
 // formatKinds prints the kinds of requests that differ between before and
 // after, most frequent first, for a benchmark log.
 func formatKinds(before, after map[string]int) string {
+	if after == nil {
+		return "by kind with " + proxyEnv + "=1"
+	}
 	diff := map[string]int{}
 	for k, n := range after {
 		if d := n - before[k]; d != 0 {
@@ -207,4 +212,71 @@ func writeFile(b *testing.B, path string, data []byte) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// clientMetrics counts the manager's requests from its own metrics
+// endpoint at addr: client-go's rest_client_requests_total, by method,
+// summed over the hosts it talks to (in the system benchmark, the API
+// server alone). It does not know resources: Kinds returns nil.
+type clientMetrics struct {
+	b    *testing.B
+	addr string
+}
+
+func (m *clientMetrics) Kinds() map[string]int { return nil }
+
+func (m *clientMetrics) Snapshot() reqcount.Counts {
+	m.b.Helper()
+	hc := http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get("http://" + m.addr + "/metrics")
+	if err != nil {
+		m.b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		m.b.Fatalf("GET http://%s/metrics: %s", m.addr, resp.Status)
+	}
+	counts, err := parseClientRequests(resp.Body)
+	if err != nil {
+		m.b.Fatal(err)
+	}
+	return counts
+}
+
+// parseClientRequests sums rest_client_requests_total by method from
+// metrics in the Prometheus text format. Writes are POST, PUT, PATCH and
+// DELETE (the metric does not tell dry runs apart; the manager sends none
+// while it is measured).
+func parseClientRequests(r io.Reader) (reqcount.Counts, error) {
+	out := reqcount.Counts{ByMethod: map[string]int{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), "{")
+		if !ok || name != "rest_client_requests_total" {
+			continue
+		}
+		labelText, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		method := ""
+		for l := range strings.SplitSeq(labelText, ",") {
+			if k, v, _ := strings.Cut(l, "="); k == "method" {
+				method = strings.Trim(v, `"`)
+			}
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return out, fmt.Errorf("%q: %w", sc.Text(), err)
+		}
+		n := int(v)
+		out.ByMethod[method] += n
+		out.Total += n
+		switch method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			out.Writes += n
+		}
+	}
+	return out, sc.Err()
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/apply/reqcount"
 	"github.com/annex-platform/annex/internal/testenv"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
@@ -61,10 +62,29 @@ func sizeName(n int) string {
 	return fmt.Sprintf("N%d", n)
 }
 
+// proxyEnv names an environment variable: when it is set, the system
+// benchmark's manager talks to the API server through the counting proxy,
+// which logs its requests by kind (for finding which ones to cut) at the
+// cost of the proxy's own CPU on the same cores, which slows what is
+// timed. Otherwise the manager talks to the API server directly, as it
+// does for users, and its requests are counted by its own client metrics.
+const proxyEnv = "ANNEX_BENCH_PROXY"
+
+// requestMeter counts the manager's requests to the API server.
+type requestMeter interface {
+	// Snapshot returns the counts so far.
+	Snapshot() reqcount.Counts
+	// Kinds returns the counts so far by "METHOD resource", or nil when
+	// the meter does not know the resources.
+	Kinds() map[string]int
+}
+
 // startSystem starts an API server, the benchmark chart's Helm repository
-// and a Catalog of it, and `annex manager` talking to the API server
-// through a counting proxy. It returns a client without rate limits.
-func startSystem(b *testing.B) (client.WithWatch, *countingProxy, *manager) {
+// and a Catalog of it, and `annex manager`, talking to the API server
+// directly (or through the counting proxy, see proxyEnv). It returns a
+// client without rate limits, the meter of the manager's requests, the
+// proxy (which also reaches the API server's profiles) and the manager.
+func startSystem(b *testing.B) (client.WithWatch, requestMeter, *countingProxy, *manager) {
 	b.Helper()
 	env := testenv.Start(b)
 	work := b.TempDir()
@@ -74,14 +94,24 @@ func startSystem(b *testing.B) (client.WithWatch, *countingProxy, *manager) {
 	}
 	proxy := startProxy(b, env.Config)
 	kubeconfig := filepath.Join(work, "kubeconfig")
-	if err := proxy.WriteKubeconfig(kubeconfig); err != nil {
+	var meter requestMeter = proxy
+	var extra []string
+	if os.Getenv(proxyEnv) != "" {
+		err = proxy.WriteKubeconfig(kubeconfig)
+	} else {
+		err = env.WriteKubeconfig(kubeconfig)
+		addr := freeAddress(b)
+		extra = []string{"--metrics-bind-address", addr}
+		meter = &clientMetrics{b: b, addr: addr}
+	}
+	if err != nil {
 		b.Fatal(err)
 	}
 	repo := helmrepo.NewServer(b, benchChart())
 	createNamespace(b, c, benchNamespace)
-	mgr := startManager(b, work, kubeconfig)
+	mgr := startManager(b, work, kubeconfig, extra...)
 	createCatalog(b, c, repo.URL())
-	return c, proxy, mgr
+	return c, meter, proxy, mgr
 }
 
 // benchAnnex installs n ExtensionInstallations of the benchmark chart
@@ -92,10 +122,10 @@ func benchAnnex(b *testing.B, n int) {
 		b.Fatal("run with -benchtime 1x: one run takes minutes and starts its own API server")
 	}
 	ctx := b.Context()
-	c, proxy, mgr := startSystem(b)
+	c, meter, proxy, mgr := startSystem(b)
 
 	startRSS := mgr.RSS(b)
-	before, kindsBefore := proxy.Snapshot(), proxy.Kinds()
+	before, kindsBefore := meter.Snapshot(), meter.Kinds()
 	cpuBefore, apiBefore := mgr.CPU(b), controlPlaneCPU(b)
 	b.ResetTimer()
 	start := time.Now()
@@ -110,19 +140,19 @@ func benchAnnex(b *testing.B, n int) {
 	}
 	toReady := time.Since(start)
 	b.StopTimer()
-	install := proxy.Snapshot().Sub(before)
+	install := meter.Snapshot().Sub(before)
 	installCPU, apiInstall := mgr.CPU(b)-cpuBefore, controlPlaneCPU(b)-apiBefore
-	b.Logf("N=%d install: %s to Ready; manager requests: %s", n, toReady.Round(time.Millisecond), formatKinds(kindsBefore, proxy.Kinds()))
+	b.Logf("N=%d install: %s to Ready; manager requests: %s", n, toReady.Round(time.Millisecond), formatKinds(kindsBefore, meter.Kinds()))
 
 	// Nothing changes: every write now is a cost of standing still.
-	before, kindsBefore = proxy.Snapshot(), proxy.Kinds()
+	before, kindsBefore = meter.Snapshot(), meter.Kinds()
 	time.Sleep(idleWindow)
-	idle := proxy.Snapshot().Sub(before)
+	idle := meter.Snapshot().Sub(before)
 	resyncs := idleWindow.Seconds() / resyncInterval.Seconds()
 	idleWritesPerHour := float64(idle.Writes) / float64(n) / idleWindow.Hours()
-	b.Logf("N=%d idle %s (spec.interval %s, %.0f resyncs): manager requests: %s", n, idleWindow, resyncInterval, resyncs, formatKinds(kindsBefore, proxy.Kinds()))
+	b.Logf("N=%d idle %s (spec.interval %s, %.0f resyncs): manager requests: %s", n, idleWindow, resyncInterval, resyncs, formatKinds(kindsBefore, meter.Kinds()))
 
-	before, kindsBefore = proxy.Snapshot(), proxy.Kinds()
+	before, kindsBefore = meter.Snapshot(), meter.Kinds()
 	apiBefore = controlPlaneCPU(b)
 	b.StartTimer()
 	start = time.Now()
@@ -137,8 +167,8 @@ func benchAnnex(b *testing.B, n int) {
 	}
 	toDelete := time.Since(start)
 	b.StopTimer()
-	uninstall, apiDelete := proxy.Snapshot().Sub(before), controlPlaneCPU(b)-apiBefore
-	b.Logf("N=%d uninstall: %s; manager requests: %s", n, toDelete.Round(time.Millisecond), formatKinds(kindsBefore, proxy.Kinds()))
+	uninstall, apiDelete := meter.Snapshot().Sub(before), controlPlaneCPU(b)-apiBefore
+	b.Logf("N=%d uninstall: %s; manager requests: %s", n, toDelete.Round(time.Millisecond), formatKinds(kindsBefore, meter.Kinds()))
 	requireNoApps(b, c)
 
 	peak := mgr.Peak(b)
@@ -390,7 +420,7 @@ func benchCRDs(b *testing.B, crds int) {
 	}
 	const installs = 10
 	ctx := b.Context()
-	c, proxy, mgr := startSystem(b)
+	c, meter, _, mgr := startSystem(b)
 	if err := parallel(installs, func(i int) error { return c.Create(ctx, installation(i)) }); err != nil {
 		b.Fatal(err)
 	}
@@ -399,7 +429,7 @@ func benchCRDs(b *testing.B, crds int) {
 	}
 	rssBefore := highestRSS(b, mgr, 2*resyncInterval)
 
-	before, kindsBefore := proxy.Snapshot(), proxy.Kinds()
+	before, kindsBefore := meter.Snapshot(), meter.Kinds()
 	b.ResetTimer()
 	start := time.Now()
 	if err := parallel(crds, func(i int) error { return c.Create(ctx, benchCRD(i)) }); err != nil {
@@ -411,9 +441,9 @@ func benchCRDs(b *testing.B, crds int) {
 	established := time.Since(start)
 	b.StopTimer()
 	rssAfter := highestRSS(b, mgr, 3*resyncInterval)
-	during := proxy.Snapshot().Sub(before)
+	during := meter.Snapshot().Sub(before)
 	b.Logf("%d CRDs Established in %s; manager RSS %.1f MiB before, %.1f MiB after; manager requests meanwhile: %s",
-		crds, established.Round(time.Millisecond), rssBefore, rssAfter, formatKinds(kindsBefore, proxy.Kinds()))
+		crds, established.Round(time.Millisecond), rssBefore, rssAfter, formatKinds(kindsBefore, meter.Kinds()))
 	if err := waitInstallations(ctx, c, installs, time.Minute, func(ready, _ int) bool { return ready == installs }); err != nil {
 		b.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
-// The controller owns the interfaces it needs; cmd/annex wires the
-// implementations. The types they exchange (resolve.Problem, render.Input)
+// The controller owns the interfaces it needs; internal/manager wires
+// the implementations. The types they exchange (resolve.Problem, render.Input)
 // are plain values.
 
 // Resolver chooses versions for every installation of one cluster
