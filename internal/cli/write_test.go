@@ -7,12 +7,14 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -219,8 +221,14 @@ func TestUpgradeUninstall(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(requiredBy, []string{"team-a/web"}) {
 		t.Fatalf("uninstall: %v %v", requiredBy, err)
 	}
+	// The API server gave the installation the uninstall finalizer; no
+	// manager runs here to remove it once the objects are gone.
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "podinfo"}, inst); err != nil || inst.DeletionTimestamp.IsZero() {
+		t.Errorf("after uninstall: want the installation being deleted, got %v (err %v)", inst.DeletionTimestamp, err)
+	}
+	releaseFinalizer(t, env.Client, "team-a", "podinfo")
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "podinfo"}, inst); !apierrors.IsNotFound(err) {
-		t.Errorf("after uninstall (no finalizer without a manager): %v", err)
+		t.Errorf("after uninstall and the finalizer's release: %v", err)
 	}
 	if _, err := cli.Uninstall(ctx, env.Client, "team-a", "podinfo"); err == nil || !strings.Contains(err.Error(), "no ExtensionInstallation team-a/podinfo") {
 		t.Errorf("uninstall of a missing installation: %v", err)
@@ -397,16 +405,32 @@ func TestWait(t *testing.T) {
 	}
 	// Waiting for deletion ends when the object is gone.
 	done := make(chan error, 1)
+	var uninstallOnce sync.Once
 	go func() {
 		_, err := cli.Wait(ctx, wc, cli.WaitOptions{Namespace: "team-a", Name: "slow", Timeout: time.Minute, Deleted: true,
 			OnProgress: func(cli.Progress) {
-				if _, err := cli.Uninstall(ctx, env.Client, "team-a", "slow"); err != nil {
-					t.Error(err)
-				}
+				uninstallOnce.Do(func() {
+					if _, err := cli.Uninstall(ctx, env.Client, "team-a", "slow"); err != nil {
+						t.Error(err)
+					}
+					releaseFinalizer(t, env.Client, "team-a", "slow")
+				})
 			}})
 		done <- err
 	}()
 	if err := <-done; err != nil {
 		t.Errorf("wait for deletion: %v", err)
+	}
+}
+
+// releaseFinalizer removes the uninstall finalizer the API server put on
+// installation ns/name (policy annex-uninstall-finalizer), as the manager
+// does once its objects are gone: no manager runs in these tests.
+func releaseFinalizer(t *testing.T, c client.Client, ns, name string) {
+	t.Helper()
+	inst := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+	if err := c.Patch(context.Background(), inst, patch); client.IgnoreNotFound(err) != nil {
+		t.Error(err) // also called from a goroutine: not Fatal
 	}
 }
