@@ -573,29 +573,37 @@ func (s reconcileStats) String() string {
 // scrapeReconciles reads the installation controller's reconciles from
 // the manager's metrics endpoint at addr.
 func scrapeReconciles(addr string) (reconcileStats, error) {
+	var out reconcileStats
+	err := scrapeMetrics(addr, func(body io.Reader) (err error) {
+		out, err = parseReconciles(body, installationController)
+		return err
+	})
+	return out, err
+}
+
+// scrapeMetrics GETs http://addr/metrics and hands read its body.
+func scrapeMetrics(addr string, read func(io.Reader) error) error {
 	hc := http.Client{Timeout: 10 * time.Second}
 	resp, err := hc.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return reconcileStats{}, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return reconcileStats{}, fmt.Errorf("GET http://%s/metrics: %s", addr, resp.Status)
+		return fmt.Errorf("GET http://%s/metrics: %s", addr, resp.Status)
 	}
-	return parseReconciles(resp.Body, installationController)
+	return read(resp.Body)
 }
 
-// parseReconciles reads controller_runtime_reconcile_total and
-// controller_runtime_reconcile_time_seconds_sum of controller from
-// metrics in the Prometheus text format.
-func parseReconciles(r io.Reader, controller string) (reconcileStats, error) {
-	out := reconcileStats{byResult: map[string]float64{}}
+// eachSample calls fn with the name, labels and value of every sample
+// with labels in r, metrics in the Prometheus text format.
+func eachSample(r io.Reader, fn func(name string, labels map[string]string, v float64)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		name, rest, ok := strings.Cut(line, "{")
-		if !ok || (name != "controller_runtime_reconcile_total" && name != "controller_runtime_reconcile_time_seconds_sum") {
+		if !ok || strings.HasPrefix(name, "#") {
 			continue
 		}
 		labelText, value, ok := strings.Cut(rest, "} ")
@@ -607,21 +615,31 @@ func parseReconciles(r io.Reader, controller string) (reconcileStats, error) {
 			k, v, _ := strings.Cut(l, "=")
 			labels[k] = strings.Trim(v, `"`)
 		}
-		if labels["controller"] != controller {
-			continue
-		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err != nil {
-			return out, fmt.Errorf("%q: %w", line, err)
+			return fmt.Errorf("%q: %w", line, err)
 		}
-		if name == "controller_runtime_reconcile_total" {
+		fn(name, labels, v)
+	}
+	return sc.Err()
+}
+
+// parseReconciles reads controller_runtime_reconcile_total and
+// controller_runtime_reconcile_time_seconds_sum of controller from
+// metrics in the Prometheus text format.
+func parseReconciles(r io.Reader, controller string) (reconcileStats, error) {
+	out := reconcileStats{byResult: map[string]float64{}}
+	err := eachSample(r, func(name string, labels map[string]string, v float64) {
+		switch {
+		case labels["controller"] != controller:
+		case name == "controller_runtime_reconcile_total":
 			out.byResult[labels["result"]] += v
 			out.total += v
-		} else {
+		case name == "controller_runtime_reconcile_time_seconds_sum":
 			out.seconds += v
 		}
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }
 
 func TestParseReconciles(t *testing.T) {

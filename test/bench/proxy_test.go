@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -227,16 +225,11 @@ func (m *clientMetrics) Kinds() map[string]int { return nil }
 
 func (m *clientMetrics) Snapshot() reqcount.Counts {
 	m.b.Helper()
-	hc := http.Client{Timeout: 10 * time.Second}
-	resp, err := hc.Get("http://" + m.addr + "/metrics")
-	if err != nil {
-		m.b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		m.b.Fatalf("GET http://%s/metrics: %s", m.addr, resp.Status)
-	}
-	counts, err := parseClientRequests(resp.Body)
+	var counts reqcount.Counts
+	err := scrapeMetrics(m.addr, func(body io.Reader) (err error) {
+		counts, err = parseClientRequests(body)
+		return err
+	})
 	if err != nil {
 		m.b.Fatal(err)
 	}
@@ -249,34 +242,36 @@ func (m *clientMetrics) Snapshot() reqcount.Counts {
 // while it is measured).
 func parseClientRequests(r io.Reader) (reqcount.Counts, error) {
 	out := reqcount.Counts{ByMethod: map[string]int{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), "{")
-		if !ok || name != "rest_client_requests_total" {
-			continue
+	err := eachSample(r, func(name string, labels map[string]string, v float64) {
+		if name != "rest_client_requests_total" {
+			return
 		}
-		labelText, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		method := ""
-		for l := range strings.SplitSeq(labelText, ",") {
-			if k, v, _ := strings.Cut(l, "="); k == "method" {
-				method = strings.Trim(v, `"`)
-			}
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			return out, fmt.Errorf("%q: %w", sc.Text(), err)
-		}
-		n := int(v)
+		method, n := labels["method"], int(v)
 		out.ByMethod[method] += n
 		out.Total += n
 		switch method {
 		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 			out.Writes += n
 		}
+	})
+	return out, err
+}
+
+func TestParseClientRequests(t *testing.T) {
+	metrics := `# HELP rest_client_requests_total Number of HTTP requests, partitioned by status code, method, and host.
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 40
+rest_client_requests_total{code="404",host="127.0.0.1:6443",method="GET"} 2
+rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 3
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PATCH"} 5
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="DELETE"} 1
+workqueue_adds_total{name="extensioninstallation"} 99
+`
+	got, err := parseClientRequests(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out, sc.Err()
+	if got.Total != 51 || got.Writes != 9 || got.ByMethod["GET"] != 42 || got.ByMethod["PATCH"] != 5 {
+		t.Errorf("got %+v, want 51 requests, 9 writes, 42 GET, 5 PATCH", got)
+	}
 }
