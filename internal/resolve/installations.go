@@ -59,7 +59,7 @@ func Separable(inst *v1alpha1.ExtensionInstallation) bool {
 	switch {
 	case c != nil && c.ObservedGeneration == inst.Generation:
 		return c.ClusterScoped == nil
-	case !hasInstalled(inst):
+	case !HasInstalled(inst):
 		return true
 	case c != nil:
 		return c.ClusterScoped == nil
@@ -67,9 +67,9 @@ func Separable(inst *v1alpha1.ExtensionInstallation) bool {
 	return false
 }
 
-// hasInstalled reports whether anything of inst may be on its cluster: an
+// HasInstalled reports whether anything of inst may be on its cluster: an
 // installed version, an apply under way, or an inventory.
-func hasInstalled(inst *v1alpha1.ExtensionInstallation) bool {
+func HasInstalled(inst *v1alpha1.ExtensionInstallation) bool {
 	return inst.Status.InstalledVersion != "" || inst.Status.Pending != nil || len(inst.Status.Inventory) > 0
 }
 

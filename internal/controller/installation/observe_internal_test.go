@@ -72,7 +72,7 @@ func TestTransitions(t *testing.T) {
 func TestNews(t *testing.T) {
 	applied := &note{"Normal", "Installed", "applied app 1.0.0 (revision 1, 4 objects)"}
 	ready := note{"Normal", reasonBecameReady, "app 1.0.0 is installed and healthy"}
-	stalled := note{"Warning", v1alpha1.ReasonApplyFailed, "apply failed"}
+	failed := note{"Warning", v1alpha1.ReasonApplyFailed, "apply failed"}
 	cases := []struct {
 		name    string
 		applied *note
@@ -84,7 +84,7 @@ func TestNews(t *testing.T) {
 		{"applied, not ready yet", applied, nil, []note{*applied}},
 		{"applied and ready", applied, []note{ready},
 			[]note{{"Normal", "Installed", "applied app 1.0.0 (revision 1, 4 objects); app 1.0.0 is installed and healthy"}}},
-		{"applied, then another transition", applied, []note{stalled}, []note{*applied, stalled}},
+		{"applied, then another transition", applied, []note{failed}, []note{*applied, failed}},
 	}
 	for _, tc := range cases {
 		if got := news(tc.applied, tc.trans); fmt.Sprint(got) != fmt.Sprint(tc.want) {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/resolve"
 )
 
 // uninstallStarted reports whether an earlier reconcile already ran the
@@ -284,13 +285,13 @@ func (r *Reconciler) takeRecords(ctx context.Context, s *scope, records []stored
 }
 
 // releaseIfNeverApplied removes the finalizer of an installation that
-// never applied anything: no installed version, no apply under way, no
-// inventory and no revision record. Its deletion needs nothing from its
+// never applied anything: nothing installed (resolve.HasInstalled) and no
+// revision record. Its deletion needs nothing from its
 // cluster, which may be unreachable or gone. (The API server puts the
 // finalizer on every installation it creates, before Annex sees it.)
 func (r *Reconciler) releaseIfNeverApplied(ctx context.Context, s *scope) (gone bool, err error) {
 	inst := s.inst
-	if inst.Status.InstalledVersion != "" || inst.Status.Pending != nil || len(inst.Status.Inventory) > 0 {
+	if resolve.HasInstalled(inst) {
 		return false, nil
 	}
 	records, err := r.listRecords(ctx, inst)
