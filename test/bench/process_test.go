@@ -71,6 +71,13 @@ type manager struct {
 // a later run overwrites it).
 const cpuProfileEnv = "ANNEX_BENCH_CPUPROFILE"
 
+// pprofEnv names an environment variable: when it holds an address
+// (127.0.0.1:6060), the manager serves Go's /debug/pprof there
+// (--pprof-bind-address), so that a phase of a long run can be profiled
+// while it runs (go tool pprof -seconds 30 http://ADDR/debug/pprof/profile).
+// A SIGKILLed manager writes no --cpu-profile; this one needs no exit.
+const pprofEnv = "ANNEX_BENCH_PPROF"
+
 // startManager runs `annex manager` with the kubeconfig at kubeconfig,
 // its cache under work, and stops it on b.Cleanup (printing the tail of
 // its log when the benchmark failed). Flags in extra come last and so
@@ -86,6 +93,10 @@ func startManager(b *testing.B, work, kubeconfig string, extra ...string) *manag
 	if profile := os.Getenv(cpuProfileEnv); profile != "" {
 		args = append(args, "--cpu-profile", profile)
 		b.Logf("manager CPU profile in %s", profile)
+	}
+	if addr := os.Getenv(pprofEnv); addr != "" {
+		args = append(args, "--pprof-bind-address", addr)
+		b.Logf("manager pprof at http://%s/debug/pprof", addr)
 	}
 	args = append(args, extra...)
 	m.cmd = exec.Command(binary(b, "annex"), args...)

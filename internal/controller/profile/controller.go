@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -193,12 +194,12 @@ func namespaceOf(p *v1alpha1.ExtensionProfile) string {
 	return p.Spec.Namespace
 }
 
-// owned returns the installations labelled for p.
-func owned(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionInstallation) []v1alpha1.ExtensionInstallation {
-	var out []v1alpha1.ExtensionInstallation
-	for _, inst := range all {
-		if inst.Labels[v1alpha1.LabelProfile] == p.Name {
-			out = append(out, inst)
+// owned returns the installations labelled for p (pointers into all).
+func owned(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionInstallation) []*v1alpha1.ExtensionInstallation {
+	var out []*v1alpha1.ExtensionInstallation
+	for i := range all {
+		if all[i].Labels[v1alpha1.LabelProfile] == p.Name {
+			out = append(out, &all[i])
 		}
 	}
 	return out
@@ -439,9 +440,9 @@ func (r *Reconciler) removeOne(ctx context.Context, p *v1alpha1.ExtensionProfile
 }
 
 // remove takes a deleted profile's installations away, then releases it.
-func (r *Reconciler) remove(ctx context.Context, p *v1alpha1.ExtensionProfile, installations []v1alpha1.ExtensionInstallation) (ctrl.Result, error) {
-	for i := range installations {
-		if err := r.removeOne(ctx, p, &installations[i]); err != nil {
+func (r *Reconciler) remove(ctx context.Context, p *v1alpha1.ExtensionProfile, installations []*v1alpha1.ExtensionInstallation) (ctrl.Result, error) {
+	for _, inst := range installations {
+		if err := r.removeOne(ctx, p, inst); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -477,7 +478,7 @@ const maxNotReady = 10
 // The write is conditional on the profile's resourceVersion whenever
 // clusters are about to be changed (fenced): a manager that read an old
 // rollout state changes nothing.
-func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfile, pl plan, installations []v1alpha1.ExtensionInstallation,
+func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfile, pl plan, installations []*v1alpha1.ExtensionInstallation,
 	ro rollout.Plan, fenced bool) error {
 	before := p.DeepCopy()
 	st := &p.Status
@@ -489,20 +490,22 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 	st.Installations = int32(len(installations))
 	st.ReadyInstallations = 0
 	st.NotReady = nil
-	sort.Slice(installations, func(i, j int) bool { return installations[i].Name < installations[j].Name })
+	var notReady []*v1alpha1.ExtensionInstallation
 	for _, inst := range installations {
-		ready := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
-		if ready != nil && ready.Status == metav1.ConditionTrue {
+		if meta.IsStatusConditionTrue(inst.Status.Conditions, v1alpha1.ConditionReady) {
 			st.ReadyInstallations++
 			continue
 		}
-		if len(st.NotReady) < maxNotReady {
-			s := v1alpha1.ProfileInstallationState{Cluster: clusterLabel(inst.Spec.Cluster), Extension: inst.Spec.Extension}
-			if ready != nil {
-				s.Reason, s.Message = ready.Reason, ready.Message
-			}
-			st.NotReady = append(st.NotReady, s)
+		notReady = append(notReady, inst)
+	}
+	// The first maxNotReady by name: sorting those not Ready is enough.
+	slices.SortFunc(notReady, func(a, b *v1alpha1.ExtensionInstallation) int { return strings.Compare(a.Name, b.Name) })
+	for _, inst := range notReady[:min(len(notReady), maxNotReady)] {
+		s := v1alpha1.ProfileInstallationState{Cluster: clusterLabel(inst.Spec.Cluster), Extension: inst.Spec.Extension}
+		if ready := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady); ready != nil {
+			s.Reason, s.Message = ready.Reason, ready.Message
 		}
+		st.NotReady = append(st.NotReady, s)
 	}
 	cond := func(t string, status metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: p.Generation})
@@ -573,8 +576,9 @@ func heldBack(held []v1alpha1.RolloutClusterState) (int32, []v1alpha1.RolloutClu
 	return n, sorted
 }
 
-// SetupWithManager watches profiles, the ManagedClusters they select (any
-// change may change the selection) and the installations they hold.
+// SetupWithManager watches profiles, the ManagedClusters they select (a
+// change of what a profile reads of them may change the selection) and
+// the installations they hold (batched: installationBatch).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allProfiles := func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list v1alpha1.ExtensionProfileList
@@ -586,12 +590,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
 		}
 		return out
-	}
-	profileOf := func(_ context.Context, o client.Object) []reconcile.Request {
-		if name := o.GetLabels()[v1alpha1.LabelProfile]; name != "" {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
-		}
-		return nil
 	}
 	// A catalog's new version within a range makes a new revision.
 	namingExtension := func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -616,8 +614,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("extensionprofile").
 		For(&v1alpha1.ExtensionProfile{}).
-		Watches(&v1alpha1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(allProfiles)).
-		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(profileOf)).
+		Watches(&v1alpha1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(allProfiles), builder.WithPredicates(clusterChangeMatters())).
+		Watches(&v1alpha1.ExtensionInstallation{}, newBatcher(installationBatch).handler()).
 		Watches(&v1alpha1.Extension{}, handler.EnqueueRequestsFromMapFunc(namingExtension)).
 		Watches(&v1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(approvalOf)).
 		Complete(r)

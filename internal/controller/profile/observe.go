@@ -27,7 +27,7 @@ var failedReasons = []string{v1alpha1.ReasonRolledBack, v1alpha1.ReasonInstallFa
 func observe(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clusters []cluster,
 	installations []v1alpha1.ExtensionInstallation, v revisionView, newest int64,
 	window func(cluster) (rollout.WindowState, error)) []rollout.Cluster {
-	onCluster := map[string][]*v1alpha1.ExtensionInstallation{}
+	onCluster := make(map[string][]*v1alpha1.ExtensionInstallation, len(clusters))
 	for i := range installations {
 		inst := &installations[i]
 		if inst.Labels[v1alpha1.LabelProfile] == p.Name {
@@ -35,15 +35,16 @@ func observe(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clus
 		}
 	}
 	var out []rollout.Cluster
+	sel := selectors{}
 	for ci := range clusters {
 		c := &clusters[ci]
-		if !selects(p, *c) {
+		if !sel.selects(p, *c) {
 			continue
 		}
 		rc := rollout.Cluster{Name: c.name, Labels: c.labels, Reachable: c.reachable, Health: rollout.Ready}
 		rc.Window, rc.WindowErr = window(*c)
 		insts := onCluster[c.name]
-		if len(insts) == 0 && holdsNothing(p, all, *c, v.data[newest]) {
+		if len(insts) == 0 && holdsNothing(sel, p, all, *c, v.data[newest]) {
 			// The newest revision gives it nothing to hold (its owners
 			// deleted every Default one): it runs that revision.
 			rc.Revision = newest
@@ -78,12 +79,12 @@ func observe(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clus
 
 // holdsNothing reports whether data gives p nothing to hold on c: every
 // extension is a Default one its owners deleted, or another profile's.
-func holdsNothing(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, c cluster, data *v1alpha1.ProfileRevisionData) bool {
+func holdsNothing(sel selectors, p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, c cluster, data *v1alpha1.ProfileRevisionData) bool {
 	if data == nil {
 		return false
 	}
 	for _, ext := range data.Extensions {
-		if winner(all, c, ext.Name) != p.Name {
+		if sel.winner(all, c, ext.Name) != p.Name {
 			continue
 		}
 		if ext.Mode == v1alpha1.ProfileModeEnforced || !slices.Contains(c.defaults[p.Name], ext.Name) {

@@ -123,8 +123,8 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 	installations []v1alpha1.ExtensionInstallation, revs revisionView) plan {
 	var out plan
 	out.invalid = map[string]string{}
-	byName := map[string]*v1alpha1.ExtensionInstallation{}
-	onCluster := map[string][]*v1alpha1.ExtensionInstallation{}
+	byName := make(map[string]*v1alpha1.ExtensionInstallation, len(installations))
+	onCluster := make(map[string][]*v1alpha1.ExtensionInstallation, len(clusters))
 	for i := range installations {
 		inst := &installations[i]
 		byName[inst.Name] = inst
@@ -132,12 +132,14 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 			onCluster[inst.Spec.Cluster] = append(onCluster[inst.Spec.Cluster], inst)
 		}
 	}
-	wanted := map[string]bool{}
+	wanted := make(map[string]bool, len(installations))
+	sel := selectors{}
 	for _, c := range clusters {
-		if !selects(p, c) {
+		if !sel.selects(p, c) {
 			continue
 		}
 		out.matching++
+		vars := varsOf(c)
 		rev, moved := revs.moves[c.name]
 		if !moved {
 			rev = c.revision
@@ -156,7 +158,7 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 		for _, rext := range data.Extensions {
 			ext := rext.ProfileExtension
 			name := fleet.InstallationName(ext.Name, c.name)
-			if w := winner(all, c, ext.Name); w != p.Name {
+			if w := sel.winner(all, c, ext.Name); w != p.Name {
 				out.conflicts = append(out.conflicts, ext.Name+" on "+clusterLabel(c.name)+": profile "+w)
 				wanted[name] = true // the winner takes it over; it is not removed
 				continue
@@ -169,8 +171,9 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 				out.heldBack = append(out.heldBack, v1alpha1.RolloutClusterState{Cluster: clusterLabel(c.name), Extension: ext.Name,
 					Reason: v1alpha1.ReasonKubernetesVersion, Message: held})
 			}
-			w := want{cluster: c.name, ext: ext, vars: varsOf(c), revision: rev, previous: c.revision, moved: moved, now: revs.now}
-			if _, err := desiredSpec(p, w); err != nil {
+			w := want{cluster: c.name, ext: ext, vars: vars, revision: rev, previous: c.revision, moved: moved, now: revs.now}
+			spec, err := desiredSpec(p, w)
+			if err != nil {
 				out.invalid[ext.Name] = err.Error() // the same for every cluster: reported once
 				continue
 			}
@@ -187,7 +190,7 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 					action{kind: actRecordDefault, name: name, want: w})
 			case existing == nil:
 				// A Default its owners deleted: left deleted.
-			case ext.Mode == v1alpha1.ProfileModeEnforced && existing.DeletionTimestamp.IsZero() && !matchesWant(existing, p, w):
+			case ext.Mode == v1alpha1.ProfileModeEnforced && existing.DeletionTimestamp.IsZero() && !matchesWant(existing, p, spec):
 				out.actions = append(out.actions, action{kind: actUpdate, name: name, want: w, existing: existing})
 			case ext.Mode != v1alpha1.ProfileModeEnforced && existing.Labels[v1alpha1.LabelProfile] == p.Name &&
 				!slices.Contains(c.defaults[p.Name], ext.Name):
@@ -217,25 +220,42 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 
 func revisionLabel(rev int64) string { return strconv.FormatInt(rev, 10) }
 
+// selectors holds each profile's cluster selector parsed, by the
+// selector's address in the objects one reconcile reads: that reconcile
+// asks, for every cluster and extension, which profile gives it
+// (winner), and parsing a selector costs far more than matching it. A nil
+// selectors parses every time.
+type selectors map[*metav1.LabelSelector]labels.Selector
+
 // selects reports whether p gives cluster c its extensions.
-func selects(p *v1alpha1.ExtensionProfile, c cluster) bool {
+func (s selectors) selects(p *v1alpha1.ExtensionProfile, c cluster) bool {
 	if c.name == "" {
 		return p.Spec.IncludeHub
 	}
-	if p.Spec.ClusterSelector == nil {
+	ls := p.Spec.ClusterSelector
+	if ls == nil {
 		return false
 	}
-	sel, err := metav1.LabelSelectorAsSelector(p.Spec.ClusterSelector)
-	return err == nil && sel.Matches(labels.Set(c.labels))
+	sel, ok := s[ls]
+	if !ok {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(ls); err != nil {
+			sel = labels.Nothing() // refused by the API's validation; selects nothing
+		}
+		if s != nil {
+			s[ls] = sel
+		}
+	}
+	return sel.Matches(labels.Set(c.labels))
 }
 
 // winner is the profile that gives cluster c the extension ext: of those
 // that select c and offer ext, the highest priority, then the first name.
-func winner(all []v1alpha1.ExtensionProfile, c cluster, ext string) string {
+func (s selectors) winner(all []v1alpha1.ExtensionProfile, c cluster, ext string) string {
 	best := -1
 	for i := range all {
 		p := &all[i]
-		if !p.DeletionTimestamp.IsZero() || !selects(p, c) || !slices.ContainsFunc(p.Spec.Extensions, func(e v1alpha1.ProfileExtension) bool { return e.Name == ext }) {
+		if !p.DeletionTimestamp.IsZero() || !s.selects(p, c) || !slices.ContainsFunc(p.Spec.Extensions, func(e v1alpha1.ProfileExtension) bool { return e.Name == ext }) {
 			continue
 		}
 		if best < 0 || p.Spec.Priority > all[best].Spec.Priority ||
@@ -280,14 +300,11 @@ func desiredSpec(p *v1alpha1.ExtensionProfile, w want) (v1alpha1.ExtensionInstal
 }
 
 // matchesWant reports whether an installation already is what the profile
-// says: its profile label and the fields the profile sets. Its revision
-// label is not compared: an installation a new revision leaves as it is
-// only has that label written (actRelabel), not its spec set back.
-func matchesWant(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProfile, w want) bool {
-	d, err := desiredSpec(p, w)
-	if err != nil {
-		return true // nothing to converge to; decide reports it
-	}
+// says: its profile label and the fields the profile sets (d, its
+// desiredSpec). Its revision label is not compared: an installation a new
+// revision leaves as it is only has that label written (actRelabel), not
+// its spec set back.
+func matchesWant(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProfile, d v1alpha1.ExtensionInstallationSpec) bool {
 	s := inst.Spec
 	return inst.Labels[v1alpha1.LabelProfile] == p.Name &&
 		s.Extension == d.Extension && s.Version == d.Version && s.Cluster == d.Cluster &&

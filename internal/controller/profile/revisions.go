@@ -133,13 +133,17 @@ func targetKube(ext *v1alpha1.Extension, version string) string {
 // thousand clusters run a handful of Kubernetes versions.
 type versionMemo map[versionKey][2]string
 
-type versionKey struct{ ext, rangeText, target, kube string }
+type versionKey struct {
+	ext                     string
+	mode                    v1alpha1.ProfileMode
+	rangeText, target, kube string
+}
 
 func (m versionMemo) versionFor(ext v1alpha1.ProfileRevisionExtension, catalog map[string]*v1alpha1.Extension, kube string) (string, string) {
 	if m == nil {
 		return versionFor(ext, catalog, kube)
 	}
-	k := versionKey{ext.Name + "\x00" + string(ext.Mode), ext.Version, ext.Target, kube}
+	k := versionKey{ext.Name, ext.Mode, ext.Version, ext.Target, kube}
 	if got, ok := m[k]; ok {
 		return got[0], got[1]
 	}
