@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/controller/batch"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/preflight"
 	"github.com/annex-platform/annex/internal/rollout"
@@ -441,17 +442,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		func(o client.Object) []string { return []string{o.(*v1alpha1.ExtensionInstallation).Spec.Cluster} }); err != nil {
 		return err
 	}
-	toCluster := func(_ context.Context, o client.Object) []reconcile.Request {
+	// A cluster's reconcile counts its installations' readiness into its
+	// status: their changes wake it at most once per batch.Window, so that
+	// a cluster whose installations change together writes its status once.
+	clusterOf := func(o client.Object) (reconcile.Request, bool) {
 		name := o.(*v1alpha1.ExtensionInstallation).Spec.Cluster
-		if name == "" {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+		return reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}, name != ""
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("managedcluster").
 		For(&v1alpha1.ManagedCluster{}, builder.WithPredicates(r.ofShard())).
-		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(toCluster)).
+		Watches(&v1alpha1.ExtensionInstallation{}, batch.New(batch.Window, clusterOf).Handler()).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersUsingSecret),
 			builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: probeWorkers}).

@@ -33,6 +33,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/controller/batch"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/names"
@@ -578,7 +579,8 @@ func heldBack(held []v1alpha1.RolloutClusterState) (int32, []v1alpha1.RolloutClu
 
 // SetupWithManager watches profiles, the ManagedClusters they select (a
 // change of what a profile reads of them may change the selection) and
-// the installations they hold (batched: installationBatch).
+// the installations they hold (batched: a profile's reconcile reads all of
+// them, so their changes wake it at most once per batch.Window).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allProfiles := func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list v1alpha1.ExtensionProfileList
@@ -615,7 +617,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("extensionprofile").
 		For(&v1alpha1.ExtensionProfile{}).
 		Watches(&v1alpha1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(allProfiles), builder.WithPredicates(clusterChangeMatters())).
-		Watches(&v1alpha1.ExtensionInstallation{}, newBatcher(installationBatch).handler()).
+		Watches(&v1alpha1.ExtensionInstallation{}, batch.New(batch.Window, profileNamedBy).Handler()).
 		Watches(&v1alpha1.Extension{}, handler.EnqueueRequestsFromMapFunc(namingExtension)).
 		Watches(&v1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(approvalOf)).
 		Complete(r)
