@@ -49,11 +49,12 @@
 //
 // # Fuzzing
 //
-// FuzzCheckArchive runs its seed corpus (testdata/fuzz) with every
-// `go test`; the parsers' fuzz targets live with them in package helm. To
-// fuzz one for longer:
+// The archive checks are package archive's (CheckArchive there, whose
+// FuzzCheckArchive runs its seed corpus with every `go test`); the
+// parsers' fuzz targets live with them in package helm. To fuzz one for
+// longer:
 //
-//	go test ./internal/catalog -run '^$' -fuzz FuzzCheckArchive -fuzztime 10m
+//	go test ./internal/catalog/helm -run '^$' -fuzz FuzzParseHelmIndex -fuzztime 10m
 //
 // A failing input is written to testdata/fuzz/<target>/ and becomes a seed.
 package catalog

@@ -4,17 +4,16 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/annex-platform/annex/internal/archive"
 )
 
 // isControl reports characters that must not reach a terminal or a UI from
-// a catalog: C0 and C1 controls (ESC starts terminal escape sequences,
-// CVE-2021-21303), DEL, and the bidirectional overrides that reorder text.
-func isControl(r rune) bool {
-	return unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
-}
+// a catalog (archive.IsControl): C0 and C1 controls, DEL, and the
+// bidirectional overrides that reorder text.
+var isControl = archive.IsControl
 
 // HasControl reports whether s holds a character that must not reach a
 // terminal or a UI from a catalog: C0 and C1 controls, DEL, and the

@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/archive"
 )
 
 // MaxValuesBytes bounds what ReadChartValues returns of one chart: its
@@ -77,37 +77,33 @@ func ReadChartValues(archive []byte, lim Limits) (ChartValues, error) {
 
 // chartValuesFiles returns <chart>/values.schema.json and
 // <chart>/values.yaml of a checked archive, nil for a missing one.
-func chartValuesFiles(archive []byte) (schema, values []byte, err error) {
-	zr, err := gzip.NewReader(bytes.NewReader(archive))
+func chartValuesFiles(data []byte) (schema, values []byte, err error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, nil, fmt.Errorf("chart archive is not gzip-compressed: %w", err)
 	}
-	tr := tar.NewReader(zr)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return schema, values, nil
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("chart archive is not a valid tar: %w", err)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue
+	// CheckArchive bounded every file to MaxFileBytes: no limits here.
+	err = archive.Walk(zr, archive.Limits{}, func(e *archive.Entry) error {
+		if e.Header.Typeflag != tar.TypeReg {
+			return nil
 		}
 		var into *[]byte
-		switch _, rest, _ := strings.Cut(TrimDotSlash(hdr.Name), "/"); rest {
+		switch _, rest, _ := strings.Cut(archive.TrimDotSlash(e.Header.Name), "/"); rest {
 		case "values.schema.json":
 			into = &schema
 		case "values.yaml":
 			into = &values
 		default:
-			continue
+			return nil
 		}
-		// CheckArchive bounded every file to MaxFileBytes.
-		if *into, err = io.ReadAll(tr); err != nil {
-			return nil, nil, fmt.Errorf("chart archive is not a valid tar: %s: %w", hdr.Name, err)
-		}
+		var err error
+		*into, err = e.ReadAll()
+		return err
+	})
+	if err != nil {
+		return nil, nil, archive.NotValidTar("chart archive", err)
 	}
+	return schema, values, nil
 }
 
 // RequestedVersions reads the annotation annex.dev/values-requested: the

@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/annex-platform/annex/internal/catalog"
+	annexarchive "github.com/annex-platform/annex/internal/archive"
 )
 
 // Input is everything a render needs; Render performs no I/O.
@@ -182,11 +182,11 @@ func Render(in Input) (*Result, error) {
 }
 
 // loadChart loads a chart of API version v1 or v2 from archive bytes. The
-// archive is walked with catalog.CheckArchive first, so Helm's loader never
-// sees links, absolute or parent paths, duplicate entries or more bytes
-// than the default limits.
+// archive is walked with annexarchive.CheckArchive (the catalog's check)
+// first, so Helm's loader never sees links, absolute or parent paths,
+// duplicate entries or more bytes than the default limits.
 func loadChart(data []byte) (*chart.Chart, error) {
-	if err := catalog.CheckArchive(data, catalog.Limits{}); err != nil {
+	if err := annexarchive.CheckArchive(data, annexarchive.Limits{}); err != nil {
 		return nil, err
 	}
 	files, err := archive.LoadArchiveFiles(bytes.NewReader(data))

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/archive"
 	"github.com/annex-platform/annex/internal/catalog"
 )
 
@@ -387,26 +388,18 @@ type archiveFiles struct {
 }
 
 // scanArchive reads the files of a checked archive that say what it is.
-func scanArchive(archive []byte) (*archiveFiles, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(archive))
+func scanArchive(data []byte) (*archiveFiles, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("archive is not gzip-compressed: %w", err)
 	}
-	tr := tar.NewReader(zr)
 	var out archiveFiles
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return &out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("archive is not a valid tar: %w", err)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue
+	err = archive.Walk(zr, archive.Limits{}, func(e *archive.Entry) error {
+		if e.Header.Typeflag != tar.TypeReg {
+			return nil
 		}
 		var into *[]byte
-		name := catalog.TrimDotSlash(hdr.Name)
+		name := archive.TrimDotSlash(e.Header.Name)
 		_, rest, nested := strings.Cut(name, "/")
 		switch {
 		case name == catalog.PackageOperatorFile:
@@ -416,12 +409,18 @@ func scanArchive(archive []byte) (*archiveFiles, error) {
 		case nested && rest == "Chart.yaml" && out.chart == nil:
 			into = &out.chart
 		default:
-			continue
+			return nil
 		}
-		if *into, err = io.ReadAll(io.LimitReader(tr, catalog.DefaultMaxFileBytes)); err != nil {
-			return nil, fmt.Errorf("archive is not a valid tar: %s: %w", hdr.Name, err)
+		var err error
+		if *into, err = io.ReadAll(io.LimitReader(e, catalog.DefaultMaxFileBytes)); err != nil {
+			return &archive.Error{Problem: archive.NotTar, Entry: e.Header.Name, Err: err}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, archive.NotValidTar("archive", err)
 	}
+	return &out, nil
 }
 
 // packageOperatorYAML returns the operator.yaml of a package archive, the

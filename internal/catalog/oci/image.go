@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/annex-platform/annex/internal/archive"
 	"github.com/annex-platform/annex/internal/catalog"
 )
 
@@ -68,20 +69,9 @@ func PullImage(ctx context.Context, f *catalog.Fetcher, ref string, access *cata
 func WalkImage(img v1.Image, where string, dirs []string, limit int64, visit func(name string, r io.Reader, size int64) error) error {
 	rc := mutate.Extract(img)
 	defer rc.Close()
-	cr := &catalog.CappedReader{R: rc, N: limit}
-	tr := tar.NewReader(cr)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if errors.Is(err, catalog.ErrLimitReached) {
-			return &catalog.TooLargeError{URL: where, Limit: limit}
-		}
-		if err != nil {
-			return &catalog.FetchError{URL: where, Err: err}
-		}
-		clean := strings.TrimPrefix(catalog.TrimDotSlash(hdr.Name), "/")
+	err := archive.Walk(rc, archive.Limits{MaxExpandedBytes: limit}, func(e *archive.Entry) error {
+		hdr := e.Header
+		clean := strings.TrimPrefix(archive.TrimDotSlash(hdr.Name), "/")
 		inside := false
 		for _, d := range dirs {
 			if clean == d || strings.HasPrefix(clean, d+"/") {
@@ -89,23 +79,32 @@ func WalkImage(img v1.Image, where string, dirs []string, limit int64, visit fun
 			}
 		}
 		if !inside {
-			continue
+			return nil
 		}
-		if err := catalog.CheckEntryName(clean); err != nil {
+		if err := archive.CheckEntryName(clean); err != nil {
 			return &catalog.UnsafeArchiveError{Entry: hdr.Name, Reason: err.Error()}
 		}
 		switch hdr.Typeflag {
 		case tar.TypeReg:
 		case tar.TypeDir:
-			continue
+			return nil
 		default:
 			return &catalog.UnsafeArchiveError{Entry: hdr.Name, Reason: fmt.Sprintf("has tar type %q (a link or special file); catalog and bundle folders hold regular files only", string(hdr.Typeflag))}
 		}
-		if err := visit(clean, tr, hdr.Size); err != nil {
-			if errors.Is(err, catalog.ErrLimitReached) {
+		if err := visit(clean, e, hdr.Size); err != nil {
+			if errors.Is(err, archive.ErrLimitReached) {
 				return &catalog.TooLargeError{URL: where, Limit: limit}
 			}
 			return err
 		}
+		return nil
+	})
+	var walkErr *archive.Error
+	switch {
+	case !errors.As(err, &walkErr):
+		return err
+	case walkErr.Problem == archive.TooExpanded:
+		return &catalog.TooLargeError{URL: where, Limit: limit}
 	}
+	return &catalog.FetchError{URL: where, Err: walkErr.Err}
 }

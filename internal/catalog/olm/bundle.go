@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/archive"
 	"github.com/annex-platform/annex/internal/catalog"
 	"github.com/annex-platform/annex/internal/catalog/oci"
 )
@@ -206,25 +207,22 @@ func bundleArchiveFiles(data []byte, lim catalog.Limits) (map[string][]byte, err
 	}
 	var all []entry
 	atRoot := true
-	tr := tar.NewReader(zr)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	// CheckBundleArchive bounded the archive: no limits here.
+	err = archive.Walk(zr, archive.Limits{}, func(e *archive.Entry) error {
+		if e.Header.Typeflag != tar.TypeReg {
+			return nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("archive is not a valid tar: %w", err)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		name := catalog.TrimDotSlash(hdr.Name)
+		name := archive.TrimDotSlash(e.Header.Name)
 		atRoot = atRoot && inBundleFolder(name)
-		content, err := io.ReadAll(io.LimitReader(tr, lim.MaxFileBytes))
+		content, err := io.ReadAll(io.LimitReader(e, lim.MaxFileBytes))
 		if err != nil {
-			return nil, fmt.Errorf("archive is not a valid tar: %s: %w", hdr.Name, err)
+			return &archive.Error{Problem: archive.NotTar, Entry: e.Header.Name, Err: err}
 		}
 		all = append(all, entry{name, content})
+		return nil
+	})
+	if err != nil {
+		return nil, archive.NotValidTar("archive", err)
 	}
 	files := map[string][]byte{}
 	for _, e := range all {

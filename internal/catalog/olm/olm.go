@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/archive"
 	"github.com/annex-platform/annex/internal/catalog"
 	"github.com/annex-platform/annex/internal/catalog/oci"
 )
@@ -674,7 +675,7 @@ func Index(ctx context.Context, f *catalog.Fetcher, src *v1alpha1.OLMSource, cat
 func Parse(r io.Reader, catalogName string) (*catalog.Index, error) {
 	p := newOLMParser()
 	h := sha256.New()
-	cr := &catalog.CappedReader{R: io.TeeReader(r, h), N: 1<<63 - 2}
+	cr := &archive.CappedReader{R: io.TeeReader(r, h), N: 1<<63 - 2}
 	p.parseStream("catalog", cr)
 	return p.index(catalogName, "sha256:"+hex.EncodeToString(h.Sum(nil))), nil
 }
@@ -727,14 +728,14 @@ func readOLMURL(ctx context.Context, f *catalog.Fetcher, raw string, access *cat
 	if resp.ContentLength > limit {
 		return "", catalogTooLarge(shown, limit)
 	}
-	cr := &catalog.CappedReader{R: io.TeeReader(resp.Body, h), N: limit}
+	cr := &archive.CappedReader{R: io.TeeReader(resp.Body, h), N: limit}
 	p.parseStream(shown, cr)
 	if cr.N < 0 {
 		return "", catalogTooLarge(shown, limit)
 	}
 	// A broken transfer may look like a malformed last document.
 	if _, err := io.Copy(io.Discard, cr); err != nil {
-		if errors.Is(err, catalog.ErrLimitReached) {
+		if errors.Is(err, archive.ErrLimitReached) {
 			return "", catalogTooLarge(shown, limit)
 		}
 		return "", &catalog.FetchError{URL: shown, Err: err}
@@ -770,10 +771,10 @@ func readOLMDir(root string, p *olmParser, h hash.Hash, limit int64) (string, er
 		}
 		defer fh.Close()
 		fmt.Fprintf(h, "%s\x00", filepath.ToSlash(rel))
-		cr := &catalog.CappedReader{R: io.TeeReader(fh, h), N: budget}
+		cr := &archive.CappedReader{R: io.TeeReader(fh, h), N: budget}
 		p.parseStream(filepath.ToSlash(rel), cr)
 		if _, err := io.Copy(io.Discard, cr); err != nil {
-			if errors.Is(err, catalog.ErrLimitReached) {
+			if errors.Is(err, archive.ErrLimitReached) {
 				return catalogTooLarge("file://"+root, limit)
 			}
 			return err

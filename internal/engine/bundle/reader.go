@@ -13,9 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"path"
-	"slices"
 	"sort"
 	"strings"
 
@@ -23,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/annex-platform/annex/internal/archive"
 )
 
 // Bundle is a registry+v1 bundle: its ClusterServiceVersion, its CRDs and
@@ -338,44 +337,35 @@ func LoadArchive(data []byte) (*Bundle, error) {
 		}
 		r = zr
 	}
-	budget := &budgetReader{r: r, left: MaxExpandedBytes}
-	tr := tar.NewReader(budget)
 	files := map[string][]byte{}
-	for entries := 0; ; entries++ {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	lim := archive.Limits{MaxExpandedBytes: MaxExpandedBytes, MaxFileBytes: MaxFileBytes, MaxFiles: MaxFiles}
+	err := archive.Walk(r, lim, func(e *archive.Entry) error {
+		hdr := e.Header
+		if hdr.Typeflag == tar.TypeDir || hdr.Typeflag == tar.TypeXGlobalHeader {
+			return nil
 		}
-		if err != nil {
-			return nil, archiveErr(budget, "", err)
-		}
-		if entries >= MaxFiles {
-			return nil, loadErr("", "archive has more than %d entries; a bundle has far fewer files", MaxFiles)
-		}
-		switch hdr.Typeflag {
-		case tar.TypeDir, tar.TypeXGlobalHeader:
-			continue
-		case tar.TypeReg:
-		case tar.TypeSymlink, tar.TypeLink:
-			return nil, loadErr(hdr.Name, "is a link (to %q); a bundle archive holds regular files only", hdr.Linkname)
-		default:
-			return nil, loadErr(hdr.Name, "is a special file (tar type %q); a bundle archive holds regular files only", string(hdr.Typeflag))
+		switch archive.CheckType(hdr) {
+		case archive.SymbolicLink, archive.HardLink:
+			return loadErr(hdr.Name, "is a link (to %q); a bundle archive holds regular files only", hdr.Linkname)
+		case archive.SpecialFile:
+			return loadErr(hdr.Name, "is a special file (tar type %q); a bundle archive holds regular files only", string(hdr.Typeflag))
 		}
 		name, err := cleanPath(hdr.Name)
 		if err != nil {
-			return nil, loadErr(hdr.Name, "%v", err)
+			return loadErr(hdr.Name, "%v", err)
 		}
 		if _, dup := files[name]; dup {
-			return nil, loadErr(hdr.Name, "appears twice in the archive; which copy counts would be ambiguous")
+			return loadErr(hdr.Name, "appears twice in the archive; which copy counts would be ambiguous")
 		}
-		if hdr.Size > MaxFileBytes {
-			return nil, loadErr(name, "is %d bytes, more than the limit of %d bytes per file", hdr.Size, MaxFileBytes)
-		}
-		content, err := io.ReadAll(io.LimitReader(tr, MaxFileBytes+1))
+		content, err := e.ReadAll()
 		if err != nil {
-			return nil, archiveErr(budget, name, err)
+			return archiveErr(name, err)
 		}
 		files[name] = content
+		return nil
+	})
+	if err != nil {
+		return nil, archiveErr("", err)
 	}
 	return Load(bundleRoot(files))
 }
@@ -404,49 +394,41 @@ func bundleRoot(files map[string][]byte) map[string][]byte {
 // cleanPath strips a leading "./" or "/" (image layers use either) and
 // refuses paths that could leave the bundle.
 func cleanPath(name string) (string, error) {
-	for strings.HasPrefix(name, "./") {
-		name = name[2:]
-	}
-	name = strings.TrimLeft(name, "/")
-	switch {
-	case strings.Contains(name, `\`):
+	name = strings.TrimLeft(archive.TrimDotSlash(name), "/")
+	switch archive.CheckName(name) {
+	case 0:
+		return name, nil
+	case archive.Backslash:
 		return "", errors.New(`contains a backslash; bundle paths use "/"`)
-	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+	case archive.ControlCharacters:
 		return "", errors.New("contains control characters")
-	case slices.Contains(strings.Split(name, "/"), ".."):
+	case archive.ParentPath:
 		return "", errors.New(`contains ".."; bundle paths stay inside the bundle`)
-	case !fs.ValidPath(name) || path.Clean(name) != name || name == ".":
-		return "", errors.New("is not a clean relative path")
 	}
-	return name, nil
+	return "", errors.New("is not a clean relative path")
 }
 
-func archiveErr(b *budgetReader, file string, err error) error {
-	if b.left < 0 {
+// archiveErr words the refusals of archive.Walk for a bundle; file is
+// the entry at fault, and errors of the bundle's own pass as they are.
+func archiveErr(file string, err error) error {
+	var e *archive.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	switch e.Problem {
+	case archive.TooExpanded:
 		return loadErr("", "archive expands to more than %d bytes (a decompression bomb?); a bundle is far smaller", MaxExpandedBytes)
+	case archive.TooManyEntries:
+		return loadErr("", "archive has more than %d entries; a bundle has far fewer files", MaxFiles)
+	case archive.FileTooLarge:
+		size := e.Size
+		if size == 0 {
+			// The body ran past the limit: Load would say so of it.
+			size = MaxFileBytes + 1
+		}
+		return loadErr(file, "is %d bytes, more than the limit of %d bytes per file", size, MaxFileBytes)
 	}
-	return loadErr(file, "is not a valid tar archive (%v)", err)
-}
-
-// budgetReader fails once more than left bytes were read.
-type budgetReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (b *budgetReader) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, errors.New("expanded size limit reached")
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.r.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return n, errors.New("expanded size limit reached")
-	}
-	return n, err
+	return loadErr(file, "is not a valid tar archive (%v)", e.Err)
 }
 
 // readAnnotations reads metadata/annotations.yaml.

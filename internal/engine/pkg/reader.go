@@ -6,14 +6,14 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"path"
 	"reflect"
 	"strings"
 	"testing/fstest"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/annex-platform/annex/internal/archive"
 )
 
 // The files of a package, relative to its root.
@@ -326,9 +326,9 @@ func legacyParamsToList(root *yaml.Node) *yaml.Node {
 	}}
 }
 
-// Limits of LoadArchive, which checks archives itself so that the engine
-// does not depend on the catalog (the catalog checks them too, with the
-// same refusals, before they are cached).
+// Limits of LoadArchive, which checks archives with package archive, as
+// the catalog does (the catalog checks them too, with the same refusals,
+// before they are cached).
 const (
 	MaxArchiveBytes  = 10 << 20
 	MaxExpandedBytes = 50 << 20
@@ -361,52 +361,39 @@ func ArchiveFS(data []byte) (fs.FS, error) {
 	if err != nil {
 		return nil, archiveError("", "is not gzip-compressed (%v); build it with `tar czf` or `kubectl kudo package create`", err)
 	}
-	expanded := &budgetReader{r: zr, left: MaxExpandedBytes}
-	tr := tar.NewReader(expanded)
 	files := fstest.MapFS{}
-	for entries := 0; ; entries++ {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, tarError(expanded, "", err)
-		}
-		if entries >= MaxArchiveFiles {
-			return nil, archiveError("", "has more than %d entries; a package has far fewer files", MaxArchiveFiles)
-		}
+	lim := archive.Limits{MaxExpandedBytes: MaxExpandedBytes, MaxFileBytes: MaxFileBytes, MaxFiles: MaxArchiveFiles}
+	err = archive.Walk(zr, lim, func(e *archive.Entry) error {
+		hdr := e.Header
 		name, err := cleanEntryName(hdr.Name)
 		if err != nil {
-			return nil, archiveError(hdr.Name, "%v", err)
+			return archiveError(hdr.Name, "%v", err)
 		}
 		switch hdr.Typeflag {
-		case tar.TypeDir:
-			continue
-		case tar.TypeReg:
-		case tar.TypeSymlink, tar.TypeLink:
-			return nil, archiveError(hdr.Name, "is a link (to %q); a package holds regular files only", hdr.Linkname)
-		case tar.TypeXGlobalHeader:
-			continue
-		default:
-			return nil, archiveError(hdr.Name, "is a special file (tar type %q); a package holds regular files only", string(hdr.Typeflag))
+		case tar.TypeDir, tar.TypeXGlobalHeader:
+			return nil
+		}
+		switch archive.CheckType(hdr) {
+		case archive.SymbolicLink, archive.HardLink:
+			return archiveError(hdr.Name, "is a link (to %q); a package holds regular files only", hdr.Linkname)
+		case archive.SpecialFile:
+			return archiveError(hdr.Name, "is a special file (tar type %q); a package holds regular files only", string(hdr.Typeflag))
 		}
 		if name == "" {
-			return nil, archiveError(hdr.Name, "is not a file path")
+			return archiveError(hdr.Name, "is not a file path")
 		}
 		if _, dup := files[name]; dup {
-			return nil, archiveError(hdr.Name, "appears twice; which copy counts would be ambiguous")
+			return archiveError(hdr.Name, "appears twice; which copy counts would be ambiguous")
 		}
-		if hdr.Size > MaxFileBytes {
-			return nil, archiveError(hdr.Name, "is %d bytes, more than the limit of %d bytes per file", hdr.Size, MaxFileBytes)
-		}
-		content, err := io.ReadAll(io.LimitReader(tr, MaxFileBytes+1))
+		content, err := e.ReadAll()
 		if err != nil {
-			return nil, tarError(expanded, hdr.Name, err)
-		}
-		if len(content) > MaxFileBytes {
-			return nil, archiveError(hdr.Name, "is more than the limit of %d bytes per file", MaxFileBytes)
+			return err
 		}
 		files[name] = &fstest.MapFile{Data: content, Mode: 0o644}
+		return nil
+	})
+	if err != nil {
+		return nil, walkError(err)
 	}
 	return packageRoot(files)
 }
@@ -435,64 +422,50 @@ func packageRoot(files fstest.MapFS) (fs.FS, error) {
 	return sub, nil
 }
 
-// cleanEntryName strips a leading "./" and refuses names that could land
-// outside the package or confuse a terminal.
+// cleanEntryName strips a leading "./" and a folder's trailing "/", and
+// refuses names that could land outside the package or confuse a
+// terminal; the archive's root ("", ".") is "".
 func cleanEntryName(name string) (string, error) {
-	for strings.HasPrefix(name, "./") {
-		name = name[2:]
-	}
-	name = strings.TrimSuffix(name, "/")
-	switch {
-	case name == "" || name == ".":
+	name = strings.TrimSuffix(archive.TrimDotSlash(name), "/")
+	if name == "" || name == "." {
 		return "", nil
-	case strings.HasPrefix(name, "/"):
+	}
+	switch archive.CheckName(name) {
+	case 0:
+		return name, nil
+	case archive.AbsolutePath:
 		return "", errors.New("is an absolute path; package entries are relative")
-	case strings.Contains(name, `\`):
+	case archive.Backslash:
 		return "", errors.New(`contains a backslash; package entries use "/"`)
-	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+	case archive.ControlCharacters:
 		return "", errors.New("contains control characters")
+	case archive.ParentPath:
+		return "", errors.New(`contains ".."; package entries stay inside the package`)
 	}
-	for _, seg := range strings.Split(name, "/") {
-		if seg == ".." {
-			return "", errors.New(`contains ".."; package entries stay inside the package`)
-		}
-	}
-	if !fs.ValidPath(name) || path.Clean(name) != name {
-		return "", errors.New("is not a clean path")
-	}
-	return name, nil
+	return "", errors.New("is not a clean path")
 }
 
 func archiveError(entry, format string, args ...any) error {
 	return &LoadError{File: entry, Message: "archive refused: " + fmt.Sprintf(format, args...)}
 }
 
-func tarError(r *budgetReader, entry string, err error) error {
-	if r.left < 0 {
+// walkError words the refusals of archive.Walk for a package; the
+// package's own errors pass as they are.
+func walkError(err error) error {
+	var e *archive.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	switch e.Problem {
+	case archive.TooExpanded:
 		return archiveError("", "expands to more than %d bytes (a decompression bomb?); a package is far smaller", MaxExpandedBytes)
+	case archive.TooManyEntries:
+		return archiveError("", "has more than %d entries; a package has far fewer files", MaxArchiveFiles)
+	case archive.FileTooLarge:
+		if e.Size > 0 {
+			return archiveError(e.Entry, "is %d bytes, more than the limit of %d bytes per file", e.Size, MaxFileBytes)
+		}
+		return archiveError(e.Entry, "is more than the limit of %d bytes per file", MaxFileBytes)
 	}
-	return archiveError(entry, "is not a valid gzipped tar (%v)", err)
-}
-
-// budgetReader fails once more than left bytes were read.
-type budgetReader struct {
-	r    io.Reader
-	left int64
-}
-
-var errBudget = errors.New("expanded size limit reached")
-
-func (b *budgetReader) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, errBudget
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.r.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return n, errBudget
-	}
-	return n, err
+	return archiveError(e.Entry, "is not a valid gzipped tar (%v)", e.Err)
 }

@@ -1,4 +1,4 @@
-package catalog_test
+package archive_test
 
 import (
 	"archive/tar"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/annex-platform/annex/internal/catalog"
+	"github.com/annex-platform/annex/internal/archive"
 	"github.com/annex-platform/annex/internal/catalog/catalogtest"
 )
 
@@ -27,7 +27,7 @@ const chartYAML = catalogtest.ChartYAML
 // attack in Helm's CVE history; each must be refused with a message that
 // names the entry and the rule, without a panic and within small limits.
 func TestCheckArchiveRefusesHostileArchives(t *testing.T) {
-	small := catalog.Limits{MaxArchiveBytes: 1 << 20, MaxExpandedBytes: 1 << 20, MaxFileBytes: 256 << 10, MaxFiles: 50}
+	small := archive.Limits{MaxArchiveBytes: 1 << 20, MaxExpandedBytes: 1 << 20, MaxFileBytes: 256 << 10, MaxFiles: 50}
 	many := []tarEntry{file("demo/Chart.yaml", chartYAML)}
 	for i := range 60 {
 		many = append(many, file("demo/templates/"+strings.Repeat("x", i+1)+".yaml", "a: b\n"))
@@ -73,7 +73,7 @@ func TestCheckArchiveRefusesHostileArchives(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := catalog.CheckArchive(tt.archive, small)
+			err := archive.CheckArchive(tt.archive, small)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("CheckArchive() = %v, want an error containing %q", err, tt.want)
 			}
@@ -81,11 +81,11 @@ func TestCheckArchiveRefusesHostileArchives(t *testing.T) {
 	}
 
 	// The defaults hold a real chart.
-	if err := catalog.CheckArchive(tgz(t, file("demo/Chart.yaml", chartYAML), file("demo/templates/cm.yaml", "a: b\n")), catalog.Limits{}); err != nil {
+	if err := archive.CheckArchive(tgz(t, file("demo/Chart.yaml", chartYAML), file("demo/templates/cm.yaml", "a: b\n")), archive.Limits{}); err != nil {
 		t.Fatalf("a plain chart is refused: %v", err)
 	}
-	var unsafe *catalog.UnsafeArchiveError
-	if err := catalog.CheckArchive(tgz(t, file("/abs", "x")), catalog.Limits{}); !errors.As(err, &unsafe) {
+	var unsafe *archive.UnsafeArchiveError
+	if err := archive.CheckArchive(tgz(t, file("/abs", "x")), archive.Limits{}); !errors.As(err, &unsafe) {
 		t.Fatalf("error = %v, want an *UnsafeArchiveError", err)
 	}
 }
@@ -94,7 +94,7 @@ func TestCheckArchiveRefusesHostileArchives(t *testing.T) {
 // refuse them, but never panic or accept an archive Helm's loader would
 // extract outside the chart folder. Run it longer with
 //
-//	go test ./internal/catalog -run '^$' -fuzz FuzzCheckArchive -fuzztime 10m
+//	go test ./internal/archive -run '^$' -fuzz FuzzCheckArchive -fuzztime 10m
 func FuzzCheckArchive(f *testing.F) {
 	// More seeds live in testdata/fuzz/FuzzCheckArchive.
 	f.Add(tgz(f, file("demo/Chart.yaml", chartYAML)))
@@ -102,8 +102,8 @@ func FuzzCheckArchive(f *testing.F) {
 	f.Add(tgz(f, tarEntry{Hdr: tar.Header{Name: "demo/l", Typeflag: tar.TypeSymlink, Linkname: "/"}}))
 	f.Add(tgz(f, file("./operator.yaml", "name: p\n"), file("templates/a.yaml", "a: b\n")))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		lim := catalog.Limits{MaxExpandedBytes: 4 << 20, MaxFileBytes: 1 << 20, MaxFiles: 100}
-		if catalog.CheckArchive(data, lim) != nil {
+		lim := archive.Limits{MaxExpandedBytes: 4 << 20, MaxFileBytes: 1 << 20, MaxFiles: 100}
+		if archive.CheckArchive(data, lim) != nil {
 			return
 		}
 		// Accepted: every entry must be a regular file or folder with a
@@ -152,7 +152,7 @@ func TestCheckBundleArchive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := catalog.CheckBundleArchive(tt.archive, catalog.Limits{})
+			err := archive.CheckBundleArchive(tt.archive, archive.Limits{})
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("CheckBundleArchive() = %v, want it accepted", err)
