@@ -2,15 +2,15 @@ package manager
 
 import (
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/apply"
 	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/record"
 )
 
-// recordCodec stores revision records in apply's compact format.
+// recordCodec stores revision records in internal/record's compact format.
 type recordCodec struct{}
 
 func (recordCodec) Encode(rev v1alpha1.Revision, inventory []v1alpha1.ObjectReference, set installation.Set) (installation.EncodedRecord, error) {
-	enc, err := apply.EncodeRecord(apply.Record{
+	enc, err := record.Encode(record.Record{
 		Revision: rev.Number, Version: rev.Version,
 		ValuesDigest: rev.ValuesDigest, ManifestDigest: rev.ManifestDigest,
 		Inventory: inventory, CRDs: set.CRDs, Objects: set.Objects,
@@ -27,7 +27,7 @@ func (recordCodec) Encode(rev v1alpha1.Revision, inventory []v1alpha1.ObjectRefe
 }
 
 func (recordCodec) DecodeIndex(data []byte) (installation.RecordIndex, error) {
-	ix, err := apply.DecodeRecordIndex(data)
+	ix, err := record.DecodeIndex(data)
 	if err != nil {
 		return installation.RecordIndex{}, err
 	}
@@ -37,8 +37,8 @@ func (recordCodec) DecodeIndex(data []byte) (installation.RecordIndex, error) {
 		Package:   ix.Package,
 		Pieces:    ix.Pieces(),
 		Set: func(load func(digest string) ([]byte, error)) (installation.Set, error) {
-			set, err := ix.Set(load)
-			return installation.Set{CRDs: set.CRDs, Objects: set.Objects, Package: ix.Package}, err
+			crds, objects, err := ix.Set(load)
+			return installation.Set{CRDs: crds, Objects: objects, Package: ix.Package}, err
 		},
 	}, nil
 }

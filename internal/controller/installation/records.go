@@ -53,8 +53,8 @@ import (
 //     the inventory is always in the index, so a takeover never needs a
 //     piece.
 
-// RecordCodec turns a revision record into what is stored and back; apply's
-// EncodeRecord/DecodeRecordIndex (gzip'd JSON) in production.
+// RecordCodec turns a revision record into what is stored and back;
+// internal/record's Encode/DecodeIndex (gzip'd JSON) in production.
 type RecordCodec interface {
 	// Encode returns the record of rev. An error with a TooLarge() method
 	// returning true means the record cannot be stored at all.
