@@ -1,5 +1,7 @@
 // Package record keeps revision records: the codec that turns a record
-// into what is stored and back (Encode, DecodeIndex; pure, no I/O).
+// into what is stored and back (Encode, DecodeIndex; pure, no I/O), and the
+// Store that keeps an installation's records and their pieces in Secrets of
+// its namespace through the client it is given.
 package record
 
 import (
@@ -334,6 +336,3 @@ func checkManifests(lists ...[]*unstructured.Unstructured) error {
 	}
 	return nil
 }
-
-// TooLarge marks the error as one that retrying cannot mend.
-func (e *TooLargeError) TooLarge() bool { return true }
