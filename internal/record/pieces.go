@@ -140,25 +140,27 @@ func (s *Store) releasePiece(ctx context.Context, digest string) error {
 
 // ownedPiece returns the copy of a piece the installation owns, or nil.
 func (s *Store) ownedPiece(ctx context.Context, digest string) (*corev1.Secret, error) {
-	for _, name := range []string{pieceName(digest), privatePieceName(digest, s.inst.UID)} {
-		sec := &corev1.Secret{}
-		err := s.reader.Get(ctx, client.ObjectKey{Namespace: s.inst.Namespace, Name: name}, sec)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if ownedBy(sec, s.inst.UID) {
-			return sec, nil
-		}
-	}
-	return nil, nil
+	return s.pieceCopy(ctx, digest, func(sec *corev1.Secret) (bool, error) { return ownedBy(sec, s.inst.UID), nil })
 }
 
 // loadPiece reads the data of a piece: the shared copy, or the
 // installation's own.
 func (s *Store) loadPiece(ctx context.Context, digest string) ([]byte, error) {
+	sec, err := s.pieceCopy(ctx, digest, func(sec *corev1.Secret) (bool, error) { return true, checkPiece(sec, digest) })
+	if err != nil {
+		return nil, err
+	}
+	if sec == nil {
+		return nil, fmt.Errorf("Secret %s/%s is gone", s.inst.Namespace, pieceName(digest))
+	}
+	return sec.Data["piece"], nil
+}
+
+// pieceCopy reads the copies of a piece that exist, the shared one first,
+// then the installation's own, and returns the first that take accepts;
+// nil when it accepts none. An error reading a copy or from take ends the
+// search.
+func (s *Store) pieceCopy(ctx context.Context, digest string, take func(*corev1.Secret) (bool, error)) (*corev1.Secret, error) {
 	for _, name := range []string{pieceName(digest), privatePieceName(digest, s.inst.UID)} {
 		sec := &corev1.Secret{}
 		err := s.reader.Get(ctx, client.ObjectKey{Namespace: s.inst.Namespace, Name: name}, sec)
@@ -168,10 +170,9 @@ func (s *Store) loadPiece(ctx context.Context, digest string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := checkPiece(sec, digest); err != nil {
-			return nil, err
+		if ok, err := take(sec); ok || err != nil {
+			return sec, err
 		}
-		return sec.Data["piece"], nil
 	}
-	return nil, fmt.Errorf("Secret %s/%s is gone", s.inst.Namespace, pieceName(digest))
+	return nil, nil
 }
