@@ -170,7 +170,6 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Resolver:              &indexedResolver{},
 		Fetcher:               installationFetcher{artifacts, origin},
 		Renderer:              helmRenderer{},
-		Records:               recordCodec{},
 		Clusters:              installationClusters{clusters},
 		Events:                recorder,
 		ClusterEvents:         clusterEvents,

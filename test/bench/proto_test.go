@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/apply"
 	"github.com/annex-platform/annex/internal/apply/reqcount"
 	installctl "github.com/annex-platform/annex/internal/controller/installation"
+	revrecord "github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/testenv"
 )
 
@@ -117,7 +117,7 @@ func protocolInstall(ctx context.Context, c client.Client, i int) error {
 	if err != nil {
 		return err
 	}
-	data, err := apply.EncodeRecord(apply.Record{Revision: 1, Version: "1.0.0", ValuesDigest: digest('v'), ManifestDigest: digest('m'), Inventory: refs, Objects: objs})
+	data, err := revrecord.Encode(revrecord.Record{Revision: 1, Version: "1.0.0", ValuesDigest: digest('v'), ManifestDigest: digest('m'), Inventory: refs, Objects: objs})
 	if err != nil {
 		return err
 	}

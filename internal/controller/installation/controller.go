@@ -35,10 +35,7 @@ type Reconciler struct {
 	Fetcher  Fetcher
 	Renderer Renderer
 	Clusters Clusters
-	// Records encodes revision records (required: the intent of every
-	// apply is recorded in them).
-	Records RecordCodec
-	Events  events.EventRecorder
+	Events   events.EventRecorder
 	// DefaultServiceAccount is the ServiceAccount, in each installation's
 	// namespace, that installations naming none act as (multi-tenant
 	// mode); empty: they act as the manager.

@@ -16,7 +16,10 @@ import (
 
 // The controller owns the interfaces it needs; internal/manager wires
 // the implementations. The types they exchange (resolve.Problem, render.Input)
-// are plain values.
+// are plain values. Revision records are the exception: internal/record's
+// codec is pure and its Store keeps Secrets of the hub through the
+// controller's own clients, so the controller uses it directly and decides
+// which records to write, keep and delete itself (records.go).
 
 // Resolver chooses versions for every installation of one cluster
 // together, over the Extensions on offer.

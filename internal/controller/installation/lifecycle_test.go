@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/apply"
+	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
 
@@ -296,7 +296,7 @@ func strayAttempt(t *testing.T, inst *v1alpha1.ExtensionInstallation, n int64, c
 	if err := env.Client.Create(ctx, stray); err != nil {
 		t.Fatal(err)
 	}
-	data, err := apply.EncodeRecord(apply.Record{Revision: n, Version: "9.9.9", Inventory: []v1alpha1.ObjectReference{
+	data, err := record.Encode(record.Record{Revision: n, Version: "9.9.9", Inventory: []v1alpha1.ObjectReference{
 		{Version: "v1", Kind: "ConfigMap", Namespace: inst.Namespace, Name: configMap},
 	}})
 	if err != nil {

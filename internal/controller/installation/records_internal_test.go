@@ -10,14 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/apply"
+	"github.com/annex-platform/annex/internal/record"
 )
 
 // A record that cannot be stored stops the installation with a condition
 // naming the size and the limit, instead of being retried forever; a
 // transient failure is retried.
 func TestRecordRefused(t *testing.T) {
-	tooLarge := &apply.TooLargeError{What: "the rendered set", Size: 200 << 20, Limit: apply.MaxRecordSize}
+	tooLarge := &record.TooLargeError{What: "the rendered set", Size: 200 << 20, Limit: record.MaxSize}
 	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "annex.big.v1",
 		field.ErrorList{field.TooLong(field.NewPath("data"), "", 1<<20)})
 	for _, tc := range []struct {
@@ -26,7 +26,7 @@ func TestRecordRefused(t *testing.T) {
 		terminal bool
 		message  string
 	}{
-		// Over MaxRecordSize: nothing Annex can do but say so.
+		// Over MaxSize: nothing Annex can do but say so.
 		{"too large", tooLarge, true, "cannot record revision 3 of big 1.0.0: the rendered set is 200.0 MiB (209715200 bytes); Annex stores at most 128.0 MiB"},
 		// The API server refuses the Secret: retrying sends the same bytes.
 		{"invalid", invalid, true, "Too long"},

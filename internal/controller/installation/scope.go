@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/render"
 	"github.com/annex-platform/annex/internal/resolve"
 )
@@ -39,8 +40,8 @@ type scope struct {
 	// Records: those listed by a takeover, the leftovers it superseded
 	// (deleted once the status recording this apply is written), and the
 	// pieces of the record this reconcile wrote.
-	records      []storedRecord
-	superseded   []storedRecord
+	records      []record.Stored
+	superseded   []record.Stored
 	recordPieces []string
 	recorded     bool // this reconcile recorded a revision in the status
 	stale        bool // the reconcile read an outdated installation: no status write

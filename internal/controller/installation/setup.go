@@ -2,7 +2,6 @@ package installation
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,9 +71,6 @@ func (r *Reconciler) usersOf(kind string) handler.MapFunc {
 // when a hook's resource made for it changes, its HookRequest is deleted,
 // or a Hook changes while its change waits on hooks (watchHooks).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Records == nil {
-		return errors.New("installation controller: Records is required")
-	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, indexExtension,
 		func(o client.Object) []string { return []string{o.(*v1alpha1.ExtensionInstallation).Spec.Extension} }); err != nil {
 		return err

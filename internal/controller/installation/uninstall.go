@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
@@ -62,11 +63,12 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, s.block
 	}
 	applier := target.Applier()
-	records, err := r.listRecords(ctx, inst)
+	store := r.recordStore(inst)
+	records, err := store.List(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	hooks, haveRecord := r.takeRecords(ctx, s, records)
+	hooks, haveRecord := takeRecords(ctx, s, store, records)
 	if haveRecord && !uninstallStarted(inst) {
 		if res, done, err := r.gateUninstall(ctx, s, hooks); !done || err != nil {
 			return res, err
@@ -120,7 +122,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	if res, done, err := r.deleteAll(ctx, s, applier, held); !done || err != nil {
 		return res, err
 	}
-	if err := r.deleteRecords(ctx, inst, records, nil, nil); err != nil {
+	if err := store.Delete(ctx, records, nil, nil); err != nil {
 		return ctrl.Result{}, err
 	}
 	removed = true
@@ -265,20 +267,20 @@ func uninstallTimeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
 // crashed or failed before the status recorded it) joins the status
 // inventory, and the installed revision's rendered set is returned for its
 // delete hooks.
-func (r *Reconciler) takeRecords(ctx context.Context, s *scope, records []storedRecord) (Set, bool) {
+func takeRecords(ctx context.Context, s *scope, store *record.Store, records []record.Stored) (Set, bool) {
 	installed := recordedRevision(s.inst)
 	for _, rec := range records {
 		switch {
-		case rec.number > installed:
-			ix, err := rec.decode(r.Records)
+		case rec.Number > installed:
+			ix, err := rec.Index()
 			if err != nil {
 				continue // its objects carry the installation's labels; nothing better is known
 			}
 			s.inst.Status.Inventory, _ = unionRefs(s.inst.Status.Inventory, ix.Inventory)
 			s.inst.Status.InventoryCount = int32(len(s.inst.Status.Inventory))
-		case rec.number == installed:
-			set, err := r.setOf(ctx, s.inst, rec)
-			return set, err == nil
+		case rec.Number == installed:
+			whole, err := store.Load(ctx, rec)
+			return setOf(whole), err == nil
 		}
 	}
 	return Set{}, false
@@ -294,7 +296,7 @@ func (r *Reconciler) releaseIfNeverApplied(ctx context.Context, s *scope) (gone 
 	if resolve.HasInstalled(inst) {
 		return false, nil
 	}
-	records, err := r.listRecords(ctx, inst)
+	records, err := r.recordStore(inst).List(ctx)
 	if err != nil || len(records) > 0 {
 		return false, err
 	}

@@ -1,4 +1,4 @@
-package apply
+package record
 
 import (
 	"encoding/json"
@@ -40,7 +40,7 @@ func BenchmarkRecordStorage(b *testing.B) {
 	for inst := range stored {
 		for rev := 1; rev <= revisions; rev++ {
 			r := record(inst, rev)
-			enc, err := EncodeRecord(r)
+			enc, err := Encode(r)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func BenchmarkRecordStorage(b *testing.B) {
 	// The time is that of encoding one revision's record.
 	r := record(0, 1)
 	for b.Loop() {
-		if _, err := EncodeRecord(r); err != nil {
+		if _, err := Encode(r); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -74,7 +74,7 @@ func BenchmarkRecordStorage(b *testing.B) {
 // encodeInline is the format-1 record: the whole record, gzip'd, in one
 // Secret.
 func encodeInline(b *testing.B, r Record) []byte {
-	data, err := json.Marshal(recordEnvelope{Format: 1, Record: r})
+	data, err := json.Marshal(envelope{Format: 1, Record: r})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package apply
+// Package record keeps revision records: the codec that turns a record
+// into what is stored and back (Encode, DecodeIndex; pure, no I/O), and the
+// Store that keeps an installation's records and their pieces in Secrets of
+// its namespace through the client it is given.
+package record
 
 import (
 	"bytes"
@@ -16,17 +20,16 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// RecordFormat is the format version EncodeRecord writes. DecodeRecord
-// reads it and format 1 (every record inline, Annex before records had
-// pieces).
-const RecordFormat = 2
+// Format is the format version Encode writes. DecodeIndex reads it and
+// format 1 (every record inline, Annex before records had pieces).
+const Format = 2
 
 const (
-	// MaxRecordSize bounds a record's JSON, decompressed: the rendered set
+	// MaxSize bounds a record's JSON, decompressed: the rendered set
 	// and the inventory. It is above what the archive limits let a chart
 	// expand to (100 MiB), and it keeps a corrupt or hostile record from
 	// exhausting memory.
-	MaxRecordSize = 128 << 20
+	MaxSize = 128 << 20
 	// InlineSetLimit is the largest rendered set (its JSON, in bytes) a
 	// record's index holds itself. A larger set goes into pieces: one more
 	// Secret write per piece, paid back by storing each piece once.
@@ -59,14 +62,11 @@ type Record struct {
 	Package json.RawMessage `json:"package,omitempty"`
 }
 
-// Set returns the rendered set the record holds.
-func (r Record) Set() Set { return Set{CRDs: r.CRDs, Objects: r.Objects} }
-
-// EncodedRecord is a record ready to be stored. Index is stored under the
+// Encoded is a record ready to be stored. Index is stored under the
 // revision's own name; each piece under its digest, so that every record
 // holding the same bytes (the same CRDs in ten revisions, the same chart
 // rendered alike on a thousand clusters) shares one copy.
-type EncodedRecord struct {
+type Encoded struct {
 	Index  []byte
 	Pieces []Piece
 }
@@ -78,10 +78,10 @@ type Piece struct {
 	Data   []byte
 }
 
-// RecordIndex is what a record's index holds: the whole record when its
+// Index is what a record's index holds: the whole record when its
 // set is small, otherwise everything but the set, which is in the pieces
 // listed.
-type RecordIndex struct {
+type Index struct {
 	Record
 	// CRDPieces and ObjectPieces are the digests of the pieces whose
 	// concatenations are the gzip'd JSON arrays of the set's CRDs and
@@ -90,7 +90,7 @@ type RecordIndex struct {
 }
 
 // Pieces returns the digests of every piece the index refers to.
-func (ix RecordIndex) Pieces() []string {
+func (ix Index) Pieces() []string {
 	return append(append([]string(nil), ix.CRDPieces...), ix.ObjectPieces...)
 }
 
@@ -111,9 +111,9 @@ func (e *TooLargeError) Error() string {
 		float64(e.Size)/(1<<20), e.Size, unit, float64(e.Limit)/(1<<20))
 }
 
-// recordEnvelope carries the format version next to the record; Pieces is
+// envelope carries the format version next to the record; Pieces is
 // set when the set is stored in pieces.
-type recordEnvelope struct {
+type envelope struct {
 	Format int        `json:"format"`
 	Record Record     `json:"record"`
 	Pieces *setPieces `json:"pieces,omitempty"`
@@ -124,7 +124,7 @@ type setPieces struct {
 	Objects []string `json:"objects,omitempty"`
 }
 
-// gzipWriters keeps compressors for EncodeRecord: each holds about a
+// gzipWriters keeps compressors for Encode: each holds about a
 // megabyte of state that would otherwise be allocated for every record.
 var gzipWriters = sync.Pool{New: func() any {
 	zw, err := gzip.NewWriterLevel(nil, gzip.BestCompression)
@@ -150,25 +150,25 @@ func compress(data []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// EncodeRecord returns r ready to store: gzip-compressed JSON, with the
+// Encode returns r ready to store: gzip-compressed JSON, with the
 // rendered set in pieces of at most PieceSize when its JSON is larger than
 // InlineSetLimit. The output is the same for equal records. It fails with
-// a *TooLargeError when the record's JSON exceeds MaxRecordSize or its
+// a *TooLargeError when the record's JSON exceeds MaxSize or its
 // index MaxIndexSize.
-func EncodeRecord(r Record) (EncodedRecord, error) {
+func Encode(r Record) (Encoded, error) {
 	crds, err := json.Marshal(r.CRDs)
 	if err != nil {
-		return EncodedRecord{}, fmt.Errorf("encode revision %d record: %w", r.Revision, err)
+		return Encoded{}, fmt.Errorf("encode revision %d record: %w", r.Revision, err)
 	}
 	objects, err := json.Marshal(r.Objects)
 	if err != nil {
-		return EncodedRecord{}, fmt.Errorf("encode revision %d record: %w", r.Revision, err)
+		return Encoded{}, fmt.Errorf("encode revision %d record: %w", r.Revision, err)
 	}
-	if size := len(crds) + len(objects); size > MaxRecordSize {
-		return EncodedRecord{}, &TooLargeError{What: "the rendered set", Size: size, Limit: MaxRecordSize}
+	if size := len(crds) + len(objects); size > MaxSize {
+		return Encoded{}, &TooLargeError{What: "the rendered set", Size: size, Limit: MaxSize}
 	}
-	env := recordEnvelope{Format: RecordFormat, Record: r}
-	var out EncodedRecord
+	env := envelope{Format: Format, Record: r}
+	var out Encoded
 	if len(crds)+len(objects) > InlineSetLimit {
 		env.Record.CRDs, env.Record.Objects = nil, nil
 		env.Pieces = &setPieces{}
@@ -176,21 +176,21 @@ func EncodeRecord(r Record) (EncodedRecord, error) {
 			env.Pieces.Objects, err = out.addPieces(objects)
 		}
 		if err != nil {
-			return EncodedRecord{}, fmt.Errorf("compress revision %d record: %w", r.Revision, err)
+			return Encoded{}, fmt.Errorf("compress revision %d record: %w", r.Revision, err)
 		}
 	}
 	data, err := json.Marshal(env)
 	if err != nil {
-		return EncodedRecord{}, fmt.Errorf("encode revision %d record: %w", r.Revision, err)
+		return Encoded{}, fmt.Errorf("encode revision %d record: %w", r.Revision, err)
 	}
-	if len(data) > MaxRecordSize {
-		return EncodedRecord{}, &TooLargeError{What: "the record", Size: len(data), Limit: MaxRecordSize}
+	if len(data) > MaxSize {
+		return Encoded{}, &TooLargeError{What: "the record", Size: len(data), Limit: MaxSize}
 	}
 	if out.Index, err = compress(data); err != nil {
-		return EncodedRecord{}, fmt.Errorf("compress revision %d record: %w", r.Revision, err)
+		return Encoded{}, fmt.Errorf("compress revision %d record: %w", r.Revision, err)
 	}
 	if len(out.Index) > MaxIndexSize {
-		return EncodedRecord{}, &TooLargeError{What: fmt.Sprintf("the record's index (an inventory of %d objects)", len(r.Inventory)),
+		return Encoded{}, &TooLargeError{What: fmt.Sprintf("the record's index (an inventory of %d objects)", len(r.Inventory)),
 			Size: len(out.Index), Limit: MaxIndexSize, Compressed: true}
 	}
 	return out, nil
@@ -198,7 +198,7 @@ func EncodeRecord(r Record) (EncodedRecord, error) {
 
 // addPieces compresses stream, cuts it into pieces of PieceSize, adds
 // those not added yet and returns their digests in order.
-func (e *EncodedRecord) addPieces(stream []byte) ([]string, error) {
+func (e *Encoded) addPieces(stream []byte) ([]string, error) {
 	data, err := compress(stream)
 	if err != nil {
 		return nil, err
@@ -230,63 +230,61 @@ func digestOf(data []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// DecodeRecordIndex reads a record's index. It fails when data is not
-// gzip, decompresses to more than MaxRecordSize, is not a record, or has a
-// format version other than 1 or RecordFormat.
-func DecodeRecordIndex(data []byte) (RecordIndex, error) {
+// DecodeIndex reads a record's index. It fails when data is not gzip,
+// decompresses to more than MaxSize, is not a record, or has a format
+// version other than 1 or Format.
+func DecodeIndex(data []byte) (Index, error) {
 	raw, err := decompress(data)
 	if err != nil {
-		return RecordIndex{}, fmt.Errorf("decode revision record: %w", err)
+		return Index{}, fmt.Errorf("decode revision record: %w", err)
 	}
-	var env recordEnvelope
+	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return RecordIndex{}, fmt.Errorf("decode revision record: %w", err)
+		return Index{}, fmt.Errorf("decode revision record: %w", err)
 	}
-	if env.Format != RecordFormat && env.Format != 1 {
-		return RecordIndex{}, fmt.Errorf("decode revision record: format %d, want %d; it was written by another version of Annex", env.Format, RecordFormat)
+	if env.Format != Format && env.Format != 1 {
+		return Index{}, fmt.Errorf("decode revision record: format %d, want %d; it was written by another version of Annex", env.Format, Format)
 	}
 	if err := checkManifests(env.Record.CRDs, env.Record.Objects); err != nil {
-		return RecordIndex{}, err
+		return Index{}, err
 	}
-	ix := RecordIndex{Record: env.Record}
+	ix := Index{Record: env.Record}
 	if env.Pieces != nil {
 		if len(env.Record.CRDs)+len(env.Record.Objects) > 0 {
-			return RecordIndex{}, errors.New("decode revision record: the set is both inline and in pieces")
+			return Index{}, errors.New("decode revision record: the set is both inline and in pieces")
 		}
 		ix.CRDPieces, ix.ObjectPieces = env.Pieces.CRDs, env.Pieces.Objects
 	}
 	return ix, nil
 }
 
-// DecodeRecord reads a record whose set is inline, as an index of a small
-// set is; a record in pieces needs RecordIndex.Set.
-func DecodeRecord(data []byte) (Record, error) {
-	ix, err := DecodeRecordIndex(data)
+// Decode reads a record whose set is inline, as an index of a small set
+// is; a record in pieces needs Index.Set.
+func Decode(data []byte) (Record, error) {
+	ix, err := DecodeIndex(data)
 	if err != nil {
 		return Record{}, err
 	}
 	if len(ix.CRDPieces)+len(ix.ObjectPieces) > 0 {
-		return Record{}, errors.New("decode revision record: the set is in pieces; read them with RecordIndex.Set")
+		return Record{}, errors.New("decode revision record: the set is in pieces; read them with Index.Set")
 	}
 	return ix.Record, nil
 }
 
-// Set returns the record's rendered set, reading the pieces it refers to
-// with load. A piece whose content does not match its digest, or streams
-// that do not decode, are errors.
-func (ix RecordIndex) Set(load func(digest string) ([]byte, error)) (Set, error) {
+// Set returns the record's rendered set, its CRDs and its other objects,
+// reading the pieces it refers to with load. A piece whose content does
+// not match its digest, or streams that do not decode, are errors.
+func (ix Index) Set(load func(digest string) ([]byte, error)) (crds, objects []*unstructured.Unstructured, err error) {
 	if len(ix.CRDPieces)+len(ix.ObjectPieces) == 0 {
-		return ix.Record.Set(), nil
+		return ix.CRDs, ix.Objects, nil
 	}
-	crds, err := readStream(ix.CRDPieces, load)
-	if err != nil {
-		return Set{}, err
+	if crds, err = readStream(ix.CRDPieces, load); err != nil {
+		return nil, nil, err
 	}
-	objects, err := readStream(ix.ObjectPieces, load)
-	if err != nil {
-		return Set{}, err
+	if objects, err = readStream(ix.ObjectPieces, load); err != nil {
+		return nil, nil, err
 	}
-	return Set{CRDs: crds, Objects: objects}, nil
+	return crds, objects, nil
 }
 
 func readStream(digests []string, load func(digest string) ([]byte, error)) ([]*unstructured.Unstructured, error) {
@@ -318,12 +316,12 @@ func decompress(data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("not gzip data: %w", err)
 	}
 	defer zr.Close()
-	raw, err := io.ReadAll(io.LimitReader(zr, MaxRecordSize+1))
+	raw, err := io.ReadAll(io.LimitReader(zr, MaxSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(raw) > MaxRecordSize {
-		return nil, fmt.Errorf("larger than %d bytes decompressed", MaxRecordSize)
+	if len(raw) > MaxSize {
+		return nil, fmt.Errorf("larger than %d bytes decompressed", MaxSize)
 	}
 	return raw, nil
 }
@@ -338,6 +336,3 @@ func checkManifests(lists ...[]*unstructured.Unstructured) error {
 	}
 	return nil
 }
-
-// TooLarge marks the error as one that retrying cannot mend.
-func (e *TooLargeError) TooLarge() bool { return true }

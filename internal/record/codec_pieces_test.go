@@ -1,4 +1,4 @@
-package apply
+package record
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// loader reads pieces from what EncodeRecord returned, as the controller
+// loader reads pieces from what Encode returned, as the controller
 // reads them from Secrets.
 func loader(pieces []Piece) func(string) ([]byte, error) {
 	return func(digest string) ([]byte, error) {
@@ -77,7 +77,7 @@ func bigRecord(t testing.TB, n, size int, value string) Record {
 
 func TestRecordInPieces(t *testing.T) {
 	want := bigRecord(t, 16, 250<<10, "a")
-	enc, err := EncodeRecord(want)
+	enc, err := Encode(want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestRecordInPieces(t *testing.T) {
 		t.Errorf("the index of a record in pieces takes %d bytes; it holds the inventory only", len(enc.Index))
 	}
 	// The inventory is read from the index alone.
-	ix, err := DecodeRecordIndex(enc.Index)
+	ix, err := DecodeIndex(enc.Index)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,25 +105,25 @@ func TestRecordInPieces(t *testing.T) {
 	if len(ix.Pieces()) != len(enc.Pieces) {
 		t.Errorf("the index lists %d pieces, the encoding made %d", len(ix.Pieces()), len(enc.Pieces))
 	}
-	got, err := ix.Set(loader(enc.Pieces))
+	crds, objects, err := ix.Set(loader(enc.Pieces))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, want.Set()) {
+	if !reflect.DeepEqual(crds, want.CRDs) || !reflect.DeepEqual(objects, want.Objects) {
 		t.Error("the set read back from the pieces differs from the one encoded")
 	}
-	if _, err := DecodeRecord(enc.Index); err == nil {
-		t.Error("DecodeRecord of a record in pieces must say that it needs the pieces")
+	if _, err := Decode(enc.Index); err == nil {
+		t.Error("Decode of a record in pieces must say that it needs the pieces")
 	}
 
 	// A piece whose bytes do not match its digest, and a missing piece,
 	// are refused.
 	tampered := append([]Piece(nil), enc.Pieces...)
 	tampered[0].Data = append([]byte("x"), tampered[0].Data[1:]...)
-	if _, err := ix.Set(loader(tampered)); err == nil || !strings.Contains(err.Error(), "does not match its digest") {
+	if _, _, err := ix.Set(loader(tampered)); err == nil || !strings.Contains(err.Error(), "does not match its digest") {
 		t.Errorf("a tampered piece: err = %v", err)
 	}
-	if _, err := ix.Set(loader(enc.Pieces[1:])); err == nil {
+	if _, _, err := ix.Set(loader(enc.Pieces[1:])); err == nil {
 		t.Error("a missing piece must be an error")
 	}
 }
@@ -132,13 +132,13 @@ func TestRecordInPieces(t *testing.T) {
 // changes a value stores the objects again, not the CRDs, and the same
 // render in another revision stores nothing new.
 func TestRecordPiecesAreShared(t *testing.T) {
-	first, err := EncodeRecord(bigRecord(t, 16, 250<<10, "a"))
+	first, err := Encode(bigRecord(t, 16, 250<<10, "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	next := bigRecord(t, 16, 250<<10, "b")
 	next.Revision = 2
-	second, err := EncodeRecord(next)
+	second, err := Encode(next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestRecordPiecesAreShared(t *testing.T) {
 	}
 	same := bigRecord(t, 16, 250<<10, "a")
 	same.Revision = 3
-	third, err := EncodeRecord(same)
+	third, err := Encode(same)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,15 +167,15 @@ func TestRecordPiecesAreShared(t *testing.T) {
 }
 
 func TestRecordTooLarge(t *testing.T) {
-	// A rendered set over MaxRecordSize.
+	// A rendered set over MaxSize.
 	huge := Record{Objects: []*unstructured.Unstructured{{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "huge"},
-		"data": map[string]any{"v": strings.Repeat("x", MaxRecordSize)},
+		"data": map[string]any{"v": strings.Repeat("x", MaxSize)},
 	}}}}
-	_, err := EncodeRecord(huge)
+	_, err := Encode(huge)
 	var tooLarge *TooLargeError
-	if !errors.As(err, &tooLarge) || tooLarge.Limit != MaxRecordSize || !strings.Contains(err.Error(), "the rendered set is 128.0 MiB") {
-		t.Errorf("a set over MaxRecordSize: err = %v", err)
+	if !errors.As(err, &tooLarge) || tooLarge.Limit != MaxSize || !strings.Contains(err.Error(), "the rendered set is 128.0 MiB") {
+		t.Errorf("a set over MaxSize: err = %v", err)
 	}
 
 	// An inventory too large for one index.
@@ -185,7 +185,7 @@ func TestRecordTooLarge(t *testing.T) {
 		inv.Inventory = append(inv.Inventory, v1alpha1.ObjectReference{Version: "v1", Kind: "ConfigMap", Namespace: "demo",
 			Name: fmt.Sprintf("c-%d-%x%x", i, rng.Uint64(), rng.Uint64())})
 	}
-	_, err = EncodeRecord(inv)
+	_, err = Encode(inv)
 	if !errors.As(err, &tooLarge) || tooLarge.Limit != MaxIndexSize || !strings.Contains(err.Error(), "an inventory of 60000 objects") {
 		t.Errorf("an index over MaxIndexSize: err = %v", err)
 	}
