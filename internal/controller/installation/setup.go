@@ -75,6 +75,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Records == nil {
 		return errors.New("installation controller: Records is required")
 	}
+	if r.Hooks == nil {
+		return errors.New("installation controller: Hooks is required")
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, indexExtension,
 		func(o client.Object) []string { return []string{o.(*v1alpha1.ExtensionInstallation).Spec.Extension} }); err != nil {
 		return err
@@ -120,7 +123,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.startHookWatches(c, mgr)
+	r.Hooks.WakeThrough(c)
 	return nil
 }
 
