@@ -31,6 +31,7 @@ import (
 	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/controller/managedcluster"
 	"github.com/annex-platform/annex/internal/controller/profile"
+	"github.com/annex-platform/annex/internal/hookrequest"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/render"
 	"github.com/annex-platform/annex/internal/scheme"
@@ -65,7 +66,7 @@ type Options struct {
 	Workers int
 	// HookAnswerWait is how long the reconcile that asks an installation's
 	// hooks waits for their answers (default
-	// installation.DefaultHookAnswerWait; negative: it does not wait).
+	// hookrequest.DefaultAnswerWait; negative: it does not wait).
 	HookAnswerWait time.Duration
 	// SeveralPerProcess lets a process build more than one manager, as
 	// tests do: controller-runtime refuses a second controller of the same
@@ -164,6 +165,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.Add(versions); err != nil {
 		return nil, err
 	}
+	// The installation's reconcile asks its hooks; their answers wake it
+	// through watches on its controller.
+	hooks := &hookrequest.Asker{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(), AnswerWait: o.HookAnswerWait}
 	if err := (&installation.Reconciler{
 		Client:                mgr.GetClient(),
 		Reader:                mgr.GetAPIReader(),
@@ -175,7 +179,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		ClusterEvents:         clusterEvents,
 		HealthPollInterval:    o.HealthPollInterval,
 		Workers:               o.Workers,
-		HookAnswerWait:        o.HookAnswerWait,
+		Hooks:                 hooks,
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		RestrictTargets:       o.RestrictTargets,
 		Fence:                 fence,

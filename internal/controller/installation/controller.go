@@ -35,7 +35,10 @@ type Reconciler struct {
 	Fetcher  Fetcher
 	Renderer Renderer
 	Clusters Clusters
-	Events   events.EventRecorder
+	// Hooks asks the registered Hooks about each change (required: the
+	// hooks gate).
+	Hooks  Hooks
+	Events events.EventRecorder
 	// DefaultServiceAccount is the ServiceAccount, in each installation's
 	// namespace, that installations naming none act as (multi-tenant
 	// mode); empty: they act as the manager.
@@ -64,18 +67,11 @@ type Reconciler struct {
 	// (re-resolved, health and drift re-read) when its spec.interval is
 	// unset (default 10m).
 	ResyncInterval time.Duration
-	// HookAnswerWait is how long the reconcile that asks the hooks waits
-	// for their answers before it ends and leaves the answers to wake the
-	// installation again (default DefaultHookAnswerWait; negative: it
-	// does not wait). The wait is woken by the hook resources' watch, not
-	// by polling, and holds one worker.
-	HookAnswerWait time.Duration
 	// Now returns the current time; tests may fix it.
 	Now func() time.Time
 
-	index     *installationIndex // the cache's installations by cluster; set up by SetupWithManager
-	hookKinds *hookWatches       // the hook kinds watched so far; set up by SetupWithManager
-	share     *clusterShare      // how many reconciles each managed cluster may have at once; set up by SetupWithManager
+	index *installationIndex // the cache's installations by cluster; set up by SetupWithManager
+	share *clusterShare      // how many reconciles each managed cluster may have at once; set up by SetupWithManager
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete

@@ -21,6 +21,8 @@ import (
 const (
 	EventPreInstall = "PreInstall"
 	EventPreUpgrade = "PreUpgrade"
+	// EventPreUninstall is the change an uninstall is, for the hooks.
+	EventPreUninstall = string(v1alpha1.HookPreUninstall)
 )
 
 // change is what this reconcile is about to apply, as the gates see it.

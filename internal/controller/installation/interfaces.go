@@ -6,8 +6,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/render"
@@ -15,11 +17,11 @@ import (
 )
 
 // The controller owns the interfaces it needs; internal/manager wires
-// the implementations. The types they exchange (resolve.Problem, render.Input)
-// are plain values. Revision records are the exception: internal/record's
-// codec is pure and its Store keeps Secrets of the hub through the
-// controller's own clients, so the controller uses it directly and decides
-// which records to write, keep and delete itself (records.go).
+// the implementations. The types they exchange (resolve.Problem, render.Input,
+// gate.HookChange) are plain values. Revision records are the exception:
+// internal/record's codec is pure and its Store keeps Secrets of the hub
+// through the controller's own clients, so the controller uses it directly
+// and decides which records to write, keep and delete itself (records.go).
 
 // Resolver chooses versions for every installation of one cluster
 // together, over the Extensions on offer.
@@ -49,6 +51,22 @@ type Fence interface {
 	// Owns reports whether the cluster is this shard's by its label or
 	// served by it; it admits nothing.
 	Owns(ctx context.Context, cluster string) bool
+}
+
+// Hooks asks the registered Hooks about a change within the
+// installation's reconcile (internal/hookrequest): it makes the change's
+// HookRequest and the hooks' resources, reads their answers and records
+// them in the request's status.
+type Hooks interface {
+	// Ask asks the Hooks that select the change's installation for its
+	// event and returns their verdict, waiting a little for answers to
+	// the resources it has just created. A zero outcome's Request: no
+	// Hook selects the change. Errors are the API server's, unwrapped.
+	Ask(ctx context.Context, change gate.HookChange) (gate.HookOutcome, error)
+	// WakeThrough hands over the installation controller, once, before
+	// it starts: a later answer (any change of a hook's resource)
+	// enqueues, through it, the installation the resource was made for.
+	WakeThrough(c controller.Controller)
 }
 
 // Renderer turns an artifact and values into objects. It performs no I/O.

@@ -2,6 +2,7 @@ package installation
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +72,9 @@ func (r *Reconciler) usersOf(kind string) handler.MapFunc {
 // when a hook's resource made for it changes, its HookRequest is deleted,
 // or a Hook changes while its change waits on hooks (watchHooks).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Hooks == nil {
+		return errors.New("installation controller: Hooks is required")
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, indexExtension,
 		func(o client.Object) []string { return []string{o.(*v1alpha1.ExtensionInstallation).Spec.Extension} }); err != nil {
 		return err
@@ -116,7 +120,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.startHookWatches(c, mgr)
+	r.Hooks.WakeThrough(c)
 	return nil
 }
 
