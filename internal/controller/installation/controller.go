@@ -1,6 +1,15 @@
 // Package installation reconciles ExtensionInstallations: resolve a version,
 // check dependencies, fetch, render, apply, wait until healthy, record — and
 // on deletion remove exactly what was applied.
+//
+// Reconcile (this file) runs the steps in order, one file each:
+// resolve.go, steps.go (connect, checkDependencies), fetch.go, render.go
+// (values, the Helm engine), packages.go and bundles.go (the package and
+// bundle engines' render), gate.go with gate_approval.go and
+// gate_hooks.go, apply.go, drift.go, health.go, plans.go (the resumable
+// driver of package and bundle plans), records.go (revision records: what
+// to write, keep and delete), uninstall.go. Their state is the scope
+// (scope.go); the world is reached through interfaces.go.
 package installation
 
 import (

@@ -1,0 +1,254 @@
+package installation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/failpoint"
+	"github.com/annex-platform/annex/internal/metrics"
+)
+
+// apply writes the rendered set, records it, and prunes what left it. An
+// unchanged set of the same generation is not applied again; its drift is
+// checked instead.
+func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
+	inst := s.inst
+	if runsPlans(s) {
+		return r.runPackage(ctx, s)
+	}
+	if isFailedTarget(s) {
+		return r.holdFailed(ctx, s)
+	}
+	if r.upToDate(s) {
+		s.inventory = inst.Status.Inventory
+		return r.checkDrift(ctx, s, Set{CRDs: s.rendered.CRDs, Objects: r.objectsToApply(ctx, s, false)})
+	}
+	set := Set{CRDs: s.rendered.CRDs, Objects: r.objectsToApply(ctx, s, true)}
+	applier := s.target.Applier()
+	rev := r.nextRevision(s)
+
+	// Record the intent first, so that a crash at any instant leaves
+	// nothing unowned and the next reconcile resumes (see writeIntent).
+	if err := r.writeIntent(ctx, s, &rev, set); err != nil {
+		return ctrl.Result{}, ignoreRefused(err)
+	}
+	failpoint.Hit(failpoint.AfterIntent, s.owner().String())
+	inst.Status.Pending = &rev
+	if hasHooks(set) {
+		// Hooks may run for minutes: show what is being applied meanwhile.
+		if err := r.persist(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	start, op := time.Now(), metrics.OpInstall
+	if inst.Status.InstalledVersion != "" {
+		op = metrics.OpUpgrade
+	}
+	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{
+		IsUpgrade:     inst.Status.InstalledVersion != "",
+		HookTimeout:   timeoutOf(inst),
+		TakeOwnership: inst.Spec.TakeOwnership,
+	})
+	metrics.ObserveApply(op, time.Since(start))
+	recordChartPlan(inst, applied.Plan, rev)
+	if b := r.permissionBlock(inst, err); b != nil {
+		// Not a failed attempt: nothing is wrong with the extension.
+		return r.stopAt(s, b, nil)
+	}
+	if err != nil {
+		b := applyBlock(err)
+		if b.kind == blockRetry && countsAsFailedAttempt(err) {
+			return r.attemptFailed(ctx, s, b.reason, b.message)
+		}
+		s.block = b
+		setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
+		if s.block.kind == blockRetry {
+			return ctrl.Result{}, s.block
+		}
+		return ctrl.Result{}, nil
+	}
+	failpoint.Hit(failpoint.AfterObjects, s.owner().String())
+	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, applied.Inventory); err != nil {
+		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("pruning objects that left %s %s: %v", inst.Spec.Extension, s.choice.Version.Version, err))
+		return ctrl.Result{}, s.block
+	}
+	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.showPermissions(set)
+	r.record(s, applied.Inventory, rev, "")
+	failpoint.Hit(failpoint.AfterEvent, s.owner().String())
+	s.observe(applied.Health)
+	return ctrl.Result{}, nil
+}
+
+// recordChartPlan shows a chart's apply as its plan, down to its steps
+// (its phases and hook weights): named install or upgrade, for the
+// revision it applied.
+func recordChartPlan(inst *v1alpha1.ExtensionInstallation, st *v1alpha1.PlanStatus, rev v1alpha1.Revision) {
+	if st == nil {
+		return
+	}
+	out := *st.DeepCopy()
+	out.Name, out.Trigger, out.Revision = "install", "install", rev.Number
+	if installed := inst.Status.InstalledVersion; installed != "" {
+		out.Name, out.Trigger = "upgrade", fmt.Sprintf("upgrade %s → %s", installed, rev.Version)
+		if installed == rev.Version {
+			out.Trigger = "new values or chart content"
+		}
+	}
+	inst.Status.Plans = []v1alpha1.PlanStatus{out}
+}
+
+// hasHooks reports whether set holds Helm hooks, which the apply runs and
+// awaits.
+func hasHooks(set Set) bool {
+	for _, o := range set.Objects {
+		if _, ok := o.GetAnnotations()["helm.sh/hook"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// nextRevision describes the revision this reconcile applies, numbered
+// one above the recorded revision (writeIntent may number it higher).
+func (r *Reconciler) nextRevision(s *scope) v1alpha1.Revision {
+	var number int64 = 1
+	if len(s.inst.Status.History) > 0 {
+		number = s.inst.Status.History[0].Number + 1
+	}
+	return v1alpha1.Revision{
+		Number:         number,
+		Version:        s.choice.Version.Version,
+		ArtifactDigest: s.artifactDigest,
+		ValuesDigest:   s.rendered.ValuesDigest,
+		ManifestDigest: s.rendered.ManifestDigest,
+		AppliedAt:      metav1.NewTime(r.now()),
+	}
+}
+
+// upToDate reports whether the recorded revision was made from this exact
+// artifact and these effective values, for the current generation. Inputs,
+// not the rendered output, decide: a chart that generates a certificate or a
+// random password renders differently every time and must not be re-applied
+// (and its secrets rotated) on every reconcile.
+func (r *Reconciler) upToDate(s *scope) bool {
+	inst := s.inst
+	if len(inst.Status.History) == 0 || inst.Status.InstalledVersion != s.choice.Version.Version {
+		return false
+	}
+	last := inst.Status.History[0]
+	installed := findCondition(inst, v1alpha1.ConditionInstalled)
+	return last.ArtifactDigest == s.artifactDigest &&
+		last.ValuesDigest == s.rendered.ValuesDigest &&
+		installed != nil && installed.Status == metav1.ConditionTrue &&
+		installed.ObservedGeneration == inst.Generation
+}
+
+// objectsToApply returns the rendered objects, with the target namespace
+// in front when Annex creates it (see createdNamespace). With mayCreate, a
+// target namespace that does not exist yet on the target cluster is
+// added too; only an apply needs that answer, so only an apply pays for
+// the read.
+func (r *Reconciler) objectsToApply(ctx context.Context, s *scope, mayCreate bool) []*unstructured.Unstructured {
+	return r.withTargetNamespace(ctx, s, s.rendered.Objects, mayCreate)
+}
+
+// withTargetNamespace returns objects with the target namespace in front
+// when Annex creates it, unless objects bring that Namespace themselves.
+// The applier applies it before anything else (apply.Plan), so that every
+// hook and object finds its namespace, as with helm install
+// --create-namespace.
+func (r *Reconciler) withTargetNamespace(ctx context.Context, s *scope, objects []*unstructured.Unstructured, mayCreate bool) []*unstructured.Unstructured {
+	if len(namespaceIn(objects, s.targetNamespace())) > 0 {
+		return objects
+	}
+	return slices.Concat(r.createdNamespace(ctx, s, mayCreate), objects)
+}
+
+// createdNamespace returns the target namespace, as the one object to
+// apply, when Annex creates it: an earlier revision created it (it is in
+// the inventory), so that it stays recorded and is removed with the rest;
+// or, with mayCreate, it does not exist on the target cluster. It returns
+// none otherwise: on the hub the installation's own namespace exists, and
+// a namespace someone else made is theirs.
+func (r *Reconciler) createdNamespace(ctx context.Context, s *scope, mayCreate bool) []*unstructured.Unstructured {
+	ns := s.targetNamespace()
+	if ns == s.inst.Namespace && s.inst.Spec.Cluster == "" {
+		return nil
+	}
+	created := []*unstructured.Unstructured{namespaceObject(ns)}
+	for _, ref := range s.inst.Status.Inventory {
+		if ref.Kind == "Namespace" && ref.Group == "" && ref.Name == ns {
+			return created
+		}
+	}
+	if !mayCreate {
+		return nil
+	}
+	if exists, err := s.target.NamespaceExists(ctx, ns); err == nil && !exists {
+		return created
+	}
+	return nil
+}
+
+// namespaceIn returns the Namespace name among objs (not a hook), or none.
+func namespaceIn(objs []*unstructured.Unstructured, name string) []*unstructured.Unstructured {
+	for _, o := range objs {
+		if isNamespaceNamed(o, name) {
+			return []*unstructured.Unstructured{o}
+		}
+	}
+	return nil
+}
+
+// isNamespaceNamed reports whether obj is the Namespace name, and not a
+// Helm hook.
+func isNamespaceNamed(obj *unstructured.Unstructured, name string) bool {
+	_, hook := obj.GetAnnotations()["helm.sh/hook"]
+	return !hook && obj.GetAPIVersion() == "v1" && obj.GetKind() == "Namespace" && obj.GetName() == name
+}
+func namespaceObject(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("Namespace")
+	u.SetName(name)
+	return u
+}
+
+// record writes the applied revision into status and has the reconcile
+// tell it in an Event when it ends (reason "" picks Installed or Upgraded).
+func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1alpha1.Revision, reason string) {
+	inst := s.inst
+	history := append([]v1alpha1.Revision{rev}, inst.Status.History...)
+	if len(history) > r.historyLimit() {
+		history = history[:r.historyLimit()]
+	}
+	upgraded := inst.Status.InstalledVersion != "" && inst.Status.InstalledVersion != rev.Version
+	inst.Status.History = history
+	inst.Status.Pending = nil
+	s.recorded = true
+	inst.Status.InstalledVersion = rev.Version
+	inst.Status.Inventory, inst.Status.InventoryCount = applied, int32(len(applied))
+	s.inventory = applied
+	msg := fmt.Sprintf("applied %s %s (revision %d, %d objects)", inst.Spec.Extension, rev.Version, rev.Number, len(applied))
+	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
+	switch {
+	case reason != "":
+	case upgraded:
+		reason = "Upgraded"
+	default:
+		reason = "Installed"
+	}
+	s.applied = &note{corev1.EventTypeNormal, reason, msg}
+}

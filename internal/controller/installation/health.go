@@ -1,0 +1,66 @@
+package installation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+func timeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
+	if inst.Spec.Timeout.Duration > 0 {
+		return inst.Spec.Timeout.Duration
+	}
+	return defaultTimeout
+}
+
+// waitHealthy reads the health of the applied objects; it waits, polling,
+// until they are healthy, and reports Stalled after spec.timeout. When
+// this reconcile's apply or drift check has just seen every object, it
+// takes the health from what they saw instead of reading everything again.
+func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var h Health
+	if s.observedHealth != nil {
+		h = *s.observedHealth
+	} else {
+		var err error
+		if h, err = s.target.Applier().Health(ctx, s.inventory); err != nil {
+			s.block = retry(v1alpha1.ReasonWaitingForHealth, fmt.Sprintf("reading the health of the applied objects: %v", err))
+			return ctrl.Result{}, s.block
+		}
+	}
+	if isBundle(s) {
+		s.observeResources(h, s.inventory)
+	}
+	if h.Ready {
+		s.healthy = true
+		s.inst.Status.Failures, s.inst.Status.FailedTarget = 0, nil
+		s.inst.Status.LastHealthyRevision = s.inst.Status.History[0].Number
+		return ctrl.Result{}, nil
+	}
+	since := s.inst.Status.History[0].AppliedAt.Time
+	timeout := timeoutOf(s.inst)
+	if runsPlans(s) {
+		// A package's plans waited for health step by step; what is not
+		// healthy now broke afterwards, and rolling back plans is not
+		// Annex's to decide.
+		s.block = wait(v1alpha1.ReasonWaitingForHealth, h.Summary)
+		if h.Failed || r.now().Sub(since) > timeout {
+			s.block = &block{kind: blockStalled, reason: v1alpha1.ReasonHealthTimeout, message: h.Summary}
+		}
+		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+	}
+	if h.Failed || r.now().Sub(since) > timeout {
+		return r.attemptFailed(ctx, s, v1alpha1.ReasonHealthTimeout, fmt.Sprintf(
+			"not healthy within spec.timeout (%s): %s", timeout, h.Summary))
+	}
+	s.block = wait(v1alpha1.ReasonWaitingForHealth, h.Summary)
+	return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+}
+
+// defaultTimeout is the API's default spec.timeout, for objects written
+// before the default existed.
+const defaultTimeout = 5 * time.Minute

@@ -1,0 +1,486 @@
+package installation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/metrics"
+	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/render"
+)
+
+// runPackage carries out the plans of a package: an abandon request
+// first, then a new revision when the inputs changed (its intent recorded
+// before anything is applied), then the steps the executor offers, as far
+// as they go in this reconcile. When every plan of the revision finished,
+// the revision is recorded and what left the set is pruned; when nothing
+// runs, drift is checked as for a chart.
+func (r *Reconciler) runPackage(ctx context.Context, s *scope) (ctrl.Result, error) {
+	inst := s.inst
+	if req := newAbandonRequest(inst); req != nil {
+		if res, err := r.abandon(ctx, s, req); err != nil || s.block != nil {
+			return res, err
+		}
+	}
+	if len(s.release.plans) > 0 && !resuming(s) {
+		if err := r.startRevision(ctx, s); err != nil {
+			return ctrl.Result{}, ignoreRefused(err)
+		}
+	}
+	if inst.Status.Pending == nil {
+		return r.packageSettled(ctx, s)
+	}
+	return r.advance(ctx, s)
+}
+
+// resuming reports whether the rendered plans are the pending revision's.
+func resuming(s *scope) bool {
+	p := s.inst.Status.Pending
+	return p != nil && p.Version == s.choice.Version.Version && p.ArtifactDigest == s.artifactDigest &&
+		p.ValuesDigest == s.rendered.ValuesDigest && s.release.request == nil && slices.Equal(p.Plans, planNames(s.release.plans))
+}
+func planNames(plans []plan.Plan) []string {
+	out := make([]string, len(plans))
+	for i, p := range plans {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// startRevision records the intent of a new revision running s.release's
+// plans: the state they leave (the last revision's set, changed by what
+// the plans apply and delete) and everything they may apply joins the
+// inventory. A revision still pending is superseded: its running plan is
+// marked ABANDONED.
+func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
+	inst := s.inst
+	prev, err := r.installedState(ctx, s)
+	if err != nil {
+		return err
+	}
+	desired, appliedBy := stateAfter(slices.Concat(s.release.namespace, prev.objects), decodePackageRecord(prev.pkg).AppliedBy,
+		s.release.plans, s.target.Applier(), s.targetNamespace())
+	extra, err := json.Marshal(packageRecord{Params: s.release.params, Cleanup: s.release.cleanup, AppliedBy: appliedBy})
+	if err != nil {
+		return err
+	}
+	everything := slices.Concat(desired, allApplied(s.release.plans))
+	rev := r.nextRevision(s)
+	rev.Plans, rev.Trigger = planNames(s.release.plans), s.release.trigger
+	rev.ManifestDigest, err = render.ManifestDigestOf(desired)
+	if err != nil {
+		return err
+	}
+	// The record holds the state the plans leave; its inventory is all
+	// the plans may apply, so that a crash at any step leaves nothing
+	// unowned.
+	if err := r.writeIntentWith(ctx, s, &rev, Set{Objects: desired, Package: extra}, everything); err != nil {
+		return err
+	}
+	now := metav1.NewTime(r.now())
+	if old := inst.Status.Pending; old != nil {
+		for _, name := range old.Plans {
+			if st := planStatus(inst, name); st != nil && plan.Running(st.State) {
+				setPlanStatus(inst, plan.Abandon(*st, fmt.Sprintf("superseded by revision %d (%s)", rev.Number, rev.Trigger), now))
+			}
+		}
+	}
+	for _, p := range s.release.plans {
+		setPlanStatus(inst, plan.Start(p, rev.Trigger, rev.Number, now))
+	}
+	inst.Status.Pending = &rev
+	if s.release.request != nil {
+		markRequest(inst, s.release.request, nil)
+	}
+	return r.persist(ctx, s)
+}
+
+// advance runs the steps the executor offers for the pending revision's
+// plans, in order, until a step has to wait or every plan is finished.
+func (r *Reconciler) advance(ctx context.Context, s *scope) (ctrl.Result, error) {
+	inst := s.inst
+	rev := *inst.Status.Pending
+	if b := r.ensureNamespace(ctx, s, s.release.namespace); b != nil {
+		return r.stopAt(s, b, nil)
+	}
+	for _, p := range s.release.plans {
+		st := planStatus(inst, p.Name)
+		if st == nil || st.Revision != rev.Number {
+			started := plan.Start(p, rev.Trigger, rev.Number, metav1.NewTime(r.now()))
+			st = &started
+		}
+		next, waiting, err := r.drive(ctx, s, p, *st)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if waiting {
+			return r.planWaits(s, p, next)
+		}
+		if next.State != v1alpha1.PlanComplete {
+			return r.revisionStopped(ctx, s, rev, next)
+		}
+	}
+	return r.revisionDone(ctx, s, rev)
+}
+
+// drive runs p from st with the one executor (plan.Drive): the steps it
+// offers run their tasks here, the states of each pass are written to the
+// status before the next, so that a manager that stops anywhere resumes at
+// the step it was in, and events tell when p starts and finishes.
+func (r *Reconciler) drive(ctx context.Context, s *scope, p plan.Plan, st v1alpha1.PlanStatus) (v1alpha1.PlanStatus, bool, error) {
+	if st.State == v1alpha1.PlanPending {
+		r.event(s, "Normal", "PlanStarted", fmt.Sprintf("plan %s started (revision %d, %s)", p.Name, st.Revision, st.Trigger))
+	}
+	run := func(_ plan.StepRef, step plan.Step) plan.StepResult { return r.runStep(ctx, s, step) }
+	now := func() metav1.Time { return metav1.NewTime(r.now()) }
+	saved := func(st v1alpha1.PlanStatus) error {
+		setPlanStatus(s.inst, st)
+		return r.persist(ctx, s)
+	}
+	next, waiting, err := plan.Drive(p, st, run, now, saved)
+	setPlanStatus(s.inst, next)
+	if plan.Finished(next.State) && !plan.Finished(st.State) {
+		r.planFinished(s, next)
+	}
+	return next, waiting, err
+}
+
+// planWaits ends a reconcile whose plan waits for a step.
+func (r *Reconciler) planWaits(s *scope, p plan.Plan, st v1alpha1.PlanStatus) (ctrl.Result, error) {
+	msg := fmt.Sprintf("plan %s: %s", p.Name, st.Message)
+	reason := v1alpha1.ReasonPlanRunning
+	if st.State == v1alpha1.PlanError {
+		msg += "; fix the cause, or abandon the plan with annexctl plan abandon"
+	}
+	s.block = wait(reason, msg)
+	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, reason, msg)
+	return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
+}
+func (r *Reconciler) planFinished(s *scope, st v1alpha1.PlanStatus) {
+	metrics.ObservePlan(s.choice.Version.Engine, st)
+	eventType := "Normal"
+	if st.State != v1alpha1.PlanComplete {
+		eventType = "Warning"
+	}
+	msg := fmt.Sprintf("plan %s finished: %s", st.Name, st.State)
+	if st.Message != "" {
+		msg += ": " + st.Message
+	}
+	r.event(s, eventType, "PlanFinished", msg)
+}
+
+// revisionDone records a revision whose plans all completed and prunes
+// what the state they leave no longer holds.
+func (r *Reconciler) revisionDone(ctx context.Context, s *scope, rev v1alpha1.Revision) (ctrl.Result, error) {
+	inst := s.inst
+	set, _, err := r.recordOf(ctx, inst, rev.Number)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	applier := s.target.Applier()
+	current := applier.Refs(set.Objects, s.targetNamespace())
+	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, current); err != nil {
+		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("pruning objects that left %s %s: %v", inst.Spec.Extension, rev.Version, err))
+		return ctrl.Result{}, s.block
+	}
+	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.showPermissions(set)
+	r.record(s, current, rev, "")
+	return ctrl.Result{}, nil
+}
+
+// revisionStopped records a revision whose plan stopped (FATAL_ERROR or
+// abandoned): Annex does not run its plans again by itself, so the
+// revision is recorded as the installed one, with everything its plans
+// may have applied still in the inventory, and the Installed condition
+// says what stopped and what to do.
+func (r *Reconciler) revisionStopped(ctx context.Context, s *scope, rev v1alpha1.Revision, st v1alpha1.PlanStatus) (ctrl.Result, error) {
+	inst := s.inst
+	if p := findPlan(s.release.plans, st.Name); p != nil {
+		st.LeftBehind = leftBehind(*p, st, s.target.Applier(), s.targetNamespace())
+		setPlanStatus(inst, st)
+	}
+	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
+		return ctrl.Result{}, err
+	}
+	inventory := inst.Status.Inventory
+	r.record(s, inventory, rev, "PlanStopped")
+	reason, msg := v1alpha1.ReasonPlanFailed, fmt.Sprintf("plan %s failed: %s; fix the cause and change spec.values or spec.version, or run it again with annexctl plan run %s", st.Name, st.Message, st.Name)
+	if st.State == v1alpha1.PlanAbandoned {
+		reason = v1alpha1.ReasonPlanAbandoned
+		msg = fmt.Sprintf("plan %s was abandoned (%s); it left behind %d objects (status.plans[%s].leftBehind); run a plan or change the spec to go on", st.Name, st.Message, len(st.LeftBehind), st.Name)
+	}
+	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, reason, msg)
+	s.block = terminal(reason, msg)
+	return ctrl.Result{}, nil
+}
+
+// abandon carries out an abandon request: the named plan, if it runs,
+// stops where it is.
+func (r *Reconciler) abandon(ctx context.Context, s *scope, req *v1alpha1.PlanRequest) (ctrl.Result, error) {
+	inst := s.inst
+	markRequest(inst, nil, req)
+	st := planStatus(inst, req.Name)
+	if st == nil || !plan.Running(st.State) || inst.Status.Pending == nil {
+		r.event(s, "Normal", "PlanAbandoned", fmt.Sprintf("request %s: plan %s is not running; nothing to abandon", req.ID, req.Name))
+		return ctrl.Result{}, nil
+	}
+	abandoned := plan.Abandon(*st, "abandoned by request "+req.ID, metav1.NewTime(r.now()))
+	setPlanStatus(inst, abandoned)
+	metrics.ObservePlan(s.choice.Version.Engine, abandoned)
+	r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s", req.Name, req.ID))
+	return r.revisionStopped(ctx, s, *inst.Status.Pending, abandoned)
+}
+
+// packageSettled is the reconcile of a package whose plans are finished:
+// the Installed condition follows the last revision's plans, and drift is
+// checked against the state they left.
+func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result, error) {
+	inst := s.inst
+	if len(inst.Status.History) == 0 {
+		return ctrl.Result{}, nil
+	}
+	last := inst.Status.History[0]
+	s.inventory = inst.Status.Inventory
+	for _, name := range last.Plans {
+		if st := planStatus(inst, name); st != nil && st.Revision == last.Number && st.State != v1alpha1.PlanComplete {
+			c := findCondition(inst, v1alpha1.ConditionInstalled)
+			if c != nil {
+				s.block = terminal(c.Reason, c.Message)
+			}
+			return ctrl.Result{}, nil
+		}
+	}
+	prev, err := r.installedState(ctx, s)
+	if err != nil || !prev.found {
+		return ctrl.Result{}, err
+	}
+	return r.checkDrift(ctx, s, Set{Objects: driftable(prev.objects)})
+}
+
+// driftable leaves out run-to-completion objects (Jobs, Pods): a plan
+// runs them once; correcting their drift would run them again.
+func driftable(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		gk := o.GroupVersionKind().GroupKind()
+		if (gk.Group == "batch" && gk.Kind == "Job") || (gk.Group == "" && gk.Kind == "Pod") {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// installedState is the set and package record of the installed revision.
+type installedState struct {
+	revision int64
+	found    bool
+	crds     []*unstructured.Unstructured // a chart's crds/ folder
+	objects  []*unstructured.Unstructured
+	pkg      []byte
+}
+
+// installedState reads the installed revision's record once per
+// reconcile (render, the start of a revision and the drift check all need
+// it); empty on install.
+func (r *Reconciler) installedState(ctx context.Context, s *scope) (installedState, error) {
+	if len(s.inst.Status.History) == 0 {
+		return installedState{}, nil
+	}
+	n := s.inst.Status.History[0].Number
+	if s.installed != nil && s.installed.revision == n {
+		return *s.installed, nil
+	}
+	set, found, err := r.recordOf(ctx, s.inst, n)
+	if err != nil {
+		return installedState{}, err
+	}
+	s.installed = &installedState{revision: n, found: found, crds: set.CRDs, objects: set.Objects, pkg: set.Package}
+	return *s.installed, nil
+}
+
+// stateAfter returns the objects a package leaves once plans ran, in
+// order, over prev (the installed revision's state, appliedBy saying which
+// plan applied each): each plan drops what it applied before, then its
+// tasks, in plan order, add what they apply and remove what they delete.
+func stateAfter(prev []*unstructured.Unstructured, appliedBy map[string]string, plans []plan.Plan, a Applier, ns string) ([]*unstructured.Unstructured, map[string]string) {
+	type entry struct {
+		obj  *unstructured.Unstructured
+		plan string
+	}
+	var order []string
+	state := map[string]entry{}
+	put := func(obj *unstructured.Unstructured, by string) {
+		key := refKey(a.Refs([]*unstructured.Unstructured{obj}, ns)[0])
+		if _, ok := state[key]; !ok {
+			order = append(order, key)
+		}
+		state[key] = entry{obj: obj, plan: by}
+	}
+	for _, o := range prev {
+		key := refKey(a.Refs([]*unstructured.Unstructured{o}, ns)[0])
+		put(o, appliedBy[key])
+	}
+	for _, p := range plans {
+		for key, e := range state {
+			if e.plan == p.Name {
+				delete(state, key)
+			}
+		}
+		// Tasks in plan order: a step that deletes what an earlier step
+		// applied (a Job run once) leaves it out.
+		for _, ph := range p.Phases {
+			for _, st := range ph.Steps {
+				for _, t := range st.Tasks {
+					switch t.Kind {
+					case plan.TaskApply:
+						for _, o := range t.Objects {
+							put(o, p.Name)
+						}
+					case plan.TaskDelete:
+						for _, o := range t.Objects {
+							delete(state, refKey(a.Refs([]*unstructured.Unstructured{o}, ns)[0]))
+						}
+					case plan.TaskPipe:
+						for _, o := range pipeOutputs(t.Pipe)[1:] { // the pod is gone once the pipe is done
+							put(o, p.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+	var out []*unstructured.Unstructured
+	by := map[string]string{}
+	for _, key := range order {
+		if e, ok := state[key]; ok {
+			out = append(out, e.obj)
+			by[key] = e.plan
+			delete(state, key) // a key put twice is listed once
+		}
+	}
+	return out, by
+}
+
+// allApplied is every object the plans may write: what they apply, and
+// the pods and outputs of their pipes.
+func allApplied(plans []plan.Plan) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, p := range plans {
+		out = append(out, p.Objects(plan.TaskApply)...)
+		for _, t := range p.Tasks(plan.TaskPipe) {
+			out = append(out, pipeOutputs(t.Pipe)...)
+		}
+	}
+	return out
+}
+
+// leftBehind lists what the started steps of a stopped plan apply.
+func leftBehind(p plan.Plan, st v1alpha1.PlanStatus, a Applier, ns string) []v1alpha1.ObjectReference {
+	var objs []*unstructured.Unstructured
+	for _, ref := range plan.Started(p, st) {
+		for _, t := range p.Phases[ref.Phase].Steps[ref.Step].Tasks {
+			if t.Kind == plan.TaskApply {
+				objs = append(objs, t.Objects...)
+			}
+		}
+	}
+	refs, _ := unionRefs(nil, a.Refs(objs, ns))
+	return refs
+}
+func findPlan(plans []plan.Plan, name string) *plan.Plan {
+	for i := range plans {
+		if plans[i].Name == name {
+			return &plans[i]
+		}
+	}
+	return nil
+}
+func planStatus(inst *v1alpha1.ExtensionInstallation, name string) *v1alpha1.PlanStatus {
+	for i := range inst.Status.Plans {
+		if inst.Status.Plans[i].Name == name {
+			return &inst.Status.Plans[i]
+		}
+	}
+	return nil
+}
+func setPlanStatus(inst *v1alpha1.ExtensionInstallation, st v1alpha1.PlanStatus) {
+	if cur := planStatus(inst, st.Name); cur != nil {
+		*cur = st
+		return
+	}
+	inst.Status.Plans = append(inst.Status.Plans, st)
+}
+
+// cleanupTrigger marks the cleanup plan's run on deletion.
+const cleanupTrigger = "deletion"
+
+// runCleanup runs the installed revision's cleanup plan, if its package
+// has one, before the inventory is removed (KUDO's order). It is done when
+// the plan is COMPLETE or abandoned; a FATAL_ERROR holds the deletion
+// until a person fixes the cause or abandons the plan. What the plan
+// applies joins the inventory before it is applied, so the uninstall
+// removes it too.
+func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed Set) (ctrl.Result, bool, error) {
+	inst := s.inst
+	cleanup := decodePackageRecord(installed.Package).Cleanup
+	if cleanup == nil {
+		return ctrl.Result{}, true, nil
+	}
+	st := planStatus(inst, cleanup.Name)
+	if st == nil || st.Trigger != cleanupTrigger {
+		var revision int64
+		if len(inst.Status.History) > 0 {
+			revision = inst.Status.History[0].Number
+		}
+		inst.Status.Inventory, _ = unionRefs(inst.Status.Inventory, s.target.Applier().Refs(allApplied([]plan.Plan{*cleanup}), s.targetNamespace()))
+		inst.Status.InventoryCount = int32(len(inst.Status.Inventory))
+		setPlanStatus(inst, plan.Start(*cleanup, cleanupTrigger, revision, metav1.NewTime(r.now())))
+		if err := r.persist(ctx, s); err != nil {
+			return ctrl.Result{}, false, err
+		}
+		st = planStatus(inst, cleanup.Name)
+	}
+	if req := newRunRequest(inst); req != nil && req.Name == cleanup.Name && st.State == v1alpha1.PlanFatalError {
+		markRequest(inst, req, nil)
+		restarted := plan.Start(*cleanup, cleanupTrigger, st.Revision, metav1.NewTime(r.now()))
+		st = &restarted
+	}
+	if req := newAbandonRequest(inst); req != nil && req.Name == cleanup.Name && plan.Running(st.State) {
+		markRequest(inst, nil, req)
+		setPlanStatus(inst, plan.Abandon(*st, "abandoned by request "+req.ID, metav1.NewTime(r.now())))
+		r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s; uninstalling goes on", cleanup.Name, req.ID))
+		return ctrl.Result{}, true, nil
+	}
+	if b := r.ensureNamespace(ctx, s, namespaceIn(installed.Objects, s.targetNamespace())); b != nil {
+		s.block = b
+		if b.kind == blockRetry {
+			return ctrl.Result{}, false, b
+		}
+		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, false, nil
+	}
+	next, waiting, err := r.drive(ctx, s, *cleanup, *st)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, false, err
+	case waiting:
+		s.block = wait(v1alpha1.ReasonUninstalling, fmt.Sprintf("plan %s: %s", cleanup.Name, next.Message))
+		return ctrl.Result{RequeueAfter: r.pollInterval()}, false, nil
+	case next.State == v1alpha1.PlanFatalError:
+		s.block = wait(v1alpha1.ReasonCleanupFailed, fmt.Sprintf(
+			"plan %s failed: %s; the installation is kept until it completes: fix the cause and run annexctl plan run %s, or abandon it with annexctl plan abandon %s to remove the objects anyway",
+			cleanup.Name, next.Message, cleanup.Name, cleanup.Name))
+		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, false, nil
+	}
+	return ctrl.Result{}, true, nil
+}
