@@ -242,20 +242,27 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	track.phase(func(in *v1alpha1.ExtensionInstallation) bool {
 		return in.Spec.Extension == bumped && in.Status.InstalledVersion == "1.1.0" && ready(in)
 	})
+	before, kindsBefore := proxy.Snapshot(), proxy.Kinds()
 	editProfile(b, c, func(p *v1alpha1.ExtensionProfile) { p.Spec.Extensions[0].Version = "1.1.0" })
 	track.wait(b, size.clusters, phaseTimeout)
+	served = proxy.Snapshot().Sub(before)
 	b.ReportMetric(time.Since(start).Seconds(), "s-version-bump")
-	b.Logf("2. version bump of %s on %d clusters done in %.1f s", bumped, size.clusters, time.Since(start).Seconds())
+	b.ReportMetric(float64(served.Total)/float64(size.clusters), "bump-hub-req/upgrade")
+	b.Logf("2. version bump of %s on %d clusters done in %.1f s; the manager sent the hub %d requests: %s; loadavg %s",
+		bumped, size.clusters, time.Since(start).Seconds(), served.Total, formatKinds(kindsBefore, proxy.Kinds()), loadavg())
 
 	// 3. A values change of one extension.
 	changed := fleetExtension(1 % size.extensions)
 	start = time.Now()
 	track.phase(noteIs(changed, "changed"))
+	before = proxy.Snapshot()
 	editProfile(b, c, func(p *v1alpha1.ExtensionProfile) { setNote(&p.Spec.Extensions[1%size.extensions], "changed") })
 	track.wait(b, size.clusters, phaseTimeout)
 	valuesChange := time.Since(start)
+	served = proxy.Snapshot().Sub(before)
 	b.ReportMetric(valuesChange.Seconds(), "s-values-change")
-	b.Logf("3. values change of %s on %d clusters done in %.1f s", changed, size.clusters, valuesChange.Seconds())
+	b.Logf("3. values change of %s on %d clusters done in %.1f s; the manager sent the hub %d requests (%d writes); loadavg %s",
+		changed, size.clusters, valuesChange.Seconds(), served.Total, served.Writes, loadavg())
 
 	// 4. The manager killed and started again: how long until it has
 	// reconciled every installation and gone quiet, and what it wrote.
@@ -272,7 +279,7 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	waitNoWrites(b, proxy, 2*time.Second, time.Minute)
 	peak, cpu := mgr.Peak(b), mgr.CPU(b)
 	before = proxy.Snapshot()
-	kindsBefore := proxy.Kinds()
+	kindsBefore = proxy.Kinds()
 	statusBefore := profileStatus(b, c)
 	mgr.Kill(b)
 	start = time.Now()
