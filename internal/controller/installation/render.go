@@ -119,6 +119,7 @@ func sourceNamespace(inst *v1alpha1.ExtensionInstallation, ref v1alpha1.ValuesRe
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
 // checkShared refuses a reference to another namespace unless that
 // namespace shares its values with the installation's (annotation
 // annex.dev/share-values-with, which only the hub admin can set): a user
