@@ -309,11 +309,20 @@ func TestProfileLongNames(t *testing.T) {
 		if got := obj.Labels[v1alpha1.LabelInstallationName]; got != names.LabelValue(name) {
 			t.Errorf("ConfigMap %s: label %s=%q", name, v1alpha1.LabelInstallationName, got)
 		}
-		var records corev1.SecretList
-		must(t, env.Client.List(ctx, &records, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelInstallationName: names.LabelValue(name)}))
-		if len(records.Items) != 1 || records.Items[0].Type != v1alpha1.RevisionSecretType {
-			t.Errorf("%s: %d revision records, want 1", name, len(records.Items))
-		}
+		// One record, found by the label: a leftover of an attempt the
+		// apply superseded (a reconcile that read a stale installation
+		// numbers its intent anew) is deleted just after the status that
+		// says Ready, so the count settles rather than holds at once.
+		eventually(t, func() error {
+			var records corev1.SecretList
+			if err := env.Client.List(ctx, &records, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelInstallationName: names.LabelValue(name)}); err != nil {
+				return err
+			}
+			if len(records.Items) != 1 || records.Items[0].Type != v1alpha1.RevisionSecretType {
+				return fmt.Errorf("%s: %d revision records, want 1", name, len(records.Items))
+			}
+			return nil
+		})
 	}
 
 	// A profile's name longer than 63 characters is refused, saying why.
