@@ -223,8 +223,7 @@ func revisionLabel(rev int64) string { return strconv.FormatInt(rev, 10) }
 // selectors holds each profile's cluster selector parsed, by the
 // selector's address in the objects one reconcile reads: that reconcile
 // asks, for every cluster and extension, which profile gives it
-// (winner), and parsing a selector costs far more than matching it. A nil
-// selectors parses every time.
+// (winner), and parsing a selector costs far more than matching it.
 type selectors map[*metav1.LabelSelector]labels.Selector
 
 // selects reports whether p gives cluster c its extensions.
@@ -242,9 +241,7 @@ func (s selectors) selects(p *v1alpha1.ExtensionProfile, c cluster) bool {
 		if sel, err = metav1.LabelSelectorAsSelector(ls); err != nil {
 			sel = labels.Nothing() // refused by the API's validation; selects nothing
 		}
-		if s != nil {
-			s[ls] = sel
-		}
+		s[ls] = sel
 	}
 	return sel.Matches(labels.Set(c.labels))
 }
