@@ -348,13 +348,26 @@ const (
 	// profile's name is in LabelProfile.
 	LabelProfileRevision = "annex.dev/profile-revision"
 	// AnnotationProfileRevisionAt on a profile's installation is when
-	// the profile last wrote it (RFC 3339): a step's timeout counts from
-	// there.
+	// the profile last wrote it (RFC 3339). Written before
+	// AnnotationProfileRevisionsPrefix existed; read only for a cluster
+	// without that record.
 	AnnotationProfileRevisionAt = "annex.dev/profile-revision-at"
 	// AnnotationProfilePreviousRevision on a profile's installation is
 	// the revision it ran before the last one: what a halted rollout
-	// returns it to.
+	// returns it to. Written before AnnotationProfileRevisionsPrefix
+	// existed; read only for a cluster without that record.
 	AnnotationProfilePreviousRevision = "annex.dev/profile-previous-revision"
+	// AnnotationProfileRevisionsPrefix + <profile>, on a ManagedCluster
+	// (or, for the hub, on the profile), records the revision of the
+	// profile the cluster runs: JSON {"revision", "previous", "move",
+	// "at"}. A rollout's move writes it after the installations it
+	// changes, so it is the cluster's revision once the move is whole.
+	AnnotationProfileRevisionsPrefix = "revisions.profiles.annex.dev/"
+	// AnnotationProfileMove on a profile's installation is the number of
+	// the move that last wrote it (counted per profile and cluster): one
+	// numbered above the cluster's record of the profile's revision was
+	// written by a move cut short before its record.
+	AnnotationProfileMove = "annex.dev/profile-move"
 	// AnnotationChangeCause is the annotation kubectl shows as a
 	// revision's CHANGE-CAUSE; a profile revision copies it from the
 	// profile when it is made.

@@ -8,6 +8,7 @@ package profile
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -46,6 +47,10 @@ type Reconciler struct {
 	// Events records the installations a profile creates, updates and
 	// removes; nil records none.
 	Events events.EventRecorder
+
+	// written are the cluster records this manager wrote that its cache
+	// may not show yet (recordsWritten).
+	written recordsWritten
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensionprofiles,verbs=get;list;watch;update;patch
@@ -213,7 +218,9 @@ func (r *Reconciler) clusters(ctx context.Context, p *v1alpha1.ExtensionProfile)
 	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, err
 	}
-	out := []cluster{{name: "", defaults: map[string][]string{p.Name: defaultsIn(p.Annotations, p.Name)}, reachable: true}}
+	hub := cluster{name: "", defaults: map[string][]string{p.Name: defaultsIn(p.Annotations, p.Name)}, reachable: true}
+	hub.record, hub.hasRecord = r.written.newest(p.Name, "", p.Annotations)
+	out := []cluster{hub}
 	byName := map[string]*v1alpha1.ManagedCluster{}
 	for i := range list.Items {
 		mc := &list.Items[i]
@@ -222,8 +229,10 @@ func (r *Reconciler) clusters(ctx context.Context, p *v1alpha1.ExtensionProfile)
 		}
 		byName[mc.Name] = mc
 		reachable := !meta.IsStatusConditionFalse(mc.Status.Conditions, v1alpha1.ConditionReachable)
-		out = append(out, cluster{name: mc.Name, labels: mc.Labels, annotations: mc.Annotations, version: mc.Status.KubernetesVersion,
-			defaults: map[string][]string{p.Name: defaultsIn(mc.Annotations, p.Name)}, reachable: reachable, windows: mc.Spec.MaintenanceWindows})
+		c := cluster{name: mc.Name, labels: mc.Labels, annotations: mc.Annotations, version: mc.Status.KubernetesVersion,
+			defaults: map[string][]string{p.Name: defaultsIn(mc.Annotations, p.Name)}, reachable: reachable, windows: mc.Spec.MaintenanceWindows}
+		c.record, c.hasRecord = r.written.newest(p.Name, mc.Name, mc.Annotations)
+		out = append(out, c)
 	}
 	return out, byName, nil
 }
@@ -300,7 +309,7 @@ func (r *Reconciler) carryOut(ctx context.Context, p *v1alpha1.ExtensionProfile,
 func movesCluster(a action, moves map[string]int64) bool {
 	cluster := a.want.cluster
 	switch a.kind {
-	case actRecordDefault:
+	case actRecordDefault, actRecordRevision:
 		return false
 	case actRemove:
 		cluster = a.existing.Spec.Cluster
@@ -335,12 +344,6 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, reco
 		}
 		stamp(inst, p, a.want)
 		return client.IgnoreAlreadyExists(r.Client.Create(ctx, inst))
-	case actRelabel:
-		// Labels and annotations only, as a merge patch: no conflict with
-		// the status the installation controller writes meanwhile.
-		inst := a.existing.DeepCopy()
-		stamp(inst, p, a.want)
-		return r.Client.Patch(ctx, inst, client.MergeFrom(a.existing))
 	case actUpdate:
 		spec, err := desiredSpec(p, a.want)
 		if err != nil {
@@ -368,7 +371,29 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, reco
 		return r.removeOne(ctx, p, a.existing)
 	case actRecordDefault:
 		return r.recordDefault(ctx, p.Name, record, a.want.ext.Name)
+	case actRecordRevision:
+		return r.recordRevision(ctx, p.Name, a.want.cluster, record, a.record)
 	}
+	return nil
+}
+
+// recordRevision writes the record of the revision profile's move left a
+// cluster at on obj: its ManagedCluster, or the profile itself for the
+// hub. A merge patch of that one annotation, unconditional: only the
+// profile's reconcile writes it, and the ManagedCluster's status changes
+// all the while.
+func (r *Reconciler) recordRevision(ctx context.Context, profile, cluster string, obj client.Object, rec clusterRecord) error {
+	base := obj.DeepCopyObject().(client.Object)
+	annotations := maps.Clone(obj.GetAnnotations())
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[v1alpha1.AnnotationProfileRevisionsPrefix+profile] = rec.encode()
+	obj.SetAnnotations(annotations)
+	if err := r.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		return err
+	}
+	r.written.add(profile, cluster, rec)
 	return nil
 }
 
@@ -379,8 +404,8 @@ func profileLabels(p *v1alpha1.ExtensionProfile, cluster string) map[string]stri
 }
 
 // stamp writes into inst's labels the profile, the cluster and the
-// revision it is written from; a rollout's move also records when, and
-// the revision it ran before.
+// revision it is written from; a rollout's move also records its number,
+// when, and the revision the cluster ran before.
 func stamp(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProfile, w want) {
 	if inst.Labels == nil {
 		inst.Labels = map[string]string{}
@@ -395,6 +420,7 @@ func stamp(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProfile, w
 	if inst.Annotations == nil {
 		inst.Annotations = map[string]string{}
 	}
+	inst.Annotations[v1alpha1.AnnotationProfileMove] = strconv.FormatInt(w.move, 10)
 	inst.Annotations[v1alpha1.AnnotationProfileRevisionAt] = w.now.UTC().Format(time.RFC3339)
 	if w.previous != w.revision {
 		inst.Annotations[v1alpha1.AnnotationProfilePreviousRevision] = revisionLabel(w.previous)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ func TestOneClusterChangeTouchesOnlyIt(t *testing.T) {
 	ctx := context.Background()
 	const ns, clusters = "onechange", 50
 	exts := []string{"one-a", "one-b"}
-	repo := helmrepo.NewServer(t, configMapChart(exts[0], "1.0.0"), configMapChart(exts[1], "1.0.0"))
+	repo := helmrepo.NewServer(t, configMapChart(exts[0], "1.0.0"), configMapChart(exts[0], "1.1.0"), configMapChart(exts[1], "1.0.0"))
 	must(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	for m := range 2 {
 		member := testenv.Start(t)
@@ -48,9 +49,8 @@ func TestOneClusterChangeTouchesOnlyIt(t *testing.T) {
 	}
 	must(t, env.Client.Create(ctx, &v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: ns},
 		Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: repo.URL()}}}}))
-	for _, e := range exts {
-		awaitCatalog(t, e, 1)
-	}
+	awaitCatalog(t, exts[0], 2)
+	awaitCatalog(t, exts[1], 1)
 	for i := range clusters {
 		must(t, env.Client.Create(ctx, &v1alpha1.ManagedCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%02d", ns, i), Labels: map[string]string{"fleet": ns}},
@@ -130,6 +130,49 @@ func TestOneClusterChangeTouchesOnlyIt(t *testing.T) {
 	t.Logf("one cluster leaving a profile over %d clusters cost the hub %d writes", clusters, used)
 	if used > 30 {
 		t.Errorf("one cluster leaving cost the hub %d writes, want a constant far below the fleet's size (≤ 30 for %d clusters)", used, clusters)
+	}
+
+	// A revision bumps one extension: on every cluster its installation
+	// is updated and the cluster's record says the new revision; the
+	// other extension's installations are not written at all.
+	before = installations()
+	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(profile), profile))
+	profile.Spec.Extensions[0].Version = "1.1.0"
+	must(t, env.Client.Update(ctx, profile))
+	var revision int64
+	testenv.Eventually(t, 3*time.Minute, func() error {
+		p := &v1alpha1.ExtensionProfile{}
+		must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(profile), p))
+		ro := p.Status.Rollout
+		if ro == nil || p.Status.ObservedGeneration != p.Generation || ro.Phase != v1alpha1.RolloutComplete || ro.Revision < 2 {
+			return fmt.Errorf("rollout %+v", ro)
+		}
+		revision = ro.Revision
+		for name, in := range installations() {
+			if strings.HasPrefix(name, exts[0]) && in.Status.InstalledVersion != "1.1.0" {
+				return fmt.Errorf("%s runs %q, want 1.1.0", name, in.Status.InstalledVersion)
+			}
+		}
+		return nil
+	})
+	after = installations()
+	for name, in := range before {
+		if strings.HasPrefix(name, exts[1]) && after[name].ResourceVersion != in.ResourceVersion {
+			t.Errorf("installation %s, which the revision leaves as it is, was written (resourceVersion %s → %s)",
+				name, in.ResourceVersion, after[name].ResourceVersion)
+		}
+	}
+	for i := range clusters {
+		name := fmt.Sprintf("%s-%02d", ns, i)
+		if name == leaving {
+			continue
+		}
+		must(t, env.Client.Get(ctx, client.ObjectKey{Name: name}, mc))
+		var rec struct{ Revision, Previous, Move int64 }
+		raw := mc.Annotations[v1alpha1.AnnotationProfileRevisionsPrefix+ns]
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil || rec.Revision != revision || rec.Previous != revision-1 || rec.Move != 2 {
+			t.Errorf("ManagedCluster %s records %q (%v), want revision %d, previous %d, move 2", name, raw, err, revision, revision-1)
+		}
 	}
 }
 

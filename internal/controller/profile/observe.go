@@ -16,14 +16,15 @@ import (
 // good: it will not become Ready without a change of its spec.
 var failedReasons = []string{v1alpha1.ReasonRolledBack, v1alpha1.ReasonInstallFailed, v1alpha1.ReasonApprovalDenied}
 
-// observe reads, for every cluster p selects, which revision its
-// installations were written from and how they stand (pure): a move
-// writes every installation of the cluster (one the revision leaves as
-// it is gets its revision label only), so the labels say which revision
-// a cluster runs, and disagreeing labels a move cut short. An
-// installation written before revisions existed counts as the profile's
-// oldest (v.adopt). It sets each cluster's revision and returns the
-// rollout's view of them.
+// observe reads, for every cluster p selects, which revision of p it
+// runs and how its installations stand (pure), sets each cluster's
+// revision and returns the rollout's view of them. The cluster's record
+// (clusterRecord) says the revision; installations stamped by a move
+// numbered above it say that move was cut short. A cluster without a
+// record (none of its installations was written since records exist) is
+// read from its installations' revision labels, which every move wrote
+// then: disagreeing labels are a move cut short. An installation without
+// a revision label counts as the profile's oldest revision (v.adopt).
 func observe(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clusters []cluster,
 	installations []v1alpha1.ExtensionInstallation, v revisionView, newest int64,
 	window func(cluster) (rollout.WindowState, error)) []rollout.Cluster {
@@ -44,37 +45,76 @@ func observe(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clus
 		rc := rollout.Cluster{Name: c.name, Labels: c.labels, Reachable: c.reachable, Health: rollout.Ready}
 		rc.Window, rc.WindowErr = window(*c)
 		insts := onCluster[c.name]
-		if len(insts) == 0 && holdsNothing(sel, p, all, *c, v.data[newest]) {
+		c.move = c.record.Move
+		for _, inst := range insts {
+			c.move = max(c.move, moveOf(inst.Annotations))
+		}
+		switch {
+		case len(insts) > 0 && c.hasRecord:
+			// A record left by installations since removed says nothing
+			// of the cluster: read only while it holds some.
+			fromRecord(&rc, c.record, insts, v)
+		case len(insts) == 0 && holdsNothing(sel, p, all, *c, v.data[newest]):
 			// The newest revision gives it nothing to hold (its owners
 			// deleted every Default one): it runs that revision.
 			rc.Revision = newest
+		default:
+			fromLabels(&rc, insts, v)
 		}
-		seen := map[int64]bool{}
-		for _, inst := range insts {
-			rev := v.revisionOf(inst)
-			seen[rev] = true
-			if rev > rc.Revision {
-				rc.Revision = rev
-			}
-		}
-		rc.Partial = len(seen) > 1
 		rc.Changed = len(insts) > 0 && rc.Revision == newest
-		for _, inst := range insts {
-			if rev, err := strconv.ParseInt(inst.Labels[v1alpha1.LabelProfileRevision], 10, 64); err == nil && rev != rc.Revision {
-				continue
-			}
-			if prev, err := strconv.ParseInt(inst.Annotations[v1alpha1.AnnotationProfilePreviousRevision], 10, 64); err == nil {
-				rc.Previous = prev
-			}
-			if at, err := time.Parse(time.RFC3339, inst.Annotations[v1alpha1.AnnotationProfileRevisionAt]); err == nil && at.After(rc.ChangedAt) {
-				rc.ChangedAt = at
-			}
-			health(inst, &rc)
-		}
-		c.revision = rc.Revision
+		c.revision, c.previous = rc.Revision, rc.Previous
 		out = append(out, rc)
 	}
 	return out
+}
+
+// fromRecord reads a cluster's revision from its record, and its health
+// from all its installations. Installations stamped by a move the record
+// does not count yet were written by a move cut short, between the
+// revision it ran and the one they carry: the cluster is Partial, at the
+// higher of the two, having run the lower (as a move's labels said
+// before records).
+func fromRecord(rc *rollout.Cluster, rec clusterRecord, insts []*v1alpha1.ExtensionInstallation, v revisionView) {
+	rc.Revision, rc.Previous, rc.ChangedAt = rec.Revision, rec.Previous, rec.At
+	for _, inst := range insts {
+		if moveOf(inst.Annotations) > rec.Move {
+			target := v.revisionOf(inst)
+			if !rc.Partial {
+				rc.Revision, rc.Previous = rec.Revision, rec.Revision
+			}
+			rc.Partial = true
+			rc.Revision, rc.Previous = max(rc.Revision, target), min(rc.Previous, target)
+		}
+		health(inst, rc)
+	}
+}
+
+// fromLabels reads a cluster without a record from its installations'
+// labels: the highest revision they carry, Partial when they disagree;
+// the previous revision, the time of the move and the health from those
+// at that revision.
+func fromLabels(rc *rollout.Cluster, insts []*v1alpha1.ExtensionInstallation, v revisionView) {
+	seen := map[int64]bool{}
+	for _, inst := range insts {
+		rev := v.revisionOf(inst)
+		seen[rev] = true
+		if rev > rc.Revision {
+			rc.Revision = rev
+		}
+	}
+	rc.Partial = len(seen) > 1
+	for _, inst := range insts {
+		if rev, err := strconv.ParseInt(inst.Labels[v1alpha1.LabelProfileRevision], 10, 64); err == nil && rev != rc.Revision {
+			continue
+		}
+		if prev, err := strconv.ParseInt(inst.Annotations[v1alpha1.AnnotationProfilePreviousRevision], 10, 64); err == nil {
+			rc.Previous = prev
+		}
+		if at, err := time.Parse(time.RFC3339, inst.Annotations[v1alpha1.AnnotationProfileRevisionAt]); err == nil && at.After(rc.ChangedAt) {
+			rc.ChangedAt = at
+		}
+		health(inst, rc)
+	}
 }
 
 // holdsNothing reports whether data gives p nothing to hold on c: every

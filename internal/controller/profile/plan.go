@@ -32,9 +32,14 @@ type cluster struct {
 	// is False; windows are its maintenance windows.
 	reachable bool
 	windows   []v1alpha1.MaintenanceWindow
-	// revision is the profile revision the cluster's installations were
-	// last written from (observe), 0 when none.
-	revision int64
+	// record is the profile's record of the revision the cluster runs
+	// (hasRecord: there is one).
+	record    clusterRecord
+	hasRecord bool
+	// revision is the profile revision the cluster runs and previous the
+	// one it ran before (observe), 0 when none; move is the highest move
+	// number its record or installations carry.
+	revision, previous, move int64
 }
 
 // revisionView tells decide which revision of the profile each cluster
@@ -69,10 +74,11 @@ type want struct {
 	ext  v1alpha1.ProfileExtension
 	vars clusterVars
 	// revision the installation is written from; moved is set when a
-	// rollout moves the cluster to it from previous, at now.
-	revision, previous int64
-	moved              bool
-	now                time.Time
+	// rollout moves the cluster to it from previous, at now, in the
+	// cluster's move numbered move.
+	revision, previous, move int64
+	moved                    bool
+	now                      time.Time
 }
 
 // action is one change the planner asks for.
@@ -81,6 +87,7 @@ type action struct {
 	name     string // installation name
 	want     want   // create, update, adopt
 	existing *v1alpha1.ExtensionInstallation
+	record   clusterRecord // actRecordRevision
 }
 
 type actionKind int
@@ -94,10 +101,9 @@ const (
 	actRemove
 	// remember that a Default extension was created on a cluster.
 	actRecordDefault
-	// write a rollout's revision into the labels of a Default
-	// installation, whose spec is its owners', or of an Enforced one
-	// whose spec the revision leaves as it is.
-	actRelabel
+	// record the revision a rollout moved the cluster to, once the
+	// installations the move changes are written (clusterRecord).
+	actRecordRevision
 )
 
 // plan is what one reconcile of a profile decides: pure, from values.
@@ -133,6 +139,7 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 		}
 	}
 	wanted := make(map[string]bool, len(installations))
+	var records []action // after every cluster's other actions
 	sel := selectors{}
 	for _, c := range clusters {
 		if !sel.selects(p, c) {
@@ -171,7 +178,8 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 				out.heldBack = append(out.heldBack, v1alpha1.RolloutClusterState{Cluster: clusterLabel(c.name), Extension: ext.Name,
 					Reason: v1alpha1.ReasonKubernetesVersion, Message: held})
 			}
-			w := want{cluster: c.name, ext: ext, vars: vars, revision: rev, previous: c.revision, moved: moved, now: revs.now}
+			w := want{cluster: c.name, ext: ext, vars: vars, revision: rev, previous: previousOf(c, rev), move: c.move + 1,
+				moved: moved, now: revs.now}
 			spec, err := desiredSpec(p, w)
 			if err != nil {
 				out.invalid[ext.Name] = err.Error() // the same for every cluster: reported once
@@ -197,15 +205,16 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 				// Created before the record was written (a crash between
 				// the two): record it now.
 				out.actions = append(out.actions, action{kind: actRecordDefault, name: name, want: w})
-				if revs.revisionOf(existing) != rev {
-					out.actions = append(out.actions, action{kind: actRelabel, name: name, want: w, existing: existing})
-				}
-			case existing.DeletionTimestamp.IsZero() && existing.Labels[v1alpha1.LabelProfile] == p.Name &&
-				revs.revisionOf(existing) != rev:
-				// A Default installation (or an Enforced one as the
-				// revision says): only its revision label changes.
-				out.actions = append(out.actions, action{kind: actRelabel, name: name, want: w, existing: existing})
 			}
+			// A Default installation, or an Enforced one the revision
+			// leaves as it is, is not written: the cluster's record says
+			// which revision it runs.
+		}
+		if moved && (len(onCluster[c.name]) > 0 || takesOne(out.actions, c.name)) {
+			// A cluster left holding nothing of p has no record: it would
+			// not be read (observe), and it would be moved again.
+			records = append(records, action{kind: actRecordRevision, want: want{cluster: c.name}, record: clusterRecord{
+				Revision: rev, Previous: previousOf(c, rev), Move: c.move + 1, At: revs.now}})
 		}
 	}
 	for i := range installations {
@@ -214,11 +223,33 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 			out.actions = append(out.actions, action{kind: actRemove, name: inst.Name, existing: inst})
 		}
 	}
+	out.actions = append(out.actions, records...)
 	sort.Strings(out.conflicts)
 	return out
 }
 
 func revisionLabel(rev int64) string { return strconv.FormatInt(rev, 10) }
+
+// takesOne reports whether the last of actions, those of cluster, create
+// an installation there or take one over from another profile.
+func takesOne(actions []action, cluster string) bool {
+	for i := len(actions) - 1; i >= 0 && actions[i].want.cluster == cluster; i-- {
+		if actions[i].kind == actCreate || actions[i].kind == actUpdate {
+			return true
+		}
+	}
+	return false
+}
+
+// previousOf is the revision c runs before a move to rev: the one it runs
+// now, or, when the move finishes a move to rev cut short, the one it ran
+// before that.
+func previousOf(c cluster, rev int64) int64 {
+	if c.revision == rev {
+		return c.previous
+	}
+	return c.revision
+}
 
 // selectors holds each profile's cluster selector parsed, by the
 // selector's address in the objects one reconcile reads: that reconcile
@@ -299,8 +330,8 @@ func desiredSpec(p *v1alpha1.ExtensionProfile, w want) (v1alpha1.ExtensionInstal
 // matchesWant reports whether an installation already is what the profile
 // says: its profile label and the fields the profile sets (d, its
 // desiredSpec). Its revision label is not compared: an installation a new
-// revision leaves as it is only has that label written (actRelabel), not
-// its spec set back.
+// revision leaves as it is is not written at all (the cluster's record
+// says which revision it runs).
 func matchesWant(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProfile, d v1alpha1.ExtensionInstallationSpec) bool {
 	s := inst.Spec
 	return inst.Labels[v1alpha1.LabelProfile] == p.Name &&

@@ -48,7 +48,11 @@ func allAtOnce(p *v1alpha1.ExtensionProfile, clusters []cluster) revisionView {
 func kinds(pl plan) []string {
 	var out []string
 	for _, a := range pl.actions {
-		out = append(out, []string{"create", "update", "remove", "record", "relabel"}[a.kind]+":"+a.name)
+		if a.kind == actRecordRevision {
+			out = append(out, fmt.Sprintf("revision:%s@%d", clusterLabel(a.want.cluster), a.record.Revision))
+			continue
+		}
+		out = append(out, []string{"create", "update", "remove", "record"}[a.kind]+":"+a.name)
 	}
 	return out
 }
@@ -72,6 +76,13 @@ func TestDecide(t *testing.T) {
 	}
 	bumped := revisionView{data: map[int64]*v1alpha1.ProfileRevisionData{1: wantedRevision(&twoEnforced, nil), 2: wantedRevision(twoBumped, nil)},
 		moves: map[string]int64{"edge": 2}}
+	unmoved := bumped
+	unmoved.moves = nil
+	helloOnly := profileOf("base", 0, v1alpha1.ProfileModeEnforced, "hello")
+	dropped := revisionView{data: map[int64]*v1alpha1.ProfileRevisionData{1: wantedRevision(&twoEnforced, nil), 3: wantedRevision(&helloOnly, nil)},
+		moves: map[string]int64{"edge": 3}}
+	toNothing := revisionView{data: map[int64]*v1alpha1.ProfileRevisionData{1: wantedRevision(&twoEnforced, nil)},
+		moves: map[string]int64{"edge": 0}}
 	for _, tc := range []struct {
 		name     string
 		p        v1alpha1.ExtensionProfile
@@ -84,14 +95,14 @@ func TestDecide(t *testing.T) {
 		conflicts int
 	}{
 		// A matching cluster gets a Default installation, recorded once.
-		{name: "default created", p: base, clusters: []cluster{prod, dev}, want: []string{"create:hello-edge", "record:hello-edge"}},
+		{name: "default created", p: base, clusters: []cluster{prod, dev}, want: []string{"create:hello-edge", "record:hello-edge", "revision:edge@1"}},
 		// A Default its owners deleted stays deleted.
 		{name: "default deleted by owner", p: base, clusters: []cluster{recorded}, want: nil},
 		// A Default its owners edited stays edited.
-		{name: "default edited", p: base, clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{edited}, want: nil},
+		{name: "default edited", p: base, clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{edited}, want: []string{"revision:edge@1"}},
 		// Enforced: a deleted installation is created again, an edit reverted.
-		{name: "enforced deleted", p: enforced, clusters: []cluster{recorded}, want: []string{"create:hello-edge"}},
-		{name: "enforced edited", p: enforced, clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{edited}, want: []string{"update:hello-edge"}},
+		{name: "enforced deleted", p: enforced, clusters: []cluster{recorded}, want: []string{"create:hello-edge", "revision:edge@1"}},
+		{name: "enforced edited", p: enforced, clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{edited}, want: []string{"update:hello-edge", "revision:edge@1"}},
 		// A cluster that stops matching loses the profile's installation;
 		// another installation in the namespace is none of its business.
 		{name: "cluster stops matching", p: base, clusters: []cluster{dev},
@@ -102,16 +113,31 @@ func TestDecide(t *testing.T) {
 		// removes nothing.
 		{name: "conflict lost", p: base, others: []v1alpha1.ExtensionProfile{profileOf("strict", 10, v1alpha1.ProfileModeEnforced, "hello")},
 			clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{inst("hello-edge", "base", "edge", "hello")},
-			want: nil, conflicts: 1},
+			want: []string{"revision:edge@1"}, conflicts: 1},
 		{name: "conflict won", p: profileOf("strict", 10, v1alpha1.ProfileModeDefault, "hello"), others: []v1alpha1.ExtensionProfile{base},
 			clusters: []cluster{recorded}, existing: []v1alpha1.ExtensionInstallation{inst("hello-edge", "base", "edge", "hello")},
-			want: []string{"update:hello-edge"}},
+			want: []string{"update:hello-edge", "revision:edge@1"}},
 		// A revision that changes one Enforced extension: the cluster
-		// moved to it has that installation updated and the other only
-		// relabelled (its spec is already the revision's).
+		// moved to it has that installation updated, the other left as it
+		// is (its spec is already the revision's), then its record
+		// written.
 		{name: "enforced moved", p: twoEnforced, clusters: []cluster{moved},
 			existing: []v1alpha1.ExtensionInstallation{enforcedInst("hello-edge", "hello"), enforcedInst("world-edge", "world")},
-			view:     &bumped, want: []string{"update:hello-edge", "relabel:world-edge"}},
+			view:     &bumped, want: []string{"update:hello-edge", "revision:edge@2"}},
+		// Not moved: nothing is written, record or not.
+		{name: "enforced unmoved", p: twoEnforced, clusters: []cluster{moved},
+			existing: []v1alpha1.ExtensionInstallation{enforcedInst("hello-edge", "hello"), enforcedInst("world-edge", "world")},
+			view:     &unmoved, want: nil},
+		// A revision that drops an extension: its installation is removed
+		// before the record is written.
+		{name: "extension dropped", p: twoEnforced, clusters: []cluster{moved},
+			existing: []v1alpha1.ExtensionInstallation{enforcedInst("hello-edge", "hello"), enforcedInst("world-edge", "world")},
+			view:     &dropped, want: []string{"remove:world-edge", "revision:edge@3"}},
+		// Moved to no revision (a first rollout rolled back): everything
+		// goes, and no record is written.
+		{name: "moved to nothing", p: twoEnforced, clusters: []cluster{moved},
+			existing: []v1alpha1.ExtensionInstallation{enforcedInst("hello-edge", "hello")},
+			view:     &toNothing, want: []string{"remove:hello-edge"}},
 		// Equal priority: the first name wins, whichever is reconciled.
 		{name: "tie", p: profileOf("zeta", 0, v1alpha1.ProfileModeDefault, "hello"), others: []v1alpha1.ExtensionProfile{profileOf("alpha", 0, v1alpha1.ProfileModeDefault, "hello")},
 			clusters: []cluster{prod}, want: nil, conflicts: 1},
@@ -167,7 +193,9 @@ func TestDecideHeldBackByKubernetesVersion(t *testing.T) {
 	pl := decide(&p, []v1alpha1.ExtensionProfile{p}, clusters, nil, view)
 	versions := map[string]string{}
 	for _, a := range pl.actions {
-		versions[a.want.cluster] = a.want.ext.Version
+		if a.kind == actCreate {
+			versions[a.want.cluster] = a.want.ext.Version
+		}
 	}
 	want := map[string]string{"new": "1.2.0", "old": "1.1.0", "ancient": "1.2.0", "unknown": "1.2.0"}
 	if !maps.Equal(versions, want) {

@@ -51,8 +51,8 @@ func TestDecideExpandsPerCluster(t *testing.T) {
 	eu := cluster{name: "eu-1", labels: map[string]string{"env": "prod", "region": "eu"}}
 	bare := cluster{name: "bare", labels: map[string]string{"env": "prod"}}
 	pl := decide(&p, []v1alpha1.ExtensionProfile{p}, []cluster{eu, bare}, nil, allAtOnce(&p, []cluster{eu, bare}))
-	if got := kinds(pl); len(got) != 1 || got[0] != "create:hello-eu-1" {
-		t.Fatalf("actions %v, want only hello-eu-1 created", got)
+	if got := kinds(pl); len(got) != 2 || got[0] != "create:hello-eu-1" || got[1] != "revision:eu-1@1" {
+		t.Fatalf("actions %v, want only hello-eu-1 created and eu-1's record", got)
 	}
 	spec, err := desiredSpec(&p, pl.actions[0].want)
 	if err != nil || string(spec.Values.Raw) != `{"region":"eu"}` {
