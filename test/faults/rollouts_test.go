@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -270,11 +271,38 @@ func isReady(inst *v1alpha1.ExtensionInstallation) bool {
 func (r *rolloutRig) awaitSettled(t *testing.T, clusters []string, revisions map[string]int64, versions map[string][]string) {
 	t.Helper()
 	testenv.Eventually(t, 3*time.Minute, func() error {
-		if problems := r.state(t, clusters).settled(revisions, versions); len(problems) > 0 {
+		problems := append(r.state(t, clusters).settled(revisions, versions), r.recordProblems(t, clusters, revisions)...)
+		if len(problems) > 0 {
 			return fmt.Errorf("the fleet has not settled:\n%s", strings.Join(problems, "\n"))
 		}
 		return nil
 	})
+}
+
+// recordProblems says how the clusters' records of their profile's
+// revision (each cluster serves one profile here) differ from revisions.
+func (r *rolloutRig) recordProblems(t *testing.T, clusters []string, revisions map[string]int64) []string {
+	t.Helper()
+	var problems []string
+	for _, c := range clusters {
+		mc := &v1alpha1.ManagedCluster{}
+		must(t, r.hub.Get(context.Background(), client.ObjectKey{Name: c}, mc))
+		var records []string
+		for k, v := range mc.Annotations {
+			if !strings.HasPrefix(k, v1alpha1.AnnotationProfileRevisionsPrefix) {
+				continue
+			}
+			records = append(records, v)
+			var rec struct{ Revision int64 }
+			if err := json.Unmarshal([]byte(v), &rec); err != nil || rec.Revision != revisions[c] {
+				problems = append(problems, fmt.Sprintf("ManagedCluster %s records %s (%v), want revision %d", c, v, err, revisions[c]))
+			}
+		}
+		if len(records) != 1 {
+			problems = append(problems, fmt.Sprintf("ManagedCluster %s has %d revision records %v, want 1", c, len(records), records))
+		}
+	}
+	return problems
 }
 
 // checkCounts fails the test unless the rollout's counts add up to the

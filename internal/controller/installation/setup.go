@@ -281,12 +281,14 @@ func clusterRelevantChange() predicate.Funcs {
 // installations for its rollout's own records (when a revision reached
 // the installation, and the revision before it); they mean nothing to
 // the installation, so writing them does not reconcile it.
-var profileBookkeeping = []string{v1alpha1.AnnotationProfileRevisionAt, v1alpha1.AnnotationProfilePreviousRevision}
+var profileBookkeeping = []string{v1alpha1.AnnotationProfileRevisionAt, v1alpha1.AnnotationProfilePreviousRevision,
+	v1alpha1.AnnotationProfileMove}
 
 // annotationsChanged passes an update that changes the annotations other
 // than profileBookkeeping (a reconcile request, an approval, a pause):
-// a rollout moving a cluster relabels every installation there, and one
-// whose spec it leaves alone must not be reconciled for that.
+// a profile that takes an installation over from another writes its
+// bookkeeping, and an installation whose spec it leaves alone must not be
+// reconciled for that.
 func annotationsChanged() predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
