@@ -267,7 +267,7 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	// 4. The manager killed and started again: how long until it has
 	// reconciled every installation and gone quiet, and what it wrote.
 	// It is killed once the profile's rollout of phase 3 is Complete (its
-	// last clusters' revision labels written too): what the restart
+	// last clusters' revision records written too): what the restart
 	// writes is then what a restart of a quiet hub writes.
 	newest := newestRevision(b, c)
 	ro.wait(b, phaseTimeout, func(st v1alpha1.RolloutStatus) bool {

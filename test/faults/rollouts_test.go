@@ -193,41 +193,102 @@ func (r *rolloutRig) awaitRollout(t *testing.T, name string, revision int64, pha
 	return p
 }
 
-// fleetState is how the installations of a fleet stand now, by cluster
-// and extension.
-type fleetState map[string]map[string]v1alpha1.ExtensionInstallation
+// fleetState is how a fleet stands now: its installations by cluster and
+// extension, and each cluster's record of the revision it runs (every
+// cluster of these tests serves one profile).
+type fleetState struct {
+	installations map[string]map[string]v1alpha1.ExtensionInstallation
+	records       map[string]fleetRecord
+}
+
+// fleetRecord is what a test reads of a cluster's record of its profile's
+// revision (the annotation revisions.profiles.annex.dev/<profile>).
+type fleetRecord struct {
+	Revision, Move int64
+	// Raw is the annotation's value, "" when there is none.
+	Raw string `json:"-"`
+}
+
+// recordOf reads mc's record of its profile's revision.
+func recordOf(mc *v1alpha1.ManagedCluster) (fleetRecord, error) {
+	var rec fleetRecord
+	for k, v := range mc.Annotations {
+		if !strings.HasPrefix(k, v1alpha1.AnnotationProfileRevisionsPrefix) {
+			continue
+		}
+		if rec.Raw != "" {
+			return rec, fmt.Errorf("ManagedCluster %s has two revision records: %s and %s", mc.Name, rec.Raw, v)
+		}
+		if err := json.Unmarshal([]byte(v), &rec); err != nil {
+			return rec, fmt.Errorf("ManagedCluster %s: record %s: %w", mc.Name, v, err)
+		}
+		rec.Raw = v
+	}
+	return rec, nil
+}
+
+// moveOf is the number of the move that last wrote inst (0: none).
+func moveOf(inst *v1alpha1.ExtensionInstallation) int64 {
+	n, _ := strconv.ParseInt(inst.Annotations[v1alpha1.AnnotationProfileMove], 10, 64)
+	return n
+}
+
+// revisionLabel is the revision inst's spec was last written from.
+func revisionLabel(inst *v1alpha1.ExtensionInstallation) int64 {
+	n, _ := strconv.ParseInt(inst.Labels[v1alpha1.LabelProfileRevision], 10, 64)
+	return n
+}
 
 func (r *rolloutRig) state(t *testing.T, clusters []string) fleetState {
 	t.Helper()
+	ctx := context.Background()
 	var list v1alpha1.ExtensionInstallationList
-	must(t, r.hub.List(context.Background(), &list, client.InNamespace(rolloutNS)))
-	out := fleetState{}
+	must(t, r.hub.List(ctx, &list, client.InNamespace(rolloutNS)))
+	out := fleetState{installations: map[string]map[string]v1alpha1.ExtensionInstallation{}, records: map[string]fleetRecord{}}
 	for _, c := range clusters {
-		out[c] = map[string]v1alpha1.ExtensionInstallation{}
+		out.installations[c] = map[string]v1alpha1.ExtensionInstallation{}
+		mc := &v1alpha1.ManagedCluster{}
+		must(t, r.hub.Get(ctx, client.ObjectKey{Name: c}, mc))
+		rec, err := recordOf(mc)
+		must(t, err)
+		out.records[c] = rec
 	}
 	for _, inst := range list.Items {
-		if by, ok := out[inst.Spec.Cluster]; ok {
+		if by, ok := out.installations[inst.Spec.Cluster]; ok {
 			by[inst.Spec.Extension] = inst
 		}
 	}
 	return out
 }
 
-// moved counts the clusters whose every installation is labelled
-// revision, and those half-moved: some installations labelled revision and
-// some not, or some missing.
+// pending are the installations of cluster c written by a move its
+// record does not count yet: a move cut short.
+func (s fleetState) pending(c string) []*v1alpha1.ExtensionInstallation {
+	var out []*v1alpha1.ExtensionInstallation
+	for _, inst := range s.installations[c] {
+		if moveOf(&inst) > s.records[c].Move {
+			out = append(out, &inst)
+		}
+	}
+	return out
+}
+
+// moved counts the clusters whose move to revision is whole (their record
+// says it, and no installation was written by a later move), and those
+// half-moved to or from it: some installations written by a move the
+// record does not count yet, the record or those installations at
+// revision.
 func (s fleetState) moved(revision int64) (full, half int) {
-	for _, by := range s {
-		at := 0
-		for _, inst := range by {
-			if inst.Labels[v1alpha1.LabelProfileRevision] == strconv.FormatInt(revision, 10) {
-				at++
-			}
+	for c := range s.installations {
+		pending := s.pending(c)
+		atRevision := s.records[c].Raw != "" && s.records[c].Revision == revision
+		for _, inst := range pending {
+			atRevision = atRevision || revisionLabel(inst) == revision
 		}
 		switch {
-		case at == len(rolloutExtensions) && len(by) == at:
+		case atRevision && len(pending) == 0:
 			full++
-		case at > 0:
+		case atRevision:
 			half++
 		}
 	}
@@ -236,12 +297,19 @@ func (s fleetState) moved(revision int64) (full, half int) {
 
 // settled reports how the fleet differs from every cluster running
 // versions[c] at revisions[c] (in rolloutExtensions' order), Ready, each
-// cluster's installations at one revision.
+// cluster's move whole.
 func (s fleetState) settled(revisions map[string]int64, versions map[string][]string) []string {
 	var problems []string
-	for c, by := range s {
+	for c, by := range s.installations {
 		if len(by) != len(rolloutExtensions) {
 			problems = append(problems, fmt.Sprintf("%s has %d installations, want %d", c, len(by), len(rolloutExtensions)))
+		}
+		if rec := s.records[c]; rec.Raw == "" || rec.Revision != revisions[c] {
+			problems = append(problems, fmt.Sprintf("ManagedCluster %s records %q, want revision %d", c, rec.Raw, revisions[c]))
+		}
+		for _, inst := range s.pending(c) {
+			problems = append(problems, fmt.Sprintf("%s was written by move %d, which %s's record (%s) does not count",
+				inst.Name, moveOf(inst), c, s.records[c].Raw))
 		}
 		for i, ext := range rolloutExtensions {
 			inst, ok := by[ext]
@@ -249,10 +317,9 @@ func (s fleetState) settled(revisions map[string]int64, versions map[string][]st
 				continue
 			}
 			ready := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
-			rev := inst.Labels[v1alpha1.LabelProfileRevision]
-			if rev != strconv.FormatInt(revisions[c], 10) || inst.Spec.Version != versions[c][i] || !isReady(&inst) {
-				problems = append(problems, fmt.Sprintf("%s: revision %s, version %s, installed %q, Ready %v; want revision %d, %s Ready",
-					inst.Name, rev, inst.Spec.Version, inst.Status.InstalledVersion, ready, revisions[c], versions[c][i]))
+			if inst.Spec.Version != versions[c][i] || !isReady(&inst) {
+				problems = append(problems, fmt.Sprintf("%s: version %s, installed %q, Ready %v; want %s Ready",
+					inst.Name, inst.Spec.Version, inst.Status.InstalledVersion, ready, versions[c][i]))
 			}
 		}
 	}
@@ -271,38 +338,11 @@ func isReady(inst *v1alpha1.ExtensionInstallation) bool {
 func (r *rolloutRig) awaitSettled(t *testing.T, clusters []string, revisions map[string]int64, versions map[string][]string) {
 	t.Helper()
 	testenv.Eventually(t, 3*time.Minute, func() error {
-		problems := append(r.state(t, clusters).settled(revisions, versions), r.recordProblems(t, clusters, revisions)...)
-		if len(problems) > 0 {
+		if problems := r.state(t, clusters).settled(revisions, versions); len(problems) > 0 {
 			return fmt.Errorf("the fleet has not settled:\n%s", strings.Join(problems, "\n"))
 		}
 		return nil
 	})
-}
-
-// recordProblems says how the clusters' records of their profile's
-// revision (each cluster serves one profile here) differ from revisions.
-func (r *rolloutRig) recordProblems(t *testing.T, clusters []string, revisions map[string]int64) []string {
-	t.Helper()
-	var problems []string
-	for _, c := range clusters {
-		mc := &v1alpha1.ManagedCluster{}
-		must(t, r.hub.Get(context.Background(), client.ObjectKey{Name: c}, mc))
-		var records []string
-		for k, v := range mc.Annotations {
-			if !strings.HasPrefix(k, v1alpha1.AnnotationProfileRevisionsPrefix) {
-				continue
-			}
-			records = append(records, v)
-			var rec struct{ Revision int64 }
-			if err := json.Unmarshal([]byte(v), &rec); err != nil || rec.Revision != revisions[c] {
-				problems = append(problems, fmt.Sprintf("ManagedCluster %s records %s (%v), want revision %d", c, v, err, revisions[c]))
-			}
-		}
-		if len(records) != 1 {
-			problems = append(problems, fmt.Sprintf("ManagedCluster %s has %d revision records %v, want 1", c, len(records), records))
-		}
-	}
-	return problems
 }
 
 // checkCounts fails the test unless the rollout's counts add up to the
@@ -325,22 +365,25 @@ func (r *rolloutRig) checkMember(t *testing.T) {
 	}
 }
 
-// fleetWatch is what a watch of the hub's installations saw: every change
-// of an installation's version, revision label or readiness, with its
-// time. It observes; it decides nothing.
+// fleetWatch is what watches of the hub's installations and
+// ManagedClusters saw: every change of an installation's version,
+// revision label or readiness, and of a cluster's record of its profile's
+// revision, with its time. It observes; it decides nothing.
 type fleetWatch struct {
 	mu    sync.Mutex
 	seen  []instSeen
-	last  map[string]instSeen // by installation name
-	ended bool                // the watch ended before the test did
+	last  map[string]instSeen // by installation name, or cluster name for records
+	ended bool                // a watch ended before the test did
 }
 
-// instSeen is one state of an installation.
+// instSeen is one state of an installation, or (record set) of a
+// cluster's record.
 type instSeen struct {
 	at                          time.Time
 	name, cluster, ext, version string
 	revision                    int64
 	ready                       bool
+	record                      bool
 }
 
 func watchFleet(t *testing.T, hub *testenv.Env) *fleetWatch {
@@ -348,41 +391,54 @@ func watchFleet(t *testing.T, hub *testenv.Env) *fleetWatch {
 	wc, err := client.NewWithWatch(hub.Config, client.Options{Scheme: hub.Scheme})
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := wc.Watch(ctx, &v1alpha1.ExtensionInstallationList{}, client.InNamespace(rolloutNS))
+	installations, err := wc.Watch(ctx, &v1alpha1.ExtensionInstallationList{}, client.InNamespace(rolloutNS))
+	must(t, err)
+	clusters, err := wc.Watch(ctx, &v1alpha1.ManagedClusterList{})
 	must(t, err)
 	fw := &fleetWatch{last: map[string]instSeen{}}
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		wg.Wait()
 	})
-	go func() {
-		defer close(done)
+	follow := func(w watch.Interface) {
+		defer wg.Done()
 		defer w.Stop()
 		for ev := range w.ResultChan() {
-			inst, ok := ev.Object.(*v1alpha1.ExtensionInstallation)
-			if !ok || ev.Type == watch.Deleted {
+			if ev.Type == watch.Deleted {
 				continue
 			}
-			fw.see(inst, time.Now())
+			switch o := ev.Object.(type) {
+			case *v1alpha1.ExtensionInstallation:
+				fw.see(instSeen{at: time.Now(), name: o.Name, cluster: o.Spec.Cluster, ext: o.Spec.Extension, version: o.Spec.Version,
+					revision: revisionLabel(o), ready: isReady(o)})
+			case *v1alpha1.ManagedCluster:
+				if rec, err := recordOf(o); err == nil && rec.Raw != "" {
+					fw.see(instSeen{at: time.Now(), name: o.Name, cluster: o.Name, revision: rec.Revision, record: true})
+				}
+			}
 		}
 		fw.mu.Lock()
-		fw.ended = ctx.Err() == nil
+		fw.ended = fw.ended || ctx.Err() == nil
 		fw.mu.Unlock()
-	}()
+	}
+	wg.Add(2)
+	go follow(installations)
+	go follow(clusters)
 	return fw
 }
 
-func (w *fleetWatch) see(inst *v1alpha1.ExtensionInstallation, now time.Time) {
-	rev, _ := strconv.ParseInt(inst.Labels[v1alpha1.LabelProfileRevision], 10, 64)
-	s := instSeen{at: now, name: inst.Name, cluster: inst.Spec.Cluster, ext: inst.Spec.Extension, version: inst.Spec.Version,
-		revision: rev, ready: isReady(inst)}
+func (w *fleetWatch) see(s instSeen) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if last, ok := w.last[inst.Name]; ok && last.version == s.version && last.revision == s.revision && last.ready == s.ready {
+	key := s.name
+	if s.record {
+		key = "record/" + s.name
+	}
+	if last, ok := w.last[key]; ok && last.version == s.version && last.revision == s.revision && last.ready == s.ready {
 		return
 	}
-	w.last[inst.Name] = s
+	w.last[key] = s
 	w.seen = append(w.seen, s)
 }
 
@@ -392,7 +448,7 @@ func (w *fleetWatch) history(t *testing.T, clusters []string) []instSeen {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ended {
-		t.Fatal("the watch of the installations ended early: the history is incomplete")
+		t.Fatal("a watch of the fleet ended early: the history is incomplete")
 	}
 	var out []instSeen
 	for _, s := range w.seen {
@@ -409,7 +465,7 @@ func (w *fleetWatch) history(t *testing.T, clusters []string) []instSeen {
 func (w *fleetWatch) canary(t *testing.T, clusters []string) string {
 	t.Helper()
 	for _, s := range w.history(t, clusters) {
-		if s.revision == 1 {
+		if !s.record && s.revision == 1 {
 			return s.cluster
 		}
 	}
@@ -418,13 +474,16 @@ func (w *fleetWatch) canary(t *testing.T, clusters []string) string {
 }
 
 // checkSteps fails the test unless, for every revision the watch saw, no
-// cluster but the canary got the revision before the canary was Ready
-// with it, and no cluster but the canary ever got badVersion.
+// cluster but the canary got the revision (an installation written from
+// it, or its record) before the canary was Ready with it (its record at
+// the revision and every installation Ready), and no cluster but the
+// canary ever got badVersion.
 func (w *fleetWatch) checkSteps(t *testing.T, clusters []string) {
 	t.Helper()
 	canary := w.canary(t, clusters)
-	first := map[string]map[int64]time.Time{}   // cluster → revision → first seen
-	readyAt := map[int64]map[string]time.Time{} // revision → canary's installation → first Ready
+	first := map[string]map[int64]time.Time{} // cluster → revision → first seen
+	readyAt := map[int64]time.Time{}          // revision → the canary first Ready with it
+	canaryRecord, canaryReady := int64(0), map[string]bool{}
 	for _, s := range w.history(t, clusters) {
 		if first[s.cluster] == nil {
 			first[s.cluster] = map[int64]time.Time{}
@@ -432,15 +491,21 @@ func (w *fleetWatch) checkSteps(t *testing.T, clusters []string) {
 		if _, ok := first[s.cluster][s.revision]; !ok {
 			first[s.cluster][s.revision] = s.at
 		}
-		if s.cluster == canary && s.ready {
-			if readyAt[s.revision] == nil {
-				readyAt[s.revision] = map[string]time.Time{}
+		if s.cluster == canary {
+			if s.record {
+				canaryRecord = s.revision
+			} else {
+				canaryReady[s.ext] = s.ready
 			}
-			if _, ok := readyAt[s.revision][s.ext]; !ok {
-				readyAt[s.revision][s.ext] = s.at
+			all := len(canaryReady) == len(rolloutExtensions)
+			for _, ready := range canaryReady {
+				all = all && ready
+			}
+			if _, ok := readyAt[canaryRecord]; all && canaryRecord > 0 && !ok {
+				readyAt[canaryRecord] = s.at
 			}
 		}
-		if s.cluster != canary && s.version == badVersion {
+		if !s.record && s.cluster != canary && s.version == badVersion {
 			t.Errorf("%s got the bad version %s at revision %d; only the canary %s may", s.name, badVersion, s.revision, canary)
 		}
 	}
@@ -452,16 +517,13 @@ func (w *fleetWatch) checkSteps(t *testing.T, clusters []string) {
 			if rev == 0 {
 				continue
 			}
-			ready := readyAt[rev]
-			if len(ready) < len(rolloutExtensions) {
+			ready, ok := readyAt[rev]
+			switch {
+			case !ok:
 				t.Errorf("%s got revision %d at %s; the canary %s was never Ready with it", c, rev, at.Format(time.StampMilli), canary)
-				continue
-			}
-			for ext, r := range ready {
-				if at.Before(r) {
-					t.Errorf("%s got revision %d at %s, before the canary %s was Ready with it (%s at %s)", c, rev,
-						at.Format(time.StampMilli), canary, ext, r.Format(time.StampMilli))
-				}
+			case at.Before(ready):
+				t.Errorf("%s got revision %d at %s, before the canary %s was Ready with it (at %s)", c, rev,
+					at.Format(time.StampMilli), canary, ready.Format(time.StampMilli))
 			}
 		}
 	}
