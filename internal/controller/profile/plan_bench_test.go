@@ -15,8 +15,9 @@ import (
 
 // fleetInputs is what one reconcile of a converged profile of extensions
 // extensions over clusters clusters reads: the profile, its clusters,
-// and one Ready installation per cluster and extension, written from
-// revision 1 (the bench-fleet simulation's shape after its phase 1).
+// each recording revision 1, and one Ready installation per cluster and
+// extension, written from revision 1 by the cluster's first move (the
+// bench-fleet simulation's shape after its phase 1).
 func fleetInputs(clusters, extensions int) (*v1alpha1.ExtensionProfile, []cluster, []v1alpha1.ExtensionInstallation, revisionView) {
 	p := &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}, Spec: v1alpha1.ExtensionProfileSpec{
 		Namespace:       "fleet",
@@ -31,11 +32,12 @@ func fleetInputs(clusters, extensions int) (*v1alpha1.ExtensionProfile, []cluste
 	for c := range clusters {
 		name := fmt.Sprintf("cluster-%04d", c)
 		cs = append(cs, cluster{name: name, labels: map[string]string{"fleet": "sim"}, version: "v1.37.1", reachable: true,
-			defaults: map[string][]string{p.Name: nil}})
+			defaults: map[string][]string{p.Name: nil}, record: clusterRecord{Revision: 1, Move: 1, At: time.Now()}, hasRecord: true})
 		for _, ext := range p.Spec.Extensions {
 			in := v1alpha1.ExtensionInstallation{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: fleet.InstallationName(ext.Name, name), Generation: 1,
-					Labels: map[string]string{v1alpha1.LabelProfile: p.Name, v1alpha1.LabelProfileCluster: name, v1alpha1.LabelProfileRevision: "1"}},
+					Labels:      map[string]string{v1alpha1.LabelProfile: p.Name, v1alpha1.LabelProfileCluster: name, v1alpha1.LabelProfileRevision: "1"},
+					Annotations: map[string]string{v1alpha1.AnnotationProfileMove: "1"}},
 				Spec: v1alpha1.ExtensionInstallationSpec{Extension: ext.Name, Version: ext.Version, Cluster: name},
 			}
 			in.Spec.Upgrade.AllowDowngrade = true
