@@ -25,7 +25,7 @@ func newAdoptHelmCommand(kubeconfig *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "helm RELEASE -n NAMESPACE [--cluster NAME]",
 		Short: "Compare a Helm release with Annex's render of its chart, object by object; changes nothing",
-		Long: `helm reads a Helm release as Helm 3 and 4 store it (Secrets, else ConfigMaps,
+		Long: `adopt helm reads a Helm release as Helm 3 and 4 store it (Secrets, else ConfigMaps,
 labelled owner=helm) on the hub or on a ManagedCluster, picks its deployed
 revision, finds the chart's version among the catalogs' Extensions, renders it
 with the release's user-supplied values (helm get values) and compares the
