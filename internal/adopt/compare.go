@@ -2,6 +2,7 @@ package adopt
 
 import (
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -196,7 +197,15 @@ var serverMetadata = map[string]bool{
 // and resource quantities under resources.limits and resources.requests by
 // amount ("0.5" is "500m"). status and server-set metadata are never
 // compared. nil means adoption would write nothing to live.
+//
+// A Secret's stringData is compared as the data the API server stores it
+// as (base64), and the values of a Secret's data are never returned:
+// FieldDiff.Live and Render hold "(hidden)" instead.
 func Diff(rendered, live *unstructured.Unstructured) []FieldDiff {
+	secret := isSecret(rendered)
+	if secret {
+		rendered = storedSecret(rendered)
+	}
 	var out []FieldDiff
 	for _, k := range slices.Sorted(maps.Keys(rendered.Object)) {
 		want := rendered.Object[k]
@@ -215,7 +224,51 @@ func Diff(rendered, live *unstructured.Unstructured) []FieldDiff {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b FieldDiff) int { return strings.Compare(a.Path, b.Path) })
+	if secret {
+		for i := range out {
+			if out[i].Path == ".data" || strings.HasPrefix(out[i].Path, ".data.") {
+				out[i].Live, out[i].Render = hidden(out[i].Live), hidden(out[i].Render)
+			}
+		}
+	}
 	return out
+}
+
+// hiddenValue stands for a Secret's value in a FieldDiff.
+const hiddenValue = "(hidden)"
+
+func hidden(v any) any {
+	if v == nil {
+		return nil
+	}
+	return hiddenValue
+}
+
+func isSecret(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	return gvk.Group == "" && gvk.Kind == "Secret"
+}
+
+// storedSecret is a copy of a Secret with its stringData merged into data
+// as base64, as the API server stores it (stringData wins).
+func storedSecret(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	sd, ok := obj.Object["stringData"].(map[string]any)
+	if !ok {
+		return obj
+	}
+	c := obj.DeepCopy()
+	data, _ := c.Object["data"].(map[string]any)
+	if data == nil {
+		data = map[string]any{}
+	}
+	for k, v := range sd {
+		if str, ok := v.(string); ok {
+			data[k] = base64.StdEncoding.EncodeToString([]byte(str))
+		}
+	}
+	c.Object["data"] = data
+	delete(c.Object, "stringData")
+	return c
 }
 
 func diffValue(path string, want, got any, out *[]FieldDiff) {

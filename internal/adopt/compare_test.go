@@ -100,6 +100,13 @@ func TestDiff(t *testing.T) {
 		{"lists", "kind: Service\nmetadata: {name: s}\nspec: {ipFamilies: [IPv4], ports: [{port: 80}, {port: 81}]}",
 			"kind: Service\nmetadata: {name: s}\nspec: {ipFamilies: [IPv6], ports: [{port: 80, protocol: TCP}]}",
 			[]string{`.spec.ipFamilies: ["IPv6"] → ["IPv4"]`, `.spec.ports: [{"port":80,"protocol":"TCP"}] → [{"port":80},{"port":81}]`}},
+		// A Secret's stringData is what the server stores as data.
+		{"secret stringData", "kind: Secret\napiVersion: v1\nmetadata: {name: s}\nstringData: {password: hunter2}\ntype: Opaque",
+			"kind: Secret\napiVersion: v1\nmetadata: {name: s}\ndata: {password: aHVudGVyMg==}\ntype: Opaque", nil},
+		// A Secret's values are never shown, only that they differ.
+		{"secret differs", "kind: Secret\napiVersion: v1\nmetadata: {name: s}\nstringData: {password: hunter2, user: admin}",
+			"kind: Secret\napiVersion: v1\nmetadata: {name: s}\ndata: {password: b3RoZXI=}",
+			[]string{`.data.password: "(hidden)" → "(hidden)"`, `.data.user: (unset) → "(hidden)"`}},
 		// A null in the render asks for nothing.
 		{"null", "kind: ConfigMap\nmetadata: {name: c, annotations: null}\ndata: {a: x}", "kind: ConfigMap\nmetadata: {name: c, annotations: {k: v}}\ndata: {a: x}", nil},
 	} {
