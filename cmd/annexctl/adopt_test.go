@@ -78,6 +78,13 @@ data: {at: install}
 // install` does, and returns the action configuration for later steps.
 func helmInstall(t *testing.T, kubeconfig, driver, ns, name string, c helmrepo.Chart, values map[string]any) *action.Configuration {
 	t.Helper()
+	return helmInstallStored(t, kubeconfig, driver, ns, ns, name, c, values)
+}
+
+// helmInstallStored is helmInstall with the release stored in namespace
+// storage, as Flux's helm-controller does with spec.storageNamespace.
+func helmInstallStored(t *testing.T, kubeconfig, driver, storage, ns, name string, c helmrepo.Chart, values map[string]any) *action.Configuration {
+	t.Helper()
 	data, err := helmrepo.Archive(c)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +96,7 @@ func helmInstall(t *testing.T, kubeconfig, driver, ns, name string, c helmrepo.C
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
 	cfg := action.NewConfiguration()
-	if err := cfg.Init(flags, ns, driver); err != nil {
+	if err := cfg.Init(flags, storage, driver); err != nil {
 		t.Fatal(err)
 	}
 	install := action.NewInstall(cfg)
@@ -243,6 +250,16 @@ differs  Deployment.apps team-a/web
 	if code != 0 || !strings.HasPrefix(out, "Helm release team-b/site on ManagedCluster member: revision 1, deployed (ConfigMap team-b/sh.helm.release.v1.site.v1)\n") ||
 		!strings.Contains(out, "3 same, 0 differ, 0 missing, 0 extra;") {
 		t.Errorf("adopt helm of a ConfigMap-driver release on a managed cluster: exit %d\n%s", code, out)
+	}
+
+	// A release stored in another namespace than its objects (Flux's
+	// storageNamespace): -n names the storage; the objects are compared
+	// in the release's namespace.
+	helmInstallStored(t, kubeconfig, "secret", "platform", "team-b", "flux-web", webChart, map[string]any{"message": "from flux"})
+	out, code = annexctl("adopt", "helm", "flux-web", "-n", "platform")
+	if code != 0 || !strings.HasPrefix(out, "Helm release team-b/flux-web on the hub cluster: revision 1, deployed (Secret platform/sh.helm.release.v1.flux-web.v1)\n") ||
+		!strings.Contains(out, "same     ConfigMap team-b/flux-web\n") || !strings.Contains(out, "3 same, 0 differ, 0 missing, 0 extra;") {
+		t.Errorf("adopt helm of a release stored in another namespace: exit %d\n%s", code, out)
 	}
 
 	// A release that does not exist: the namespace's releases are listed.

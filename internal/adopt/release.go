@@ -82,6 +82,10 @@ type Release struct {
 	// Storage names the object it was read from, e.g.
 	// "Secret team-a/sh.helm.release.v1.web.v2".
 	Storage string
+	// StorageNamespace is the namespace of that object, the one helm's -n
+	// names. It is Namespace unless the release was stored elsewhere
+	// (Flux's helm-controller with spec.storageNamespace).
+	StorageNamespace string
 }
 
 // stored is the part of Helm's release JSON (helm.sh/helm/v4/pkg/release/v1
@@ -181,7 +185,7 @@ func decodeStorage(where, namespace string, labels map[string]string, payload []
 	if st := labels[LabelStatus]; st != "" {
 		r.Status = st
 	}
-	r.Storage = where
+	r.Storage, r.StorageNamespace = where, namespace
 	return r, nil
 }
 
@@ -210,13 +214,17 @@ func (e *PendingError) Fix() string {
 	if e.Driver == "configmap" {
 		kind = "configmap"
 	}
-	drop := fmt.Sprintf("kubectl delete %s %s -n %s", kind, StorageName(r.Name, r.Revision), r.Namespace)
+	ns := r.StorageNamespace
+	if ns == "" {
+		ns = r.Namespace
+	}
+	drop := fmt.Sprintf("kubectl delete %s %s -n %s", kind, StorageName(r.Name, r.Revision), ns)
 	if e.Deployed == nil {
 		return fmt.Sprintf("if none is running any more, delete the pending revision (%s) and install the chart again with helm before adopting it, or run helm uninstall %s -n %s",
-			drop, r.Name, r.Namespace)
+			drop, r.Name, ns)
 	}
 	return fmt.Sprintf("if none is running any more, either delete the pending revision so that revision %d is the release again (%s), or roll back to it (helm rollback %s %d -n %s, which applies revision %d again as revision %d); then adopt again",
-		e.Deployed.Revision, drop, r.Name, e.Deployed.Revision, r.Namespace, e.Deployed.Revision, r.Revision+1)
+		e.Deployed.Revision, drop, r.Name, e.Deployed.Revision, ns, e.Deployed.Revision, r.Revision+1)
 }
 
 // NotDeployedError refuses a release that has no deployed revision

@@ -67,7 +67,7 @@ func TestDecodeHelmStorage(t *testing.T) {
 	}{{fromSecret, "Secret team-a/sh.helm.release.v1.web.v3"}, {fromCM, "ConfigMap team-a/sh.helm.release.v1.web.v3"}} {
 		r := c.got
 		if r.Name != "web" || r.Namespace != "team-a" || r.Revision != 3 || r.Status != StatusDeployed ||
-			r.Chart != "web" || r.ChartVersion != "1.2.0" || r.AppVersion != "2.0" || r.Hooks != 1 || r.Storage != c.storage {
+			r.Chart != "web" || r.ChartVersion != "1.2.0" || r.AppVersion != "2.0" || r.Hooks != 1 || r.Storage != c.storage || r.StorageNamespace != "team-a" {
 			t.Errorf("decoded %+v", r)
 		}
 		if r.Manifest != rel.Manifest {
@@ -154,6 +154,14 @@ func TestDeployed(t *testing.T) {
 		case got.Revision != c.want:
 			t.Errorf("%s: revision %d, want %d", c.name, got.Revision, c.want)
 		}
+	}
+	// A release stored in another namespace than its objects (Flux's
+	// storageNamespace): the fix names the storage's namespace.
+	elsewhere := []*Release{rev(1, StatusDeployed), rev(2, StatusPendingUpgrade)}
+	elsewhere[1].StorageNamespace = "flux-system"
+	if _, err := Deployed(elsewhere, "secret"); err == nil || !strings.Contains(err.Error(), "kubectl delete secret sh.helm.release.v1.web.v2 -n flux-system") ||
+		!strings.Contains(err.Error(), "helm rollback web 1 -n flux-system") {
+		t.Errorf("storage namespace: %v", err)
 	}
 	// The ConfigMap driver's fix deletes a ConfigMap.
 	_, err := Deployed([]*Release{rev(1, StatusDeployed), rev(2, StatusPendingUpgrade)}, "configmap")

@@ -97,7 +97,7 @@ func AdoptHelmData(ctx context.Context, hub client.Reader, clusters *cluster.Reg
 	}
 	target, err := clusters.Target(ctx, o.Cluster)
 	if err != nil {
-		return nil, fmt.Errorf("reaching %s: %w", where, err)
+		return nil, fmt.Errorf("reaching %s: %w; check --cluster (annexctl status lists the clusters and whether they are reachable)", where, err)
 	}
 	c := target.Applier().Client
 	rel, err := readRelease(ctx, c, o.Release, o.Namespace, where)
@@ -110,8 +110,8 @@ func AdoptHelmData(ctx context.Context, hub client.Reader, clusters *cluster.Reg
 	}
 	archive, err := fetch.FetchArtifact(ctx, version.Source)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s %s of Helm release %s/%s: Extension %q version %s: fetching %s: %w",
-			rel.Chart, rel.ChartVersion, rel.Namespace, rel.Name, ext, version.Version, version.Source.URL, err)
+		return nil, fmt.Errorf("chart %s %s of Helm release %s/%s: Extension %q version %s: fetching %s: %w; check catalog %q (annexctl catalog list)",
+			rel.Chart, rel.ChartVersion, rel.Namespace, rel.Name, ext, version.Version, version.Source.URL, err, version.Source.Catalog)
 	}
 	kubeVersion, err := target.KubeVersion(ctx)
 	if err != nil {
@@ -132,7 +132,7 @@ func AdoptHelmData(ctx context.Context, hub client.Reader, clusters *cluster.Reg
 	if err != nil {
 		return nil, fmt.Errorf("chart %s %s does not render with the values of Helm release %s/%s revision %d (helm get values %s -n %s --revision %d shows them): %w; "+
 			"change the values with helm upgrade until the release renders, or add a catalog version of the chart that accepts them",
-			rel.Chart, rel.ChartVersion, rel.Namespace, rel.Name, rel.Revision, rel.Name, rel.Namespace, rel.Revision, err)
+			rel.Chart, rel.ChartVersion, rel.Namespace, rel.Name, rel.Revision, rel.Name, o.Namespace, rel.Revision, err)
 	}
 	if out.ChartName != rel.Chart {
 		return nil, fmt.Errorf("Extension %q version %s is chart %q, not the release's chart %q; adopt with a catalog that serves chart %q as Extension %q",
