@@ -154,12 +154,12 @@ func AdoptHelmData(ctx context.Context, hub client.Reader, clusters *cluster.Reg
 	if err != nil {
 		return nil, fmt.Errorf("reading the objects of Helm release %s/%s in %s: %w", rel.Namespace, rel.Name, where, err)
 	}
-	cluster := HubCluster
+	shown := HubCluster
 	if o.Cluster != "" {
-		cluster = o.Cluster
+		shown = o.Cluster
 	}
 	return &AdoptView{
-		Release: rel.Name, Namespace: rel.Namespace, Cluster: cluster, Revision: rel.Revision, Storage: rel.Storage,
+		Release: rel.Name, Namespace: rel.Namespace, Cluster: shown, Revision: rel.Revision, Storage: rel.Storage,
 		Chart: rel.Chart, Version: rel.ChartVersion, Extension: ext, Catalog: version.Source.Catalog,
 		Values: rel.Values, Comparison: adopt.Compare(rendered, live, released),
 	}, nil
