@@ -54,6 +54,7 @@ func TestUsage(t *testing.T) {
 	}{
 		{[]string{"bogus"}, cli.ExitUsage},                                       // unknown command
 		{[]string{"install"}, cli.ExitUsage},                                     // missing argument
+		{[]string{"adopt", "helm"}, cli.ExitUsage},                               // missing release
 		{[]string{"status", "--bogus"}, cli.ExitUsage},                           // unknown flag
 		{[]string{"search", "-o", "xml"}, cli.ExitUsage},                         // bad -o
 		{[]string{"version"}, cli.ExitOK},                                        // no server needed
