@@ -309,7 +309,7 @@ func (r *Reconciler) carryOut(ctx context.Context, p *v1alpha1.ExtensionProfile,
 func movesCluster(a action, moves map[string]int64) bool {
 	cluster := a.want.cluster
 	switch a.kind {
-	case actRecordDefault, actRecordRevision:
+	case actRecordDefault, actRecordRevision, actDropRecord:
 		return false
 	case actRemove:
 		cluster = a.existing.Spec.Cluster
@@ -373,7 +373,27 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, reco
 		return r.recordDefault(ctx, p.Name, record, a.want.ext.Name)
 	case actRecordRevision:
 		return r.recordRevision(ctx, p.Name, a.want.cluster, record, a.record)
+	case actDropRecord:
+		return r.dropRecord(ctx, p.Name, a.want.cluster, record)
 	}
+	return nil
+}
+
+// dropRecord removes profile's record of the revision cluster runs from
+// obj (its ManagedCluster, or the profile itself for the hub).
+func (r *Reconciler) dropRecord(ctx context.Context, profile, cluster string, obj client.Object) error {
+	key := v1alpha1.AnnotationProfileRevisionsPrefix + profile
+	if _, ok := obj.GetAnnotations()[key]; !ok {
+		return nil
+	}
+	base := obj.DeepCopyObject().(client.Object)
+	annotations := maps.Clone(obj.GetAnnotations())
+	delete(annotations, key)
+	obj.SetAnnotations(annotations)
+	if err := r.Client.Patch(ctx, obj, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	r.written.forget(profile, cluster)
 	return nil
 }
 
@@ -476,12 +496,34 @@ func (r *Reconciler) remove(ctx context.Context, p *v1alpha1.ExtensionProfile, i
 	if len(installations) > 0 {
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
+	if err := r.dropRecords(ctx, p); err != nil {
+		return ctrl.Result{}, err
+	}
 	if controllerutil.ContainsFinalizer(p, v1alpha1.FinalizerProfile) {
 		patch := client.MergeFrom(p.DeepCopy())
 		controllerutil.RemoveFinalizer(p, v1alpha1.FinalizerProfile)
 		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, p, patch))
 	}
 	return ctrl.Result{}, nil
+}
+
+// dropRecords removes a deleted profile's records of the revision each
+// cluster runs, once its installations are gone: a profile made again
+// under its name starts afresh.
+func (r *Reconciler) dropRecords(ctx context.Context, p *v1alpha1.ExtensionProfile) error {
+	var list v1alpha1.ManagedClusterList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		if _, ok := list.Items[i].Annotations[v1alpha1.AnnotationProfileRevisionsPrefix+p.Name]; !ok {
+			continue
+		}
+		if err := r.dropRecord(ctx, p.Name, list.Items[i].Name, list.Items[i].DeepCopy()); err != nil {
+			return fmt.Errorf("ManagedCluster %s: %w", list.Items[i].Name, err)
+		}
+	}
+	return nil
 }
 
 // ensureNamespace creates the namespace the profile's installations live

@@ -114,6 +114,14 @@ func TestOneClusterChangeTouchesOnlyIt(t *testing.T) {
 		}
 		return nil
 	})
+	// Its record of the profile's revision goes with its installations.
+	testenv.Eventually(t, time.Minute, func() error {
+		must(t, env.Client.Get(ctx, client.ObjectKey{Name: leaving}, mc))
+		if rec, ok := mc.Annotations[v1alpha1.AnnotationProfileRevisionsPrefix+ns]; ok {
+			return fmt.Errorf("ManagedCluster %s, which left the profile, still records %s", leaving, rec)
+		}
+		return nil
+	})
 	used := quiet(t) - writes
 
 	after := installations()
@@ -172,6 +180,22 @@ func TestOneClusterChangeTouchesOnlyIt(t *testing.T) {
 		raw := mc.Annotations[v1alpha1.AnnotationProfileRevisionsPrefix+ns]
 		if err := json.Unmarshal([]byte(raw), &rec); err != nil || rec.Revision != revision || rec.Previous != revision-1 || rec.Move != 2 {
 			t.Errorf("ManagedCluster %s records %q (%v), want revision %d, previous %d, move 2", name, raw, err, revision, revision-1)
+		}
+	}
+
+	// The profile deleted: its installations go, then its records.
+	must(t, env.Client.Delete(ctx, profile))
+	testenv.Eventually(t, 3*time.Minute, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(profile), &v1alpha1.ExtensionProfile{}); err == nil {
+			return fmt.Errorf("profile %s is still there", profile.Name)
+		}
+		return nil
+	})
+	var mcs v1alpha1.ManagedClusterList
+	must(t, env.Client.List(ctx, &mcs))
+	for _, mc := range mcs.Items {
+		if rec, ok := mc.Annotations[v1alpha1.AnnotationProfileRevisionsPrefix+ns]; ok {
+			t.Errorf("ManagedCluster %s still records %s of the deleted profile", mc.Name, rec)
 		}
 	}
 }

@@ -104,6 +104,8 @@ const (
 	// record the revision a rollout moved the cluster to, once the
 	// installations the move changes are written (clusterRecord).
 	actRecordRevision
+	// drop the record of a cluster that holds nothing of the profile.
+	actDropRecord
 )
 
 // plan is what one reconcile of a profile decides: pure, from values.
@@ -224,6 +226,13 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 		}
 	}
 	out.actions = append(out.actions, records...)
+	for _, c := range clusters {
+		if c.hasRecord && !sel.selects(p, c) && len(onCluster[c.name]) == 0 {
+			// It left the profile and its installations are gone: so goes
+			// its record, lest it count if the cluster comes back.
+			out.actions = append(out.actions, action{kind: actDropRecord, want: want{cluster: c.name}})
+		}
+	}
 	sort.Strings(out.conflicts)
 	return out
 }

@@ -48,8 +48,12 @@ func allAtOnce(p *v1alpha1.ExtensionProfile, clusters []cluster) revisionView {
 func kinds(pl plan) []string {
 	var out []string
 	for _, a := range pl.actions {
-		if a.kind == actRecordRevision {
+		switch a.kind {
+		case actRecordRevision:
 			out = append(out, fmt.Sprintf("revision:%s@%d", clusterLabel(a.want.cluster), a.record.Revision))
+			continue
+		case actDropRecord:
+			out = append(out, "drop:"+clusterLabel(a.want.cluster))
 			continue
 		}
 		out = append(out, []string{"create", "update", "remove", "record"}[a.kind]+":"+a.name)
@@ -60,6 +64,8 @@ func kinds(pl plan) []string {
 func TestDecide(t *testing.T) {
 	prod := cluster{name: "edge", labels: map[string]string{"env": "prod"}}
 	dev := cluster{name: "lab", labels: map[string]string{"env": "dev"}}
+	recordedDev := dev
+	recordedDev.record, recordedDev.hasRecord = clusterRecord{Revision: 1, Move: 1}, true
 	recorded := cluster{name: "edge", labels: map[string]string{"env": "prod"}, defaults: map[string][]string{"base": {"hello"}}}
 	base := profileOf("base", 0, v1alpha1.ProfileModeDefault, "hello")
 	enforced := profileOf("base", 0, v1alpha1.ProfileModeEnforced, "hello")
@@ -108,6 +114,12 @@ func TestDecide(t *testing.T) {
 		{name: "cluster stops matching", p: base, clusters: []cluster{dev},
 			existing: []v1alpha1.ExtensionInstallation{inst("hello-lab", "base", "lab", "hello"), inst("mine", "", "lab", "hello")},
 			want:     []string{"remove:hello-lab"}},
+		// Its record goes once its installations are gone, not before.
+		{name: "cluster gone from the profile", p: base, clusters: []cluster{recordedDev},
+			existing: []v1alpha1.ExtensionInstallation{inst("hello-lab", "base", "lab", "hello")},
+			want:     []string{"remove:hello-lab"}},
+		{name: "cluster gone from the profile, installations gone", p: base, clusters: []cluster{recordedDev},
+			want: []string{"drop:lab"}},
 		// Two profiles offer hello to edge: the higher priority wins and
 		// takes the installation over; the other reports a conflict and
 		// removes nothing.

@@ -78,6 +78,13 @@ func (w *recordsWritten) add(profile, cluster string, rec clusterRecord) {
 	w.records[recordKey{profile, cluster}] = rec
 }
 
+// forget drops what was written for profile on cluster.
+func (w *recordsWritten) forget(profile, cluster string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.records, recordKey{profile, cluster})
+}
+
 // newest is profile's record of cluster: the one in annotations (the
 // cache's), or the one written since if the cache does not show it yet.
 func (w *recordsWritten) newest(profile, cluster string, annotations map[string]string) (clusterRecord, bool) {
