@@ -53,8 +53,8 @@ type change struct {
 func (r *Reconciler) pendingChange(s *scope) (*change, error) {
 	var objs []*unstructured.Unstructured
 	switch {
-	case runsPlans(s):
-		if s.release == nil || len(s.release.plans) == 0 || resuming(s) {
+	case s.release != nil:
+		if len(s.release.plans) == 0 || resuming(s) {
 			return nil, nil
 		}
 		objs = slices.Concat(s.release.namespace, allApplied(s.release.plans))
