@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/values"
 )
 
 // render has the chosen version's engine make its release: a chart's
@@ -66,7 +66,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		return ctrl.Result{}, err
 	}
 	if rel.Inputs != nil {
-		if rel.ValuesDigest, err = render.DigestOf(withScopedGrants(inst, rel.Inputs)); err != nil {
+		if rel.ValuesDigest, err = values.Digest(withScopedGrants(inst, rel.Inputs)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -135,9 +135,9 @@ func (f *engineFacts) Base(name, versionRange string) (v1alpha1.ExtensionVersion
 // composeValues merges spec.values and spec.valuesFrom, in that order. A
 // missing required source is a wait block (it may be created later).
 func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.ExtensionInstallation) (map[string]any, *block, error) {
-	values := map[string]any{}
+	composed := map[string]any{}
 	if inst.Spec.Values != nil && len(inst.Spec.Values.Raw) > 0 {
-		if err := json.Unmarshal(inst.Spec.Values.Raw, &values); err != nil {
+		if err := json.Unmarshal(inst.Spec.Values.Raw, &composed); err != nil {
 			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: must be an object: %v; write spec.values as a map of keys to values", err)), nil
 		}
 	}
@@ -160,19 +160,19 @@ func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.Extension
 				field, ref.Kind, ns, ref.Name, keyOf(ref))), nil
 		}
 		if ref.TargetPath != "" {
-			if err := render.SetValue(values, ref.TargetPath, strings.TrimRight(string(data), "\n")); err != nil {
+			if err := values.Set(composed, ref.TargetPath, strings.TrimRight(string(data), "\n")); err != nil {
 				return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("%s.targetPath: %v; give a dotted path of keys, such as auth.password", field, err)), nil
 			}
 			continue
 		}
-		overlay, err := render.ParseValuesYAML(data)
+		overlay, err := values.ParseYAML(data)
 		if err != nil {
 			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf(
 				"%s: key %q of %s %s/%s is not a YAML map of values: %v", field, keyOf(ref), ref.Kind, inst.Namespace, ref.Name, err)), nil
 		}
-		values = render.MergeValues(values, overlay)
+		composed = values.Merge(composed, overlay)
 	}
-	return values, nil, nil
+	return composed, nil, nil
 }
 
 // sourceNamespace is the namespace a values reference reads from.
