@@ -8,11 +8,11 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/engine/helm"
 	"github.com/annex-platform/annex/internal/metrics"
-	"github.com/annex-platform/annex/internal/render"
 )
 
-// helmEngine renders Helm charts with internal/render. A chart's release
+// helmEngine renders Helm charts with internal/engine/helm. A chart's release
 // is its objects, applied in one pass, and a failed attempt is rolled
 // back.
 type helmEngine struct{ fetcher artifactFetcher }
@@ -33,7 +33,7 @@ func (helmEngine) Render(_ context.Context, in installation.EngineInput) (*insta
 		return nil, err
 	}
 	start := time.Now()
-	out, err := render.Render(render.Input{
+	out, err := helm.Render(helm.Input{
 		Archive:      in.Artifact,
 		Name:         in.Name,
 		Namespace:    in.Namespace,
@@ -61,16 +61,16 @@ func (helmEngine) Render(_ context.Context, in installation.EngineInput) (*insta
 // and broken templates or archives are refused every time, anything else
 // is retried.
 func chartRefusal(ref string, err error) *installation.EngineError {
-	var valuesErr *render.ValuesError
+	var valuesErr *helm.ValuesError
 	if errors.As(err, &valuesErr) {
 		return refused(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: %s", valuesErr.Error()))
 	}
-	var renderErr *render.RenderError
+	var renderErr *helm.RenderError
 	if errors.As(err, &renderErr) {
 		return refused(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s does not render: %s; fix spec.values or choose another version with spec.version",
 			ref, renderErr.Error()))
 	}
-	var archiveErr *render.ArchiveError
+	var archiveErr *helm.ArchiveError
 	if errors.As(err, &archiveErr) {
 		return refused(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s: the artifact is not a valid chart: %s; fix the chart in its catalog or choose another version with spec.version",
 			ref, archiveErr.Error()))

@@ -16,8 +16,8 @@ type artifactFetcher interface {
 	FetchBundle(ctx context.Context, src v1alpha1.ArtifactSource) (map[string][]byte, error)
 }
 
-// engines are the installation controller's Engines: internal/render for
-// Helm charts, internal/engine/pkg for Annex packages and
+// engines are the installation controller's Engines: internal/engine/helm
+// for Helm charts, internal/engine/pkg for Annex packages and
 // internal/engine/bundle for OLM bundles, each behind the controller's
 // Engine interface.
 func engines(f artifactFetcher) map[v1alpha1.Engine]installation.Engine {

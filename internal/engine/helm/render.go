@@ -1,8 +1,8 @@
-// Package render turns a Helm chart archive and values into Kubernetes
-// objects with the Helm SDK's template engine. Helm is used as a library
-// only: nothing here talks to a cluster, stores a release or decides what to
-// install.
-package render
+// Package helm is the Helm engine: it turns a Helm chart archive and
+// values into Kubernetes objects with the Helm SDK's template engine.
+// Helm is used as a library only: nothing here talks to a cluster, stores
+// a release or decides what to install.
+package helm
 
 import (
 	"bytes"
