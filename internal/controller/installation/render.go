@@ -1,7 +1,6 @@
 package installation
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,12 +43,12 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		listPlans(inst, rel.PlanNames)
 	}
 	switch {
-	case facts.values != nil:
-		return r.stop(s, facts.values, ctrl.Result{RequeueAfter: 30 * r.pollInterval()})
-	case facts.apiVersions != nil:
+	case facts.valuesBlock != nil:
+		return r.stop(s, facts.valuesBlock, ctrl.Result{RequeueAfter: 30 * r.pollInterval()})
+	case facts.apiVersionsErr != nil:
 		// Not the artifact's fault: the Installed condition stays.
 		s.block = retry(v1alpha1.ReasonRenderFailed, fmt.Sprintf("reading the API versions of %s for .Capabilities.APIVersions: %v",
-			clusterName(inst.Spec.Cluster), facts.apiVersions))
+			clusterName(inst.Spec.Cluster), facts.apiVersionsErr))
 		return ctrl.Result{}, s.block
 	}
 	if err != nil {
@@ -85,9 +84,13 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 	return ctrl.Result{}, nil
 }
 
-// engine returns the engine of name; "" is a Helm chart.
+// engine returns the engine of name; "" is a Helm chart, and so is a
+// name the manager wires no engine for (the API admits none).
 func (r *Reconciler) engine(name v1alpha1.Engine) Engine {
-	return r.Engines[cmp.Or(name, v1alpha1.EngineHelm)]
+	if e, ok := r.Engines[name]; ok {
+		return e
+	}
+	return r.Engines[v1alpha1.EngineHelm]
 }
 
 // engineFacts answers an engine's questions for one reconcile. A values
@@ -98,23 +101,23 @@ type engineFacts struct {
 	r   *Reconciler
 	s   *scope
 
-	values      *block
-	apiVersions error
+	valuesBlock    *block
+	apiVersionsErr error
 }
 
 func (f *engineFacts) Values() (map[string]any, error) {
-	values, b, err := f.r.composeValues(f.ctx, f.s.inst)
+	composed, b, err := f.r.composeValues(f.ctx, f.s.inst)
 	if b != nil {
-		f.values = b
+		f.valuesBlock = b
 		return nil, b
 	}
-	return values, err
+	return composed, err
 }
 
 func (f *engineFacts) APIVersions() ([]string, error) {
 	versions, err := f.s.target.APIVersions(f.ctx)
 	if err != nil {
-		f.apiVersions = err
+		f.apiVersionsErr = err
 	}
 	return versions, err
 }
