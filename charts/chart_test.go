@@ -26,7 +26,7 @@ import (
 
 	"github.com/annex-platform/annex/charts"
 	"github.com/annex-platform/annex/internal/catalog/builtin"
-	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/engine/helm"
 	"github.com/annex-platform/annex/internal/testenv"
 )
 
@@ -143,14 +143,14 @@ var (
 
 // renderChart renders the chart as the built-in catalog serves it, with
 // Annex's own renderer, as release "annex" in annex-system.
-func renderChart(t *testing.T, values map[string]any) (*render.Result, error) {
+func renderChart(t *testing.T, values map[string]any) (*helm.Result, error) {
 	t.Helper()
 	version, _ := chartMeta(t)
 	archive, err := builtin.Archive("annex", version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return render.Render(render.Input{
+	return helm.Render(helm.Input{
 		Archive: archive, Name: "annex", Namespace: "annex-system", Values: values,
 		KubeVersion: "v1.37.1", ExtensionRef: "annex " + version,
 	})
@@ -430,7 +430,7 @@ func TestChartValuesSchema(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := renderChart(t, tt.values)
-		var verr *render.ValuesError
+		var verr *helm.ValuesError
 		if !errors.As(err, &verr) || !strings.Contains(err.Error(), tt.wantField) {
 			t.Errorf("values %v: error %v, want a values error naming %s", tt.values, err, tt.wantField)
 		}

@@ -1,5 +1,5 @@
 // Package archive is archive safety for every reader of tar archives in
-// Annex: the catalog, the Helm engine (internal/render) and the package
+// Annex: the catalog, the Helm engine (internal/engine/helm) and the package
 // and bundle engines. It owns the size-capped reader, entry-name cleaning,
 // the per-entry checks and the one tar walker (Walk); CheckArchive and
 // CheckBundleArchive are the whole-archive checks a chart, package or

@@ -21,7 +21,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/adopt"
 	"github.com/annex-platform/annex/internal/cluster"
-	"github.com/annex-platform/annex/internal/render"
+	helmengine "github.com/annex-platform/annex/internal/engine/helm"
 )
 
 // ArtifactFetcher downloads the archive of an Extension version
@@ -121,7 +121,7 @@ func AdoptHelmData(ctx context.Context, hub client.Reader, clusters *cluster.Reg
 	if err != nil {
 		return nil, fmt.Errorf("reading the API versions of %s: %w", where, err)
 	}
-	out, err := render.Render(render.Input{
+	out, err := helmengine.Render(helmengine.Input{
 		Archive: archive, Name: rel.Name, Namespace: rel.Namespace, Values: rel.Values,
 		KubeVersion: kubeVersion, APIVersions: apiVersions,
 		// Adoption takes over a release that is installed: the chart

@@ -33,7 +33,6 @@ import (
 	"github.com/annex-platform/annex/internal/controller/profile"
 	"github.com/annex-platform/annex/internal/hookrequest"
 	"github.com/annex-platform/annex/internal/metrics"
-	"github.com/annex-platform/annex/internal/render"
 	"github.com/annex-platform/annex/internal/scheme"
 	"github.com/annex-platform/annex/internal/shard"
 )
@@ -172,8 +171,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Client:                mgr.GetClient(),
 		Reader:                mgr.GetAPIReader(),
 		Resolver:              &indexedResolver{},
-		Fetcher:               installationFetcher{artifacts, origin},
-		Renderer:              helmRenderer{},
+		Engines:               engines(installationFetcher{artifacts, origin}),
 		Clusters:              installationClusters{clusters},
 		Events:                recorder,
 		ClusterEvents:         clusterEvents,
@@ -261,8 +259,3 @@ type catalogSources struct{ *sources.Catalogs }
 func (catalogSources) Merge(indexes []catalog.CatalogIndex) map[string]v1alpha1.ExtensionSpec {
 	return catalog.Merge(indexes)
 }
-
-// helmRenderer renders charts with the Helm engine.
-type helmRenderer struct{}
-
-func (helmRenderer) Render(in render.Input) (*render.Result, error) { return render.Render(in) }

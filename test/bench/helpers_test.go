@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/engine/helm"
 	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
 
@@ -18,7 +18,7 @@ func TestChartRendersAppObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := render.Render(render.Input{Archive: archive, Name: "app-7", Namespace: "bench"})
+	out, err := helm.Render(helm.Input{Archive: archive, Name: "app-7", Namespace: "bench"})
 	if err != nil {
 		t.Fatal(err)
 	}

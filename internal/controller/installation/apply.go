@@ -21,7 +21,11 @@ import (
 // checked instead.
 func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
-	if runsPlans(s) {
+	if s.release != nil {
+		// A release with plans runs them across reconciles, resumed from
+		// the record (plans.go). A release without (a chart) is applied
+		// here in one pass, the applier driving its phases and hooks; both
+		// become one plan path once the applier drives no plan itself.
 		return r.runPackage(ctx, s)
 	}
 	if isFailedTarget(s) {

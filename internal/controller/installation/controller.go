@@ -4,19 +4,19 @@
 //
 // Reconcile (this file) runs the steps in order, one file each:
 // resolve.go, steps.go (connect, checkDependencies), fetch.go, render.go
-// (values, the Helm engine), packages.go and bundles.go (the package and
-// bundle engines' render), gate.go with gate_approval.go and
-// gate_hooks.go, apply.go, drift.go, health.go, plans.go (the resumable
-// driver of package and bundle plans), records.go (revision records: what
-// to write, keep and delete), uninstall.go. Their state is the scope
-// (scope.go); the world is reached through interfaces.go.
+// (values, and the chosen version's Engine making its release), choose.go
+// (which plans of a release a change runs), gate.go with
+// gate_approval.go and gate_hooks.go, apply.go, drift.go, health.go,
+// plans.go (the resumable driver of plans), records.go (revision records:
+// what to write, keep and delete), uninstall.go. Their state is the scope
+// (scope.go); the world, engines included, is reached through
+// interfaces.go: the controller never asks which engine made a release.
 package installation
 
 import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +30,6 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
-	"github.com/annex-platform/annex/internal/render"
 )
 
 // Reconciler installs, upgrades and uninstalls ExtensionInstallations.
@@ -41,8 +40,9 @@ type Reconciler struct {
 	// every Secret of the hub.
 	Reader   client.Reader
 	Resolver Resolver
-	Fetcher  Fetcher
-	Renderer Renderer
+	// Engines fetch and render artifacts, by engine name ("" is
+	// v1alpha1.EngineHelm).
+	Engines  map[v1alpha1.Engine]Engine
 	Clusters Clusters
 	// Hooks asks the registered Hooks about each change (required: the
 	// hooks gate).
@@ -276,24 +276,4 @@ func (r *Reconciler) historyLimit() int {
 		return r.HistoryLimit
 	}
 	return 10
-}
-
-// describeRender turns render errors into blocks: invalid values and broken
-// templates are terminal, anything else is retried.
-func describeRender(s *scope, err error) *block {
-	var valuesErr *render.ValuesError
-	if errors.As(err, &valuesErr) {
-		return terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: %s", valuesErr.Error()))
-	}
-	var renderErr *render.RenderError
-	if errors.As(err, &renderErr) {
-		return terminal(v1alpha1.ReasonRenderFailed, fmt.Sprintf("%s %s does not render: %s; fix spec.values or choose another version with spec.version",
-			s.inst.Spec.Extension, s.choice.Version.Version, renderErr.Error()))
-	}
-	var archiveErr *render.ArchiveError
-	if errors.As(err, &archiveErr) {
-		return terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s %s: the artifact is not a valid chart: %s; fix the chart in its catalog or choose another version with spec.version",
-			s.inst.Spec.Extension, s.choice.Version.Version, archiveErr.Error()))
-	}
-	return retry(v1alpha1.ReasonRenderFailed, err.Error())
 }

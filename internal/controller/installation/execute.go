@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/engine/bundle"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
@@ -63,7 +62,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 			}
 			return plan.Failed(t.Name, err)
 		}
-		if t.Name == bundle.StepResources && isBundle(s) {
+		if s.rendered != nil && s.rendered.ResourcesTask != "" && s.rendered.ResourcesTask == t.Name {
 			s.observeResources(applied.Health, applied.Inventory)
 		}
 		switch h := applied.Health; {

@@ -2,7 +2,6 @@ package installation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -12,9 +11,11 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// fetch downloads the chosen version's artifact.
+// fetch downloads the chosen version's artifact with its engine: a
+// chart's or a package's archive, or an operator bundle's registry+v1
+// tree as its canonical JSON, which the revision's digest covers.
 func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
-	data, err := r.fetchArtifact(ctx, s)
+	data, err := r.engine(s.choice.Version.Engine).Fetch(ctx, s.choice.Version.Source)
 	if err != nil {
 		v := s.choice.Version
 		prefix := fmt.Sprintf("fetching %s %s from %s", s.inst.Spec.Extension, v.Version, v.Source.URL)
@@ -60,20 +61,4 @@ func digestMismatchMessage(prefix, catalogName string, mismatch digestMismatch) 
 	}
 	return fmt.Sprintf("%s: the artifact has digest %s, but %s recorded %s: it changed after it was indexed. If the change is intended, %s and the installation goes on; otherwise choose another version with spec.version",
 		prefix, got, recorder, want, resync)
-}
-
-// fetchArtifact downloads the chosen version's artifact: a chart's or a
-// package's archive, or an operator bundle's registry+v1 tree, kept as
-// files (s.bundle) and returned as its canonical JSON, which the
-// revision's digest covers.
-func (r *Reconciler) fetchArtifact(ctx context.Context, s *scope) ([]byte, error) {
-	if !isBundle(s) {
-		return r.Fetcher.FetchArtifact(ctx, s.choice.Version.Source)
-	}
-	files, err := r.Fetcher.FetchBundle(ctx, s.choice.Version.Source)
-	if err != nil {
-		return nil, err
-	}
-	s.bundle = files
-	return json.Marshal(files) // map keys sorted: the same tree, the same bytes
 }

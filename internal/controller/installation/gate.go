@@ -14,7 +14,7 @@ import (
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
-	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/values"
 )
 
 // Gate events: what a change is, for the gates that judge it.
@@ -53,8 +53,8 @@ type change struct {
 func (r *Reconciler) pendingChange(s *scope) (*change, error) {
 	var objs []*unstructured.Unstructured
 	switch {
-	case runsPlans(s):
-		if s.release == nil || len(s.release.plans) == 0 || resuming(s) {
+	case s.release != nil:
+		if len(s.release.plans) == 0 || resuming(s) {
 			return nil, nil
 		}
 		objs = slices.Concat(s.release.namespace, allApplied(s.release.plans))
@@ -85,7 +85,7 @@ func (r *Reconciler) pendingChange(s *scope) (*change, error) {
 		trigger = s.release.trigger
 	}
 	var err error
-	c.digest, err = render.DigestOf(map[string]any{
+	c.digest, err = values.Digest(map[string]any{
 		"event": c.event, "from": c.from, "to": c.to, "artifact": c.artifactDigest, "values": c.valuesDigest,
 		"kubernetes": s.inst.Status.ClusterVersion, "trigger": trigger,
 	})

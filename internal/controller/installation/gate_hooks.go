@@ -46,7 +46,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/gate"
-	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/values"
 )
 
 // +kubebuilder:rbac:groups=annex.dev,resources=hooks,verbs=get;list;watch
@@ -99,7 +99,7 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope) (ctrl.Result, error
 // uninstall without asking.
 func (r *Reconciler) gateUninstall(ctx context.Context, s *scope, installed Set) (ctrl.Result, bool, error) {
 	objs := slices.Concat(installed.CRDs, installed.Objects)
-	manifest, err := render.ManifestDigestOf(objs)
+	manifest, err := values.ManifestDigest(nil, objs)
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
@@ -107,7 +107,7 @@ func (r *Reconciler) gateUninstall(ctx context.Context, s *scope, installed Set)
 	if len(s.inst.Status.History) > 0 {
 		c.artifactDigest, c.valuesDigest = s.inst.Status.History[0].ArtifactDigest, s.inst.Status.History[0].ValuesDigest
 	}
-	if c.digest, err = render.DigestOf(map[string]any{"event": c.event, "from": c.from, "manifest": manifest}); err != nil {
+	if c.digest, err = values.Digest(map[string]any{"event": c.event, "from": c.from, "manifest": manifest}); err != nil {
 		return ctrl.Result{}, false, err
 	}
 	s.change = c

@@ -12,7 +12,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/plan"
-	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/values"
 )
 
 // scopeGrants narrows, when spec.scopedGrants asks, the grants of what
@@ -64,7 +64,7 @@ func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, er
 	} else {
 		scoped := *s.rendered
 		scoped.Objects = scoping.Rewrite(s.rendered.Objects)
-		if scoped.ValuesDigest, err = render.DigestOf(withScopedGrants(s.inst, s.rendered.ValuesDigest)); err != nil {
+		if scoped.ValuesDigest, err = values.Digest(withScopedGrants(s.inst, s.rendered.ValuesDigest)); err != nil {
 			return ctrl.Result{}, err
 		}
 		s.rendered = &scoped

@@ -12,7 +12,6 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/plan"
-	"github.com/annex-platform/annex/internal/render"
 )
 
 // grantsTarget tells the scope of a few resources; looking up "flaky"
@@ -97,7 +96,7 @@ func TestScopeGrantsRewritesPlans(t *testing.T) {
 // and without spec.scopedGrants nothing changes.
 func TestScopeGrantsOutcomes(t *testing.T) {
 	chart := func(inst *v1alpha1.ExtensionInstallation, resource string) *scope {
-		return &scope{inst: inst, target: grantsTarget{}, rendered: &render.Result{
+		return &scope{inst: inst, target: grantsTarget{}, rendered: &Release{
 			ValuesDigest: "sha256:values", Objects: []*unstructured.Unstructured{readerRole(t, resource), readerBinding(t)},
 		}}
 	}

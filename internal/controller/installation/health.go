@@ -32,7 +32,7 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 			return ctrl.Result{}, s.block
 		}
 	}
-	if isBundle(s) {
+	if s.rendered.ResourcesTask != "" {
 		s.observeResources(h, s.inventory)
 	}
 	if h.Ready {
@@ -43,9 +43,9 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	since := s.inst.Status.History[0].AppliedAt.Time
 	timeout := timeoutOf(s.inst)
-	if runsPlans(s) {
-		// A package's plans waited for health step by step; what is not
-		// healthy now broke afterwards, and rolling back plans is not
+	if !s.rendered.RollsBack {
+		// The release's plans waited for health step by step; what is
+		// not healthy now broke afterwards, and rolling back plans is not
 		// Annex's to decide.
 		s.block = wait(v1alpha1.ReasonWaitingForHealth, h.Summary)
 		if h.Failed || r.now().Sub(since) > timeout {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/plan"
-	"github.com/annex-platform/annex/internal/render"
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
@@ -95,7 +94,7 @@ func TestFirstClusterScoped(t *testing.T) {
 // not delete, less the target namespace Annex created.
 func TestContentRefs(t *testing.T) {
 	inst := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "x"}}
-	chart := &scope{inst: inst, target: scopeTarget{}, rendered: &render.Result{
+	chart := &scope{inst: inst, target: scopeTarget{}, rendered: &Release{
 		Objects: []*unstructured.Unstructured{
 			object("v1", "ConfigMap", "config", nil),
 			object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", map[string]string{"helm.sh/hook": "pre-install"}),
@@ -161,7 +160,7 @@ func TestCheckScopeConflict(t *testing.T) {
 	}
 	s := &scope{inst: self, target: scopeTarget{}, plan: p, choice: instance,
 		cluster:  &clusterState{installations: append([]*v1alpha1.ExtensionInstallation{self}, others...)},
-		rendered: &render.Result{CRDs: []*unstructured.Unstructured{object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", nil)}},
+		rendered: &Release{CRDs: []*unstructured.Unstructured{object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", nil)}},
 	}
 	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil {
 		t.Fatal(err)
@@ -186,7 +185,7 @@ func TestCheckScopeConflict(t *testing.T) {
 		t.Errorf("a shared installation was stopped: %v %+v", err, s.block)
 	}
 	// Namespaced only, apart: it says so.
-	s.rendered, s.choice = &render.Result{}, instance
+	s.rendered, s.choice = &Release{}, instance
 	setCondition(self, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "chose x 2.0.0")
 	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil || s.block != nil {
 		t.Fatalf("%v %+v", err, s.block)

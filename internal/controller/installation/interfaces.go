@@ -12,16 +12,16 @@ import (
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
-	"github.com/annex-platform/annex/internal/render"
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
 // The controller owns the interfaces it needs; internal/manager wires
-// the implementations. The types they exchange (resolve.Problem, render.Input,
-// gate.HookChange) are plain values. Revision records are the exception:
-// internal/record's codec is pure and its Store keeps Secrets of the hub
-// through the controller's own clients, so the controller uses it directly
-// and decides which records to write, keep and delete itself (records.go).
+// the implementations. The types they exchange (resolve.Problem,
+// EngineInput and Release, gate.HookChange) are plain values. Revision
+// records are the exception: internal/record's codec is pure and its
+// Store keeps Secrets of the hub through the controller's own clients, so
+// the controller uses it directly and decides which records to write,
+// keep and delete itself (records.go).
 
 // Resolver chooses versions for every installation of one cluster
 // together, over the Extensions on offer.
@@ -29,14 +29,6 @@ type Resolver interface {
 	// Solve returns the plan; installations that cannot be satisfied are in
 	// Plan.Failed with an explanation.
 	Solve(extensions []v1alpha1.Extension, problem resolve.Problem) *resolve.Plan
-}
-
-// Fetcher downloads an artifact and verifies its digest.
-type Fetcher interface {
-	FetchArtifact(ctx context.Context, src v1alpha1.ArtifactSource) ([]byte, error)
-	// FetchBundle returns an operator bundle's registry+v1 tree
-	// (metadata/annotations.yaml, manifests/...) by path.
-	FetchBundle(ctx context.Context, src v1alpha1.ArtifactSource) (map[string][]byte, error)
 }
 
 // Fence admits work on a cluster only while this manager's shard of
@@ -69,9 +61,146 @@ type Hooks interface {
 	WakeThrough(c controller.Controller)
 }
 
-// Renderer turns an artifact and values into objects. It performs no I/O.
-type Renderer interface {
-	Render(in render.Input) (*render.Result, error)
+// Engine makes releases of one kind of artifact: a Helm chart, an Annex
+// package, an OLM registry+v1 bundle. internal/manager wires one Engine
+// per engine name (v1alpha1.Engine). An engine decides nothing about what
+// runs when: it reads only its input and the facts it asks for, and the
+// controller chooses, from the status and the records, what of the
+// release to apply.
+type Engine interface {
+	// Fetch downloads the artifact of src and returns it as the bytes a
+	// revision's artifact digest covers (a bundle's tree as its canonical
+	// JSON). Errors with Digests() (digestMismatch) or a Permanent()
+	// method returning true fail the same way every time; others are
+	// retried.
+	Fetch(ctx context.Context, src v1alpha1.ArtifactSource) ([]byte, error)
+	// Render makes the release of in.Artifact. An *EngineError is the
+	// engine's refusal, phrased for the user; an error of in.Facts is
+	// returned as it is; anything else is retried. On an error the
+	// release, when not nil, holds what the engine learnt before it
+	// (ArtifactDigest, PlanNames).
+	Render(ctx context.Context, in EngineInput) (*Release, error)
+}
+
+// EngineInput is what an engine makes a release of.
+type EngineInput struct {
+	// Artifact is what Engine.Fetch returned; ArtifactDigest its digest.
+	Artifact       []byte
+	ArtifactDigest string
+	// Ref names the version in messages, e.g. "podinfo 6.5.0".
+	Ref string
+	// Name is the installation's name (a chart's release name, a
+	// package's instance), Namespace the target namespace.
+	Name, Namespace string
+	// KubeVersion is the target cluster's Kubernetes version.
+	KubeVersion string
+	// IsUpgrade: a version is installed already.
+	IsUpgrade bool
+	// WatchNamespaces and Resources are spec.watchNamespaces and
+	// spec.resources (an operator bundle's install mode and custom
+	// resources).
+	WatchNamespaces []string
+	Resources       []v1alpha1.CustomResource
+	// Facts answers what the engine needs to know beyond its artifact.
+	Facts EngineFacts
+}
+
+// EngineFacts are what an engine may read beyond its artifact, each only
+// when it needs it, so that an engine that does not ask costs no read.
+// Their errors are the controller's (it phrases and classifies them); an
+// engine returns them unchanged.
+type EngineFacts interface {
+	// Values are spec.values merged with spec.valuesFrom.
+	Values() (map[string]any, error)
+	// APIVersions are the target cluster's API versions
+	// ("group/version" and "group/version/Kind").
+	APIVersions() ([]string, error)
+	// InstalledParams are the effective parameters the installed
+	// revision was made with; nil on install.
+	InstalledParams() (map[string]any, error)
+	// Base chooses the version of the package name that a package
+	// extends, within versionRange, among the Extensions on offer.
+	Base(name, versionRange string) (v1alpha1.ExtensionVersion, error)
+}
+
+// EngineError is an engine's refusal to make a release, phrased for the
+// user: the Installed condition says Message, with Reason.
+type EngineError struct {
+	Reason, Message string
+	// Retry: the same input may work next time (a base package that
+	// did not download); otherwise it fails the same way every time and
+	// the installation stops until its spec or the catalog changes.
+	Retry bool
+}
+
+func (e *EngineError) Error() string { return e.Message }
+
+// Release is what an engine made of one version's artifact for one
+// installation. What differs between engines is data here: the
+// controller asks no engine its name.
+type Release struct {
+	// ArtifactDigest is what the revision records as its artifact
+	// digest: the input's, or one over every archive the release was
+	// made from (a package and the bases it extends).
+	ArtifactDigest string
+	// ValuesDigest is the digest of the values the release was made
+	// from, when the engine digests them itself (a chart's effective
+	// values); Inputs otherwise: the controller digests them, with
+	// spec.scopedGrants when set.
+	ValuesDigest string
+	Inputs       any
+	// CRDs and Objects are what a release without Plans applies, in one
+	// pass (a chart's crds/ folder and templates, hooks included).
+	CRDs, Objects []*unstructured.Unstructured
+	// ManifestDigest is the digest of CRDs and Objects.
+	ManifestDigest string
+	// Plans are the plans of a release that runs them across reconciles,
+	// resumed from the record; nil for a release applied in one pass.
+	Plans PlanSet
+	// PlanNames are every plan the release offers, listed in status
+	// (NEVER_RUN until they run); none for an engine that lists none.
+	PlanNames []string
+	// RunsOnRequest: spec.plans.run starts a plan of the release.
+	RunsOnRequest bool
+	// Params are the effective parameters, recorded with the revision;
+	// Changed the ones that differ from the installed revision's.
+	Params  map[string]any
+	Changed []string
+	// Warnings are what the engine warned of (the Warnings condition).
+	Warnings []string
+	// RollsBack: a failed or unhealthy attempt is retried, then
+	// remediated (rolled back, uninstalled) as spec.upgrade and
+	// spec.install say. Otherwise what is unhealthy after the plans
+	// finished waits: rolling plans back is not Annex's to decide.
+	RollsBack bool
+	// Resources are spec.resources as the engine places them, applied by
+	// the task named ResourcesTask; status.resources follows their
+	// health. ResourcesTask is "" for an engine that takes none.
+	Resources     []*unstructured.Unstructured
+	ResourcesTask string
+}
+
+// PlanSet is a release's plans, rendered on demand: a change renders
+// only the plans it runs.
+type PlanSet interface {
+	// Select names the plans a change runs, in order, and what
+	// triggered them.
+	Select(c PlanChange) (names []string, trigger string)
+	// Render renders the named plans, in order, and what they warn of.
+	// An error is an *EngineError naming the plan.
+	Render(names []string) ([]plan.Plan, []string, error)
+	// Cleanup renders the plan an uninstall runs; nil when there is
+	// none. Its warnings say why it will not run.
+	Cleanup() (*plan.Plan, []string)
+}
+
+// PlanChange is a change of the installed revision, for PlanSet.Select.
+type PlanChange struct {
+	// Install: nothing is installed. Upgrade: a new version, or new
+	// content of the installed one.
+	Install, Upgrade bool
+	// Changed are the parameters whose effective value changed.
+	Changed []string
 }
 
 // Clusters gives access to the cluster an installation targets.

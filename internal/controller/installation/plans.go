@@ -13,7 +13,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/plan"
-	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/values"
 )
 
 // runPackage carries out the plans of a package: an abandon request
@@ -74,7 +74,7 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	everything := slices.Concat(desired, allApplied(s.release.plans))
 	rev := r.nextRevision(s)
 	rev.Plans, rev.Trigger = planNames(s.release.plans), s.release.trigger
-	rev.ManifestDigest, err = render.ManifestDigestOf(desired)
+	rev.ManifestDigest, err = values.ManifestDigest(nil, desired)
 	if err != nil {
 		return err
 	}

@@ -3,76 +3,144 @@ package installation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/metrics"
-	"github.com/annex-platform/annex/internal/render"
+	"github.com/annex-platform/annex/internal/values"
 )
 
-// render composes the values and renders the artifact. Invalid values stop
-// here, before anything touches the cluster.
+// render has the chosen version's engine make its release: a chart's
+// objects, or a package's or bundle's plans, of which it chooses those
+// this change runs (choosePlans) and renders them. Invalid values and
+// broken artifacts stop here, before anything touches the cluster.
 func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if isPackage(s) {
-		return r.renderPackage(ctx, s)
+	inst := s.inst
+	facts := &engineFacts{ctx: ctx, r: r, s: s}
+	rel, err := r.engine(s.choice.Version.Engine).Render(ctx, EngineInput{
+		Artifact:        s.archive,
+		ArtifactDigest:  s.artifactDigest,
+		Ref:             inst.Spec.Extension + " " + s.choice.Version.Version,
+		Name:            inst.Name,
+		Namespace:       s.targetNamespace(),
+		KubeVersion:     inst.Status.ClusterVersion,
+		IsUpgrade:       inst.Status.InstalledVersion != "",
+		WatchNamespaces: inst.Spec.WatchNamespaces,
+		Resources:       inst.Spec.Resources,
+		Facts:           facts,
+	})
+	if rel != nil {
+		s.artifactDigest = rel.ArtifactDigest
+		listPlans(inst, rel.PlanNames)
 	}
-	if isBundle(s) {
-		return r.renderBundle(ctx, s)
-	}
-	values, b, err := r.composeValues(ctx, s.inst)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if b != nil {
-		s.block = b
-		setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, b.reason, b.message)
-		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
-	}
-	apiVersions, err := s.target.APIVersions(ctx)
-	if err != nil {
+	switch {
+	case facts.valuesBlock != nil:
+		return r.stop(s, facts.valuesBlock, ctrl.Result{RequeueAfter: 30 * r.pollInterval()})
+	case facts.apiVersionsErr != nil:
+		// Not the artifact's fault: the Installed condition stays.
 		s.block = retry(v1alpha1.ReasonRenderFailed, fmt.Sprintf("reading the API versions of %s for .Capabilities.APIVersions: %v",
-			clusterName(s.inst.Spec.Cluster), err))
+			clusterName(inst.Spec.Cluster), facts.apiVersionsErr))
 		return ctrl.Result{}, s.block
 	}
-	start := time.Now()
-	out, err := r.Renderer.Render(render.Input{
-		Archive:      s.archive,
-		Name:         s.inst.Name,
-		Namespace:    s.targetNamespace(),
-		Values:       values,
-		KubeVersion:  s.inst.Status.ClusterVersion,
-		APIVersions:  apiVersions,
-		IsUpgrade:    s.inst.Status.InstalledVersion != "",
-		ExtensionRef: s.inst.Spec.Extension + " " + s.choice.Version.Version,
-	})
-	metrics.ObserveRender(v1alpha1.EngineHelm, time.Since(start))
 	if err != nil {
-		s.block = describeRender(s, err)
-		setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
-		if s.block.kind == blockRetry {
-			return ctrl.Result{}, s.block
+		var refused *EngineError
+		var b *block
+		switch {
+		case errors.As(err, &refused) && refused.Retry:
+			return r.stop(s, retry(refused.Reason, refused.Message), ctrl.Result{})
+		case errors.As(err, &refused):
+			return r.stop(s, terminal(refused.Reason, refused.Message), ctrl.Result{})
+		case errors.As(err, &b):
+			return r.stop(s, b, ctrl.Result{})
 		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, err
 	}
-	s.rendered = out
+	if rel.Inputs != nil {
+		if rel.ValuesDigest, err = values.Digest(withScopedGrants(inst, rel.Inputs)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s.rendered = rel
+	s.resources = s.resourceRefs(rel.Resources)
+	if rel.Plans != nil {
+		if res, err := r.renderPlans(ctx, s); err != nil || s.block != nil {
+			return res, err
+		}
+	}
+	if len(rel.Warnings) > 0 {
+		setCondition(inst, v1alpha1.ConditionWarnings, metav1.ConditionTrue, "PackageWarnings", strings.Join(rel.Warnings, "; "))
+	} else {
+		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionWarnings)
+	}
 	return ctrl.Result{}, nil
+}
+
+// engine returns the engine of name; "" is a Helm chart, and so is a
+// name the manager wires no engine for (the API admits none).
+func (r *Reconciler) engine(name v1alpha1.Engine) Engine {
+	if e, ok := r.Engines[name]; ok {
+		return e
+	}
+	return r.Engines[v1alpha1.EngineHelm]
+}
+
+// engineFacts answers an engine's questions for one reconcile. A values
+// source that blocks, or API versions that cannot be read, are kept to
+// be reported as the controller's, not the engine's.
+type engineFacts struct {
+	ctx context.Context
+	r   *Reconciler
+	s   *scope
+
+	valuesBlock    *block
+	apiVersionsErr error
+}
+
+func (f *engineFacts) Values() (map[string]any, error) {
+	composed, b, err := f.r.composeValues(f.ctx, f.s.inst)
+	if b != nil {
+		f.valuesBlock = b
+		return nil, b
+	}
+	return composed, err
+}
+
+func (f *engineFacts) APIVersions() ([]string, error) {
+	versions, err := f.s.target.APIVersions(f.ctx)
+	if err != nil {
+		f.apiVersionsErr = err
+	}
+	return versions, err
+}
+
+func (f *engineFacts) InstalledParams() (map[string]any, error) {
+	prev, err := f.r.installedState(f.ctx, f.s)
+	return decodePackageRecord(prev.pkg).Params, err
+}
+
+func (f *engineFacts) Base(name, versionRange string) (v1alpha1.ExtensionVersion, error) {
+	v, b := chooseBase(f.s.cluster.extensions, name, versionRange)
+	if b != nil {
+		return v1alpha1.ExtensionVersion{}, b
+	}
+	return *v, nil
 }
 
 // composeValues merges spec.values and spec.valuesFrom, in that order. A
 // missing required source is a wait block (it may be created later).
 func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.ExtensionInstallation) (map[string]any, *block, error) {
-	values := map[string]any{}
+	composed := map[string]any{}
 	if inst.Spec.Values != nil && len(inst.Spec.Values.Raw) > 0 {
-		if err := json.Unmarshal(inst.Spec.Values.Raw, &values); err != nil {
+		if err := json.Unmarshal(inst.Spec.Values.Raw, &composed); err != nil {
 			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: must be an object: %v; write spec.values as a map of keys to values", err)), nil
 		}
 	}
@@ -95,19 +163,19 @@ func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.Extension
 				field, ref.Kind, ns, ref.Name, keyOf(ref))), nil
 		}
 		if ref.TargetPath != "" {
-			if err := render.SetValue(values, ref.TargetPath, strings.TrimRight(string(data), "\n")); err != nil {
+			if err := values.Set(composed, ref.TargetPath, strings.TrimRight(string(data), "\n")); err != nil {
 				return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("%s.targetPath: %v; give a dotted path of keys, such as auth.password", field, err)), nil
 			}
 			continue
 		}
-		overlay, err := render.ParseValuesYAML(data)
+		overlay, err := values.ParseYAML(data)
 		if err != nil {
 			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf(
 				"%s: key %q of %s %s/%s is not a YAML map of values: %v", field, keyOf(ref), ref.Kind, inst.Namespace, ref.Name, err)), nil
 		}
-		values = render.MergeValues(values, overlay)
+		composed = values.Merge(composed, overlay)
 	}
-	return values, nil, nil
+	return composed, nil, nil
 }
 
 // sourceNamespace is the namespace a values reference reads from.

@@ -1,7 +1,6 @@
 package installation
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -9,23 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/engine/bundle"
 )
-
-// specResources decodes spec.resources for the bundle engine, which
-// checks them against the bundle. The API server has made sure each
-// object is an object with apiVersion, kind and a name.
-func specResources(inst *v1alpha1.ExtensionInstallation) ([]bundle.Resource, error) {
-	out := make([]bundle.Resource, 0, len(inst.Spec.Resources))
-	for i, r := range inst.Spec.Resources {
-		obj := &unstructured.Unstructured{}
-		if err := json.Unmarshal(r.Object.Raw, &obj.Object); err != nil {
-			return nil, fmt.Errorf("spec.resources[%d].object: %w", i, err)
-		}
-		out = append(out, bundle.Resource{Object: obj, ReadyCondition: r.ReadyCondition})
-	}
-	return out, nil
-}
 
 // resourceRefs are the inventory entries of the plan's resources step.
 func (s *scope) resourceRefs(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/record"
-	"github.com/annex-platform/annex/internal/render"
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
@@ -24,17 +23,16 @@ type scope struct {
 	cluster *clusterState // every installation on the target cluster, and the Extensions
 	plan    *resolve.Plan // the cluster-wide resolution
 	choice  resolve.Selection
-	archive []byte
-	bundle  map[string][]byte // an operator bundle's files, by path
-	// artifactDigest is the sha256 of archive, recorded with the revision.
+	archive []byte // the artifact, as the engine fetched it
+	// artifactDigest is the sha256 of archive, recorded with the revision
+	// (or the release's digest of every archive it was made from).
 	artifactDigest string
-	rendered       *render.Result
-	release        *release                   // a package's plans for this reconcile's inputs
+	rendered       *Release                   // what the engine made of the artifact
+	release        *release                   // the plans this reconcile's inputs run, for a release with plans
 	installed      *installedState            // the installed revision's record, once read
-	mergeWarnings  []string                   // what merging a package onto its bases warned of
 	inventory      []v1alpha1.ObjectReference // after apply: what the installed revision owns
 	observedHealth *Health                    // the inventory's health as this reconcile's apply or drift check saw it
-	resources      []v1alpha1.ObjectReference // spec.resources as the bundle engine places them
+	resources      []v1alpha1.ObjectReference // spec.resources as the engine places them
 	change         *change                    // what this reconcile would apply, as the gates judged it; nil when nothing
 
 	// Records: those listed by a takeover, the leftovers it superseded

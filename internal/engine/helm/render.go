@@ -1,14 +1,13 @@
-// Package render turns a Helm chart archive and values into Kubernetes
-// objects with the Helm SDK's template engine. Helm is used as a library
-// only: nothing here talks to a cluster, stores a release or decides what to
-// install.
-package render
+// Package helm is the Helm engine: it turns a Helm chart archive and
+// values into Kubernetes objects with the Helm SDK's template engine.
+// Helm is used as a library only: nothing here talks to a cluster, stores
+// a release or decides what to install.
+package helm
 
 import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	annexarchive "github.com/annex-platform/annex/internal/archive"
+	"github.com/annex-platform/annex/internal/values"
 )
 
 // Input is everything a render needs; Render performs no I/O.
@@ -115,7 +115,7 @@ func Render(in Input) (*Result, error) {
 		caps.APIVersions = common.VersionSet(in.APIVersions)
 	}
 
-	userValues, err := normalizeValues(in.Values)
+	userValues, err := values.Normalize(in.Values)
 	if err != nil {
 		return nil, fmt.Errorf("render extension %q: values cannot be encoded as JSON: %w", in.ExtensionRef, err)
 	}
@@ -151,11 +151,11 @@ func Render(in Input) (*Result, error) {
 
 	// Taken before rendering: templates can mutate .Values (sprig's set/unset).
 	res := &Result{
-		Values:       deepCopy(effective.AsMap()).(map[string]any),
+		Values:       values.DeepCopy(effective.AsMap()).(map[string]any),
 		ChartName:    ch.Metadata.Name,
 		ChartVersion: ch.Metadata.Version,
 	}
-	if res.ValuesDigest, err = digestJSON(res.Values); err != nil {
+	if res.ValuesDigest, err = values.Digest(res.Values); err != nil {
 		return nil, fmt.Errorf("render extension %q: digest values: %w", in.ExtensionRef, err)
 	}
 
@@ -175,7 +175,7 @@ func Render(in Input) (*Result, error) {
 		return nil, &RenderError{Extension: in.ExtensionRef, Template: templateOf(err), Message: err.Error()}
 	}
 
-	if res.ManifestDigest, err = manifestDigest(res.CRDs, res.Objects); err != nil {
+	if res.ManifestDigest, err = values.ManifestDigest(res.CRDs, res.Objects); err != nil {
 		return nil, fmt.Errorf("render extension %q: digest manifest: %w", in.ExtensionRef, err)
 	}
 	return res, nil
@@ -323,26 +323,4 @@ func findTemplate(ch *chart.Chart, msg string) string {
 	}
 	walk(ch)
 	return best
-}
-
-// manifestDigest hashes the canonical JSON of every object, one per line,
-// under a header per section so that moving an object between CRDs and
-// Objects changes the digest.
-func manifestDigest(crds, objects []*unstructured.Unstructured) (string, error) {
-	var buf bytes.Buffer
-	for _, section := range []struct {
-		header  string
-		objects []*unstructured.Unstructured
-	}{{"# crds\n", crds}, {"# objects\n", objects}} {
-		buf.WriteString(section.header)
-		for _, o := range section.objects {
-			raw, err := json.Marshal(o.Object)
-			if err != nil {
-				return "", err
-			}
-			buf.Write(raw)
-			buf.WriteByte('\n')
-		}
-	}
-	return digestBytes(buf.Bytes()), nil
 }

@@ -1,8 +1,11 @@
-package render
+// Package values composes the values an installation gives its engine
+// (merged, set by path, parsed from YAML) and digests them, and the sets
+// an engine renders, as revisions record them. Pure: values in, values
+// out.
+package values
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,17 +13,18 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
-// MergeValues deep-merges overlay onto base and returns a new map: maps merge
+// Merge deep-merges overlay onto base and returns a new map: maps merge
 // recursively, any other overlay value replaces the base value, and a nil
 // overlay value deletes the key. Neither input is modified, and the result
 // shares no maps or slices with them.
-func MergeValues(base, overlay map[string]any) map[string]any {
+func Merge(base, overlay map[string]any) map[string]any {
 	out := make(map[string]any, len(base)+len(overlay))
 	for k, v := range base {
-		out[k] = deepCopy(v)
+		out[k] = DeepCopy(v)
 	}
 	for k, v := range overlay {
 		if v == nil {
@@ -29,20 +33,20 @@ func MergeValues(base, overlay map[string]any) map[string]any {
 		}
 		if om, ok := v.(map[string]any); ok {
 			if bm, ok := out[k].(map[string]any); ok {
-				out[k] = MergeValues(bm, om)
+				out[k] = Merge(bm, om)
 				continue
 			}
 		}
-		out[k] = deepCopy(v)
+		out[k] = DeepCopy(v)
 	}
 	return out
 }
 
-// SetValue sets the value at a dotted path such as "auth.password", creating
+// Set sets the value at a dotted path such as "auth.password", creating
 // intermediate maps as needed. A literal dot inside a key is written `\.`
 // ("annotations.example\.com/team"). It fails when the path is empty, has an
 // empty segment, or runs through a value that is not a map.
-func SetValue(values map[string]any, path string, v any) error {
+func Set(values map[string]any, path string, v any) error {
 	if values == nil {
 		return errors.New("cannot set a value in a nil map")
 	}
@@ -106,11 +110,11 @@ func joinPath(keys []string) string {
 	return strings.Join(escaped, ".")
 }
 
-// ParseValuesYAML parses one YAML document of values, such as the content of
+// ParseYAML parses one YAML document of values, such as the content of
 // a valuesFrom key. Empty input (or only comments) yields an empty map. The
 // document must be a mapping; numbers decode as float64, as in Helm's values
 // files.
-func ParseValuesYAML(data []byte) (map[string]any, error) {
+func ParseYAML(data []byte) (map[string]any, error) {
 	var doc any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("values are not valid YAML: %w", err)
@@ -125,11 +129,11 @@ func ParseValuesYAML(data []byte) (map[string]any, error) {
 	}
 }
 
-// normalizeValues turns caller-supplied values into the JSON data model
+// Normalize turns caller-supplied values into the JSON data model
 // (map[string]any, []any, string, float64, bool, nil) that Helm's values
 // files produce, so that templates, the schema validator and the digests see
 // one representation whatever Go types the caller used.
-func normalizeValues(values map[string]any) (map[string]any, error) {
+func Normalize(values map[string]any) (map[string]any, error) {
 	if values == nil {
 		return map[string]any{}, nil
 	}
@@ -159,9 +163,9 @@ func digestBytes(b []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// deepCopy copies maps and slices of the JSON data model; other values are
+// DeepCopy copies maps and slices of the JSON data model; other values are
 // returned as they are.
-func deepCopy(v any) any {
+func DeepCopy(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
 		if v == nil {
@@ -169,7 +173,7 @@ func deepCopy(v any) any {
 		}
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			out[k] = deepCopy(e)
+			out[k] = DeepCopy(e)
 		}
 		return out
 	case []any:
@@ -178,7 +182,7 @@ func deepCopy(v any) any {
 		}
 		out := make([]any, len(v))
 		for i, e := range v {
-			out[i] = deepCopy(e)
+			out[i] = DeepCopy(e)
 		}
 		return out
 	default:
@@ -206,12 +210,29 @@ func jsonKind(v any) string {
 	}
 }
 
-// DigestOf returns "sha256:<hex>" of the canonical JSON of v: the digest
+// Digest returns "sha256:<hex>" of the canonical JSON of v: the digest
 // every engine records for its effective values.
-func DigestOf(v any) (string, error) { return digestJSON(v) }
+func Digest(v any) (string, error) { return digestJSON(v) }
 
-// ManifestDigestOf returns the digest of a set of objects as Result's
-// ManifestDigest computes it for a chart without CRDs.
-func ManifestDigestOf(objects []*unstructured.Unstructured) (string, error) {
-	return manifestDigest(nil, objects)
+// ManifestDigest is the digest of a rendered set, CRDs then objects (a
+// chart's Result.ManifestDigest; a plan's set has no CRDs): it hashes the
+// canonical JSON of every object, one per line, under a header per
+// section, so that moving an object between CRDs and objects changes it.
+func ManifestDigest(crds, objects []*unstructured.Unstructured) (string, error) {
+	var buf bytes.Buffer
+	for _, section := range []struct {
+		header  string
+		objects []*unstructured.Unstructured
+	}{{"# crds\n", crds}, {"# objects\n", objects}} {
+		buf.WriteString(section.header)
+		for _, o := range section.objects {
+			raw, err := json.Marshal(o.Object)
+			if err != nil {
+				return "", err
+			}
+			buf.Write(raw)
+			buf.WriteByte('\n')
+		}
+	}
+	return digestBytes(buf.Bytes()), nil
 }

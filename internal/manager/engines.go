@@ -1,0 +1,42 @@
+package manager
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/controller/installation"
+)
+
+// artifactFetcher downloads artifacts and verifies their digests: a
+// chart's or a package's archive, an operator bundle's registry+v1 tree.
+type artifactFetcher interface {
+	FetchArtifact(ctx context.Context, src v1alpha1.ArtifactSource) ([]byte, error)
+	FetchBundle(ctx context.Context, src v1alpha1.ArtifactSource) (map[string][]byte, error)
+}
+
+// engines are the installation controller's Engines: internal/engine/helm
+// for Helm charts, internal/engine/pkg for Annex packages and
+// internal/engine/bundle for OLM bundles, each behind the controller's
+// Engine interface.
+func engines(f artifactFetcher) map[v1alpha1.Engine]installation.Engine {
+	return map[v1alpha1.Engine]installation.Engine{
+		v1alpha1.EngineHelm:    helmEngine{f},
+		v1alpha1.EnginePackage: packageEngine{f},
+		v1alpha1.EngineBundle:  bundleEngine{f},
+	}
+}
+
+// digestOf is "sha256:<hex>" of data, as the controller records an
+// artifact's digest.
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// refused is an engine's refusal of an input that fails the same way
+// every time.
+func refused(reason, message string) *installation.EngineError {
+	return &installation.EngineError{Reason: reason, Message: message}
+}

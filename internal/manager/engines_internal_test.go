@@ -1,0 +1,110 @@
+package manager
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/engine/helm"
+	"github.com/annex-platform/annex/internal/engine/pkg"
+	"github.com/annex-platform/annex/internal/plan"
+)
+
+// TestBundlePlansSelect pins the bundle's one plan and its triggers: the
+// controller overrides an upgrade's trigger, so only an install and a
+// change of the bundle's inputs are the engine's to name.
+func TestBundlePlansSelect(t *testing.T) {
+	bp := bundlePlans{install: plan.Plan{Name: "install"}}
+	tests := []struct {
+		name        string
+		change      installation.PlanChange
+		wantTrigger string
+	}{
+		// The first revision.
+		{"install", installation.PlanChange{Install: true}, "install"},
+		// Only spec.watchNamespaces, spec.resources or spec.scopedGrants
+		// change a bundle's inputs without a new bundle.
+		{"inputs changed", installation.PlanChange{}, "spec.watchNamespaces, spec.resources or spec.scopedGrants changed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			names, trigger := bp.Select(tt.change)
+			if !slices.Equal(names, []string{"install"}) || trigger != tt.wantTrigger {
+				t.Errorf("Select = %v, %q; want [install], %q", names, trigger, tt.wantTrigger)
+			}
+		})
+	}
+	plans, warnings, err := bp.Render([]string{"install"})
+	if err != nil || len(plans) != 1 || plans[0].Name != "install" || warnings != nil {
+		t.Errorf("Render(install) = %v, %v, %v; want the install plan", plans, warnings, err)
+	}
+	if _, _, err := bp.Render([]string{"deploy"}); err == nil {
+		t.Error("Render(deploy) succeeded; a bundle has no plan deploy")
+	}
+	if cleanup, _ := bp.Cleanup(); cleanup != nil {
+		t.Errorf("Cleanup = %v; a bundle has no cleanup plan", cleanup)
+	}
+}
+
+// TestPackagePlansSelect pins the fallback of a change that no plan
+// triggers: update, else deploy; an install has none.
+func TestPackagePlansSelect(t *testing.T) {
+	withPlans := func(names ...string) packagePlans {
+		p := &pkg.Package{}
+		p.Operator.Plans = map[string]pkg.Plan{}
+		for _, n := range names {
+			p.Operator.Plans[n] = pkg.Plan{}
+		}
+		return packagePlans{p: p}
+	}
+	tests := []struct {
+		name   string
+		plans  packagePlans
+		change installation.PlanChange
+		want   []string
+	}{
+		// A parameter without a trigger runs update when the package has it.
+		{"changed, update", withPlans("deploy", "update"), installation.PlanChange{Changed: []string{"x"}}, []string{"update"}},
+		// Without update, deploy runs again.
+		{"changed, deploy", withPlans("deploy"), installation.PlanChange{Changed: []string{"x"}}, []string{"deploy"}},
+		// An install runs deploy.
+		{"install", withPlans("deploy", "update"), installation.PlanChange{Install: true}, []string{"deploy"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, _ := tt.plans.Select(tt.change); !slices.Equal(got, tt.want) {
+				t.Errorf("Select = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestChartRefusal pins which chart render errors stop an installation
+// (with which reason) and which are retried.
+func TestChartRefusal(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		wantReason string
+		wantRetry  bool
+	}{
+		// Values the chart's schema rejects: the user changes spec.values.
+		{"values", &helm.ValuesError{Extension: "podinfo 6.5.0"}, v1alpha1.ReasonValuesInvalid, false},
+		// A template that fails: refused every time.
+		{"template", &helm.RenderError{Extension: "podinfo 6.5.0", Message: "boom"}, v1alpha1.ReasonRenderFailed, false},
+		// A broken archive: fixed in its catalog.
+		{"archive", &helm.ArchiveError{Extension: "podinfo 6.5.0", Err: errors.New("truncated")}, v1alpha1.ReasonArtifactFailed, false},
+		// Anything else may pass next time.
+		{"other", errors.New("out of memory"), v1alpha1.ReasonRenderFailed, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := chartRefusal("podinfo 6.5.0", tt.err)
+			if got.Reason != tt.wantReason || got.Retry != tt.wantRetry {
+				t.Errorf("chartRefusal = %s (retry %v), want %s (retry %v)", got.Reason, got.Retry, tt.wantReason, tt.wantRetry)
+			}
+		})
+	}
+}
