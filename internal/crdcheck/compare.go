@@ -157,7 +157,7 @@ func Compare(installed, proposed *apiextensionsv1.CustomResourceDefinition) []Fi
 			c.add(ServedVersionRemoved, Breaking, "", "no longer served (served: true → false); clients that read or write %s get 404; keep it served until no client uses it", old.Name)
 		}
 		if ok && old.Schema != nil && next.Schema != nil && old.Schema.OpenAPIV3Schema != nil && next.Schema.OpenAPIV3Schema != nil {
-			c.schema(".", old.Schema.OpenAPIV3Schema, next.Schema.OpenAPIV3Schema, false)
+			c.schema(".", *old.Schema.OpenAPIV3Schema, *next.Schema.OpenAPIV3Schema, false)
 		}
 	}
 	return c.findings
@@ -194,8 +194,11 @@ func (c *comparison) add(class Class, severity Severity, path, format string, ar
 // schema compares one node and everything below it. path is "." for the root.
 // branch is true inside allOf/anyOf/oneOf, where a schema only validates: it
 // neither prunes nor defaults, so removed properties and preserve-unknown
-// changes there break nothing.
-func (c *comparison) schema(path string, old, next *apiextensionsv1.JSONSchemaProps, branch bool) {
+// changes there break nothing. The nodes come by value: the recursion copies
+// map values anyway, and values on the stack cost no allocation, where the
+// address of a copy passed down a recursion escapes to the heap.
+func (c *comparison) schema(path string, oldNode, nextNode apiextensionsv1.JSONSchemaProps, branch bool) {
+	old, next := &oldNode, &nextNode
 	if c.typeChanged(path, old, next) {
 		// Every check below would repeat the same break in other words.
 		return
@@ -215,7 +218,7 @@ func (c *comparison) schema(path string, old, next *apiextensionsv1.JSONSchemaPr
 	c.rules(path, old, next)
 	c.properties(path, old, next, branch)
 	if old.Items != nil && next.Items != nil && old.Items.Schema != nil && next.Items.Schema != nil {
-		c.schema(child(path, "[*]"), old.Items.Schema, next.Items.Schema, branch)
+		c.schema(child(path, "[*]"), *old.Items.Schema, *next.Items.Schema, branch)
 	}
 	c.additionalProperties(path, old, next, branch)
 	c.combinator(path, "allOf", old.AllOf, next.AllOf)
@@ -380,7 +383,7 @@ func (c *comparison) properties(path string, old, next *apiextensionsv1.JSONSche
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		p := child(path, field(name))
+		p := fieldPath(path, name)
 		nextProp, ok := next.Properties[name]
 		if !ok {
 			if !branch && !isTrue(next.XPreserveUnknownFields) {
@@ -388,12 +391,11 @@ func (c *comparison) properties(path string, old, next *apiextensionsv1.JSONSche
 			}
 			continue
 		}
-		oldProp := old.Properties[name]
-		c.schema(p, &oldProp, &nextProp, branch)
+		c.schema(p, old.Properties[name], nextProp, branch)
 	}
 	for _, name := range next.Required {
 		if !slices.Contains(old.Required, name) {
-			c.add(RequiredAdded, Breaking, child(path, field(name)), "made required; stored objects without it fail validation on their next write and clients that omit it are refused; give it a default instead, or set it on every stored object first")
+			c.add(RequiredAdded, Breaking, fieldPath(path, name), "made required; stored objects without it fail validation on their next write and clients that omit it are refused; give it a default instead, or set it on every stored object first")
 		}
 	}
 }
@@ -410,7 +412,7 @@ func (c *comparison) additionalProperties(path string, old, next *apiextensionsv
 			c.add(AdditionalPropertiesNarrowed, Breaking, path, "additionalProperties removed; map entries the schema does not list are pruned from stored objects on their next write; keep additionalProperties")
 		}
 	case o.Schema != nil && n.Schema != nil:
-		c.schema(values, o.Schema, n.Schema, branch)
+		c.schema(values, *o.Schema, *n.Schema, branch)
 	case o.Schema == nil && n.Schema != nil:
 		c.add(AdditionalPropertiesNarrowed, Breaking, path, "map values, which could be anything, must now match a schema (type %s); stored objects with other values fail validation on their next write; check the stored values first", typeName(n.Schema))
 	}
@@ -431,7 +433,7 @@ func (c *comparison) combinator(path, keyword string, old, next []apiextensionsv
 		return
 	}
 	for i := range pairs {
-		c.schema(path, &old[i], &next[i], true)
+		c.schema(path, old[i], next[i], true)
 	}
 	if len(next) > len(old) {
 		c.add(CombinatorChanged, Breaking, path, "%d allOf branches added; each adds constraints stored objects may break; check the stored objects against them first", len(next)-len(old))
@@ -446,18 +448,24 @@ func child(parent, segment string) string {
 	return parent + segment
 }
 
-// field is the path segment of a property: .name, or ["name"] when the name
-// is not a plain identifier (e.g. app.kubernetes.io/name).
-func field(name string) string {
+// fieldPath is the path of property name under parent: parent.name, or
+// parent["name"] when the name is not a plain identifier (e.g.
+// app.kubernetes.io/name). One concatenation: this runs for every node.
+func fieldPath(parent, name string) string {
+	if parent == "." {
+		parent = ""
+	}
+	plain := name != ""
 	for _, r := range name {
 		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return "[" + strconv.Quote(name) + "]"
+			plain = false
+			break
 		}
 	}
-	if name == "" {
-		return `[""]`
+	if plain {
+		return parent + "." + name
 	}
-	return "." + name
+	return parent + "[" + strconv.Quote(name) + "]"
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
