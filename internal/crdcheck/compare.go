@@ -276,8 +276,8 @@ func (c *comparison) enum(path string, old, next *apiextensionsv1.JSONSchemaProp
 func (c *comparison) bounds(path string, old, next *apiextensionsv1.JSONSchemaProps) {
 	c.lowerFloat(path, "minimum", old.Minimum, next.Minimum, old.ExclusiveMinimum, next.ExclusiveMinimum)
 	c.upperFloat(path, "maximum", old.Maximum, next.Maximum, old.ExclusiveMaximum, next.ExclusiveMaximum)
-	if next.MultipleOf != nil && (old.MultipleOf == nil || math.Mod(*old.MultipleOf, *next.MultipleOf) != 0) {
-		c.tightened(path, "multipleOf", describeFloat(old.MultipleOf), formatFloat(*next.MultipleOf))
+	if m := next.MultipleOf; m != nil && (old.MultipleOf == nil || *old.MultipleOf != *m && math.Mod(*old.MultipleOf, *m) != 0) {
+		c.tightened(path, "multipleOf", describeFloat(old.MultipleOf), formatFloat(*m))
 	}
 	c.lowerInt(path, "minLength", old.MinLength, next.MinLength)
 	c.upperInt(path, "maxLength", old.MaxLength, next.MaxLength)
