@@ -68,9 +68,9 @@ const (
 	// PatternChanged: a pattern added or changed (Annex cannot prove that a
 	// changed pattern accepts every value the old one did).
 	PatternChanged Class = "PatternChanged"
-	// DefaultChanged: a default added, removed or changed. Defaults apply when
-	// objects are read, so clients see different values for stored objects
-	// that lack the field; nothing is refused, hence a Warning.
+	// DefaultChanged: a default added, removed or changed. Objects that omit
+	// the field (stored ones lacking it too, since defaults apply when objects
+	// are read) get another value; nothing is refused, hence a Warning.
 	DefaultChanged Class = "DefaultChanged"
 	// NullableRemoved: nullable: true → false.
 	NullableRemoved Class = "NullableRemoved"
@@ -132,8 +132,8 @@ func Compare(installed, proposed *apiextensionsv1.CustomResourceDefinition) []Fi
 	}
 	c := &comparison{crd: proposed.Name}
 	if installed.Spec.Scope != proposed.Spec.Scope {
-		c.add(ScopeChanged, Breaking, "", "scope changes from %s to %s; the API server refuses that change and objects would lose their place; keep scope %s, or ship a new CRD (a new group or kind) and move the objects to it",
-			installed.Spec.Scope, proposed.Spec.Scope, installed.Spec.Scope)
+		c.add(ScopeChanged, Breaking, "", "scope changes from %s to %s; the API server refuses that change (spec.scope is immutable); keep scope %s, or ship the %s API as a new CRD (another group or kind) and move the objects to it",
+			installed.Spec.Scope, proposed.Spec.Scope, installed.Spec.Scope, proposed.Spec.Scope)
 	}
 	proposedVersions := make(map[string]*apiextensionsv1.CustomResourceDefinitionVersion, len(proposed.Spec.Versions))
 	for i := range proposed.Spec.Versions {
@@ -349,13 +349,13 @@ func (c *comparison) defaults(path string, old, next *apiextensionsv1.JSONSchema
 	switch {
 	case old.Default == nil && next.Default == nil:
 	case old.Default == nil:
-		c.add(DefaultChanged, Warning, path, "default %s added; stored objects without the field read as %s from now on; make sure their controllers expect it", compactJSON(next.Default.Raw), compactJSON(next.Default.Raw))
+		c.add(DefaultChanged, Warning, path, "default %s added; objects that omit the field, stored ones included, read with it from now on; make sure the controllers reading them expect it", compactJSON(next.Default.Raw))
 	case next.Default == nil:
-		c.add(DefaultChanged, Warning, path, "default %s removed; stored objects that never set the field read without it from now on; make sure their controllers expect that", compactJSON(old.Default.Raw))
+		c.add(DefaultChanged, Warning, path, "default %s removed; new objects that omit the field no longer get it; make sure the controllers reading them handle the field missing", compactJSON(old.Default.Raw))
 	default:
 		from, to := compactJSON(old.Default.Raw), compactJSON(next.Default.Raw)
 		if from != to {
-			c.add(DefaultChanged, Warning, path, "default changes from %s to %s; stored objects that never set the field read as %s from now on; set the field explicitly where %s must stay", from, to, to, from)
+			c.add(DefaultChanged, Warning, path, "default changes from %s to %s; objects that omit the field get %s from now on; set the field explicitly where %s must stay", from, to, to, from)
 		}
 	}
 }
