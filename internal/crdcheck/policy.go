@@ -7,15 +7,15 @@ type Policy string
 const (
 	// Strict refuses an upgrade with a Breaking finding; the default.
 	Strict Policy = "Strict"
-	// Warn applies the proposed CRD and reports every finding as a warning
-	// that stays until the next upgrade.
+	// Warn applies the proposed CRD and reports every finding.
 	Warn Policy = "Warn"
 	// Skip keeps the installed CRD whatever changed, as Helm does with crds/,
 	// and applies the rest of the upgrade.
 	Skip Policy = "Skip"
-	// Force applies the proposed CRD; the findings are reported once, as what
-	// the user forced past. Decide treats Warn and Force alike; they differ
-	// only in how the caller reports.
+	// Force applies the proposed CRD and reports the findings as what the user
+	// forced past. Decide treats Warn and Force alike; how the caller reports
+	// them (a standing warning, or a record of the override) is the apply
+	// step's choice.
 	Force Policy = "Force"
 )
 
