@@ -49,13 +49,37 @@ type Registry struct {
 	// VersionTTL is how long an observed Kubernetes version is reused
 	// (default 30s).
 	VersionTTL time.Duration
+	// Recheck is how long a cluster's clients are reused before its
+	// ManagedCluster and kubeconfig Secret are read again (default
+	// DefaultRecheck; negative: read them on every Target). Whoever
+	// watches those objects calls Forget when they change, so this only
+	// bounds how long a missed change goes unseen.
+	Recheck time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 
 	mu      sync.Mutex
 	targets map[string]*Target
 }
 
-// Target returns the cluster named name; "" is the local cluster.
+// DefaultRecheck is Registry.Recheck's default. Every installation's
+// reconcile asks for its cluster's Target: reading the ManagedCluster and
+// its Secret from the API server each time cost the hub two requests per
+// reconcile (most of its reads in a fleet-wide upgrade).
+const DefaultRecheck = 5 * time.Minute
+
+// Target returns the cluster named name; "" is the local cluster. Its
+// clients are built from the ManagedCluster's kubeconfig Secret, and
+// reused until Forget or Recheck.
 func (r *Registry) Target(ctx context.Context, name string) (*Target, error) {
+	now := r.now()
+	r.mu.Lock()
+	t, ok := r.targets[name]
+	fresh := ok && now.Sub(t.checkedAt) < r.recheck()
+	r.mu.Unlock()
+	if fresh {
+		return t, nil
+	}
 	cfg, fingerprint, err := r.configFor(ctx, name)
 	if err != nil {
 		return nil, err
@@ -63,17 +87,33 @@ func (r *Registry) Target(ctx context.Context, name string) (*Target, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t, ok := r.targets[name]; ok && t.fingerprint == fingerprint {
+		t.checkedAt = now
 		return t, nil
 	}
-	t, err := newTarget(cfg, fingerprint, r.ttl())
+	t, err = newTarget(cfg, fingerprint, r.ttl())
 	if err != nil {
 		return nil, err
 	}
+	t.checkedAt = now
 	if r.targets == nil {
 		r.targets = map[string]*Target{}
 	}
 	r.targets[name] = t
 	return t, nil
+}
+
+func (r *Registry) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Registry) recheck() time.Duration {
+	if r.Recheck == 0 {
+		return DefaultRecheck
+	}
+	return r.Recheck
 }
 
 func (r *Registry) ttl() time.Duration {
@@ -121,6 +161,7 @@ func (r *Registry) configFor(ctx context.Context, name string) (*rest.Config, st
 // Target is one cluster: its applier, discovery, and what was observed.
 type Target struct {
 	fingerprint string
+	checkedAt   time.Time // when fingerprint was last compared with the Secret (guarded by Registry.mu)
 	config      *rest.Config
 	applier     *apply.Applier
 	discovery   discovery.DiscoveryInterface

@@ -121,6 +121,11 @@ func (r *Reconciler) probeOf(ctx context.Context, mc *v1alpha1.ManagedCluster) p
 	if ok && last.generation == mc.Generation && time.Since(last.at) < r.interval()/2 {
 		return last
 	}
+	if ok && last.generation != mc.Generation {
+		// Its spec changed, its kubeconfigSecretRef perhaps: the clients
+		// the Registry keeps are built again.
+		r.Clusters.Forget(mc.Name)
+	}
 	p := probe{at: time.Now(), generation: mc.Generation}
 	p.version, p.nodes, p.err = r.Clusters.Probe(ctx, mc.Name)
 	r.mu.Lock()
@@ -142,6 +147,10 @@ func (r *Reconciler) forget(name string) {
 
 // indexCluster indexes installations by spec.cluster.
 const indexCluster = "managedcluster.annex.dev/spec.cluster"
+
+// indexKubeconfig indexes ManagedClusters by the namespace/name of their
+// kubeconfig Secret.
+const indexKubeconfig = "managedcluster.annex.dev/spec.kubeconfigSecretRef"
 
 // +kubebuilder:rbac:groups=annex.dev,resources=managedclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=annex.dev,resources=managedclusters/status;managedclusters/finalizers,verbs=get;update;patch
@@ -449,6 +458,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		name := o.(*v1alpha1.ExtensionInstallation).Spec.Cluster
 		return reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}, name != ""
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ManagedCluster{}, indexKubeconfig,
+		func(o client.Object) []string {
+			ref := o.(*v1alpha1.ManagedCluster).Spec.KubeconfigSecretRef
+			return []string{ref.Namespace + "/" + ref.Name}
+		}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("managedcluster").
 		For(&v1alpha1.ManagedCluster{}, builder.WithPredicates(r.ofShard())).
@@ -461,18 +477,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // clustersUsingSecret maps a Secret to the ManagedClusters whose
 // kubeconfig it holds, and forgets their clients so that they reconnect.
+// Every Secret of the hub passes here (revision records among them, by
+// the thousand in a fleet), so the clusters are found by index, not by
+// reading every ManagedCluster.
 func (r *Reconciler) clustersUsingSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	var list v1alpha1.ManagedClusterList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingFields{indexKubeconfig: o.GetNamespace() + "/" + o.GetName()},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
 	for _, mc := range list.Items {
-		ref := mc.Spec.KubeconfigSecretRef
-		if ref.Namespace == o.GetNamespace() && ref.Name == o.GetName() {
-			r.forget(mc.Name)
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: mc.Name}})
-		}
+		r.forget(mc.Name)
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: mc.Name}})
 	}
 	return out
 }
