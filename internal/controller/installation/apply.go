@@ -23,9 +23,10 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
 	if s.release != nil {
 		// A release with plans runs them across reconciles, resumed from
-		// the record (plans.go). A release without (a chart) is applied
-		// here in one pass, the applier driving its phases and hooks; both
-		// become one plan path once the applier drives no plan itself.
+		// the record (plans.go). A release without (a chart) runs its
+		// one-pass plan (Release.OnePass) here, in this reconcile, through
+		// the same driver (applyOnePass) but without checkpoints: its
+		// record, status and events are those of one apply.
 		return r.runPackage(ctx, s)
 	}
 	if isFailedTarget(s) {
@@ -35,7 +36,8 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		s.inventory = inst.Status.Inventory
 		return r.checkDrift(ctx, s, Set{CRDs: s.rendered.CRDs, Objects: r.objectsToApply(ctx, s, false)})
 	}
-	set := Set{CRDs: s.rendered.CRDs, Objects: r.objectsToApply(ctx, s, true)}
+	created := r.namespaceToCreate(ctx, s, s.rendered.Objects, true)
+	set := Set{CRDs: s.rendered.CRDs, Objects: slices.Concat(created, s.rendered.Objects)}
 	applier := s.target.Applier()
 	rev := r.nextRevision(s)
 
@@ -57,13 +59,12 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if inst.Status.InstalledVersion != "" {
 		op = metrics.OpUpgrade
 	}
-	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{
-		IsUpgrade:     inst.Status.InstalledVersion != "",
+	applied, st, err := r.applyOnePass(ctx, s, s.rendered.OnePass(set.CRDs, set.Objects), ApplyOptions{
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 	})
 	metrics.ObserveApply(op, time.Since(start))
-	recordChartPlan(inst, applied.Plan, rev)
+	recordChartPlan(inst, st, rev)
 	if b := r.permissionBlock(inst, err); b != nil {
 		// Not a failed attempt: nothing is wrong with the extension.
 		return r.stopAt(s, b, nil)
@@ -174,10 +175,17 @@ func (r *Reconciler) objectsToApply(ctx context.Context, s *scope, mayCreate boo
 // hook and object finds its namespace, as with helm install
 // --create-namespace.
 func (r *Reconciler) withTargetNamespace(ctx context.Context, s *scope, objects []*unstructured.Unstructured, mayCreate bool) []*unstructured.Unstructured {
+	return slices.Concat(r.namespaceToCreate(ctx, s, objects, mayCreate), objects)
+}
+
+// namespaceToCreate is what withTargetNamespace puts in front of objects:
+// the target namespace when Annex creates it and objects do not bring it,
+// or none.
+func (r *Reconciler) namespaceToCreate(ctx context.Context, s *scope, objects []*unstructured.Unstructured, mayCreate bool) []*unstructured.Unstructured {
 	if len(namespaceIn(objects, s.targetNamespace())) > 0 {
-		return objects
+		return nil
 	}
-	return slices.Concat(r.createdNamespace(ctx, s, mayCreate), objects)
+	return r.createdNamespace(ctx, s, mayCreate)
 }
 
 // createdNamespace returns the target namespace, as the one object to
