@@ -36,8 +36,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		s.inventory = inst.Status.Inventory
 		return r.checkDrift(ctx, s, Set{CRDs: s.rendered.CRDs, Objects: r.objectsToApply(ctx, s, false)})
 	}
-	created := r.namespaceToCreate(ctx, s, s.rendered.Objects, true)
-	set := Set{CRDs: s.rendered.CRDs, Objects: slices.Concat(created, s.rendered.Objects)}
+	set := Set{CRDs: s.rendered.CRDs, Objects: r.objectsToApply(ctx, s, true)}
 	applier := s.target.Applier()
 	rev := r.nextRevision(s)
 
@@ -171,21 +170,14 @@ func (r *Reconciler) objectsToApply(ctx context.Context, s *scope, mayCreate boo
 
 // withTargetNamespace returns objects with the target namespace in front
 // when Annex creates it, unless objects bring that Namespace themselves.
-// The applier applies it before anything else (apply.Plan), so that every
-// hook and object finds its namespace, as with helm install
+// A chart's plan (Release.OnePass) applies it before anything else, so
+// that every hook and object finds its namespace, as with helm install
 // --create-namespace.
 func (r *Reconciler) withTargetNamespace(ctx context.Context, s *scope, objects []*unstructured.Unstructured, mayCreate bool) []*unstructured.Unstructured {
-	return slices.Concat(r.namespaceToCreate(ctx, s, objects, mayCreate), objects)
-}
-
-// namespaceToCreate is what withTargetNamespace puts in front of objects:
-// the target namespace when Annex creates it and objects do not bring it,
-// or none.
-func (r *Reconciler) namespaceToCreate(ctx context.Context, s *scope, objects []*unstructured.Unstructured, mayCreate bool) []*unstructured.Unstructured {
 	if len(namespaceIn(objects, s.targetNamespace())) > 0 {
-		return nil
+		return objects
 	}
-	return r.createdNamespace(ctx, s, mayCreate)
+	return slices.Concat(r.createdNamespace(ctx, s, mayCreate), objects)
 }
 
 // createdNamespace returns the target namespace, as the one object to
