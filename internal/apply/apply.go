@@ -20,7 +20,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -167,9 +166,6 @@ type Result struct {
 	// everything again right after writing it; objects not ready yet are
 	// read again with Health.
 	Health Health
-	// Plan is the state of the apply's plan down to its steps (nil for an
-	// apply that failed before any step).
-	Plan *v1alpha1.PlanStatus
 }
 
 // Apply is ApplyWithOptions with the zero ApplyOptions, returning the
@@ -183,7 +179,7 @@ func (a *Applier) Apply(ctx context.Context, owner Owner, defaultNamespace strin
 // server-side apply as field manager v1alpha1.FieldManager and returns the
 // inventory of what it applied and its health (see Result). Helm hooks in
 // set are neither applied nor listed: they run
-// only on an install or upgrade, through ApplyWithHooks. The objects of
+// only on an install or upgrade, in a chart's plan (Start). The objects of
 // set are not modified.
 //
 // Objects go in the phases of Plan: the Namespace named defaultNamespace
@@ -236,12 +232,100 @@ func copySet(set Set) Set {
 	return Set{CRDs: cp(set.CRDs), Objects: cp(set.Objects)}
 }
 
-// run applies steps in order: regular steps concurrently, hook steps one
-// object at a time, each awaited. It returns the inventory of the regular
-// objects applied and their health.
+// run applies steps in order, each with Run.step, and stops at the first
+// error. It returns the inventory of the regular objects applied and their
+// health.
 func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string, steps []Step, opts HookOptions) (Result, error) {
+	r, err := a.begin(owner, defaultNamespace, steps, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	for i := range steps {
+		if err := r.step(ctx, i); err != nil {
+			return r.Result(), err
+		}
+	}
+	return r.Result(), nil
+}
+
+// Run is an apply of a chart's steps in progress: the steps of the plan
+// ChartPlan made, run one at a time by the caller's plan driver (the
+// installation controller's) with Step, in plan order. It keeps what the
+// steps share: the objects already applied by a step of the same kind, the
+// inventory so far, and the hooks to delete once every hook of their event
+// succeeded. It decides nothing about the plan: the driver does.
+type Run struct {
+	a                *Applier
+	owner            Owner
+	defaultNamespace string
+	opts             HookOptions
+	steps            []Step
+	// offsets[i] is the index in steps of phase i's first step.
+	offsets   []int
+	seen      map[stepKey]bool
+	inventory []phasedRef
+	succeeded []*unstructured.Unstructured // hooks of the current event to delete once all succeeded
+}
+
+// Start starts applying p, a chart's plan as ChartPlan makes it (its
+// phases and hook weights as steps), with opts: it checks, before
+// anything is written, that the owner is named and that every kind p does
+// not define exists (the errors of Apply). The objects of p are copied
+// first, so that placing and labelling them leaves p alone. The caller
+// then runs each step with Step, in plan order, and reads the Result.
+func (a *Applier) Start(owner Owner, defaultNamespace string, p plan.Plan, opts HookOptions) (*Run, error) {
+	copies := map[*unstructured.Unstructured]*unstructured.Unstructured{}
+	cp := func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+		out := make([]*unstructured.Unstructured, len(objs))
+		for i, o := range objs {
+			if _, ok := copies[o]; !ok {
+				copies[o] = o.DeepCopy()
+			}
+			out[i] = copies[o]
+		}
+		return out
+	}
+	var all []*unstructured.Unstructured
+	for _, ph := range p.Phases {
+		for _, st := range ph.Steps {
+			for _, t := range st.Tasks {
+				all = append(all, t.Objects...)
+			}
+		}
+	}
+	crds := definedKinds(regularObjects(all))
+	var (
+		steps   []Step
+		offsets []int
+	)
+	for _, ph := range p.Phases {
+		offsets = append(offsets, len(steps))
+		for _, st := range ph.Steps {
+			step := Step{Name: st.Name}
+			for _, t := range st.Tasks {
+				step.Objects = append(step.Objects, cp(t.Objects)...)
+				if t.Kind == plan.TaskHook {
+					step.Hook = HookEvent(t.Hook)
+				}
+			}
+			if step.Hook == "" && len(step.Objects) > 0 {
+				step.phase = phaseOf(step.Objects[0].GroupVersionKind().GroupKind(), crds)
+			}
+			steps = append(steps, step)
+		}
+	}
+	r, err := a.begin(owner, defaultNamespace, steps, opts)
+	if err != nil {
+		return nil, err
+	}
+	r.offsets = offsets
+	return r, nil
+}
+
+// begin checks steps before any write (see Start) and returns their Run.
+func (a *Applier) begin(owner Owner, defaultNamespace string, steps []Step, opts HookOptions) (*Run, error) {
 	if owner.Name == "" || owner.Namespace == "" {
-		return Result{}, fmt.Errorf("apply: owner needs a name and a namespace (got %q)", owner.String())
+		return nil, fmt.Errorf("apply: owner needs a name and a namespace (got %q)", owner.String())
 	}
 	var all []*unstructured.Unstructured
 	for _, st := range steps {
@@ -255,39 +339,52 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 			continue
 		}
 		if err := a.place(o, defaultNamespace); err != nil {
-			return Result{}, err
+			return nil, err
 		}
 	}
-
-	var (
-		inventory []phasedRef
-		seen      = map[stepKey]bool{}
-		stepErr   error
-		succeeded []*unstructured.Unstructured // hooks of the current event to delete once all succeeded
-	)
-	// The steps run through the one plan executor, as a package's do; a
-	// chart's steps never wait, so the plan runs in this call, and the
-	// first error stops it.
-	runStep := func(ref plan.StepRef, _ plan.Step) plan.StepResult {
-		st := steps[ref.Step]
-		err := a.runStep(ctx, owner, defaultNamespace, st, opts, seen, &inventory, &succeeded)
-		if lastOfEvent := st.Hook != "" && (ref.Step == len(steps)-1 || steps[ref.Step+1].Hook != st.Hook); err == nil && lastOfEvent {
-			err = a.deleteSucceeded(ctx, owner, succeeded, opts.timeout())
-			succeeded = nil
-		}
-		if err != nil {
-			stepErr = err
-			return plan.Failed(st.Name, err)
-		}
-		return plan.StepResult{Done: true}
-	}
-	p := ChartPlan(steps)
-	now := func() metav1.Time { return metav1.Now() }
-	status, _, _ := plan.Drive(p, plan.Start(p, "", 0, now()), runStep, now, nil)
-	res := resultOf(inventory)
-	res.Plan = &status
-	return res, stepErr
+	return &Run{a: a, owner: owner, defaultNamespace: defaultNamespace, opts: opts, steps: steps, offsets: []int{0}, seen: map[stepKey]bool{}}, nil
 }
+
+// Step runs the step ref of the plan Start was given: its regular objects
+// as ApplyWithOptions applies them (concurrently, CRDs then awaited until
+// Established), or its hooks.
+//
+// Hooks run one at a time. Each hook object is labelled for owner like any
+// other object but is not part of the inventory (as in Helm, it is not a
+// part of the release). Its helm.sh/hook-delete-policy is honoured:
+// before-hook-creation (the default) deletes the previous object of the
+// same name, if it belongs to owner, and waits until it is gone;
+// hook-succeeded deletes the object once every hook of its event succeeded
+// (once the last hook step of the event succeeded, as Helm does, so that a
+// Job's ServiceAccount and RBAC hooks outlive it), hook-failed once it
+// failed. A hook Job is awaited until its Complete or Failed condition, a
+// hook Pod until it Succeeded or Failed, each at most opts.HookTimeout;
+// other hook objects are not awaited.
+//
+// An error is the step's failure: a *HookError when a hook failed or
+// timed out, and those of ApplyWithOptions. Result then holds the regular
+// objects applied before it.
+func (r *Run) Step(ctx context.Context, ref plan.StepRef) error {
+	if ref.Phase < 0 || ref.Phase >= len(r.offsets) || r.offsets[ref.Phase]+ref.Step >= len(r.steps) {
+		return fmt.Errorf("apply: the plan has no step %d of phase %d", ref.Step, ref.Phase)
+	}
+	return r.step(ctx, r.offsets[ref.Phase]+ref.Step)
+}
+
+// step runs steps[i] (see Step).
+func (r *Run) step(ctx context.Context, i int) error {
+	st := r.steps[i]
+	err := r.a.runStep(ctx, r.owner, r.defaultNamespace, st, r.opts, r.seen, &r.inventory, &r.succeeded)
+	if lastOfEvent := st.Hook != "" && (i == len(r.steps)-1 || r.steps[i+1].Hook != st.Hook); err == nil && lastOfEvent {
+		err = r.a.deleteSucceeded(ctx, r.owner, r.succeeded, r.opts.timeout())
+		r.succeeded = nil
+	}
+	return err
+}
+
+// Result is the inventory of the regular objects the steps run so far
+// applied, and their health.
+func (r *Run) Result() Result { return resultOf(r.inventory) }
 
 // stepKey is an object of a chart's apply, once per hook event: a hook of
 // several events runs at each, but no object is applied twice by one step
@@ -330,7 +427,8 @@ func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace str
 
 // ChartPlan is the plan of a chart's apply: one serial phase whose steps
 // are steps (Plan's phases and hook weights), each one task: TaskApply for
-// regular objects, TaskHook for hooks.
+// regular objects, TaskHook for hooks (with their event). The Helm engine
+// emits it in a chart's release; Start and Step run it.
 func ChartPlan(steps []Step) plan.Plan {
 	ph := plan.Phase{Name: "apply", Strategy: plan.Serial}
 	for _, st := range steps {
@@ -338,7 +436,7 @@ func ChartPlan(steps []Step) plan.Plan {
 		if st.Hook != "" {
 			kind = plan.TaskHook
 		}
-		ph.Steps = append(ph.Steps, plan.Step{Name: st.Name, Tasks: []plan.Task{{Name: st.Name, Kind: kind, Objects: st.Objects}}})
+		ph.Steps = append(ph.Steps, plan.Step{Name: st.Name, Tasks: []plan.Task{{Name: st.Name, Kind: kind, Hook: string(st.Hook), Objects: st.Objects}}})
 	}
 	return plan.Plan{Name: "apply", Strategy: plan.Serial, Phases: []plan.Phase{ph}}
 }

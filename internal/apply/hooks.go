@@ -22,7 +22,7 @@ const DefaultHookTimeout = 5 * time.Minute
 // hookPollInterval is how often a running hook Job or Pod is read.
 const hookPollInterval = 200 * time.Millisecond
 
-// HookOptions change how ApplyWithHooks writes and runs hooks.
+// HookOptions change how a chart's plan (Start) writes and runs hooks.
 type HookOptions struct {
 	ApplyOptions
 	// IsUpgrade runs the pre-upgrade and post-upgrade hooks instead of the
@@ -79,34 +79,9 @@ func (e *HookError) Error() string {
 		e.Hook, obj, why)
 }
 
-// ApplyWithHooks applies set like ApplyWithOptions, and also runs the
-// Helm hooks of an install (or, with opts.IsUpgrade, an upgrade) in the
-// steps of Plan. The controller calls it when a revision is installed or
-// upgraded, and ApplyWithOptions to re-apply the same revision, so that
-// hooks run once per revision.
-//
-// Hooks run one at a time. Each hook object is labelled for owner like any
-// other object but is not part of the returned inventory (as in Helm, it
-// is not a part of the release). Its helm.sh/hook-delete-policy is
-// honoured: before-hook-creation (the default) deletes the previous object
-// of the same name, if it belongs to owner, and waits until it is gone;
-// hook-succeeded deletes the object once every hook of its event
-// succeeded (as Helm does, so that a Job's ServiceAccount and RBAC hooks
-// outlive it), hook-failed once it failed. A hook Job is awaited until its Complete or Failed condition, a
-// hook Pod until it Succeeded or Failed, each at most opts.HookTimeout;
-// other hook objects are not awaited.
-//
-// Errors: a *HookError when a hook failed or timed out, and those of
-// ApplyWithOptions. The inventory holds the regular objects applied before
-// the error.
-func (a *Applier) ApplyWithHooks(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts HookOptions) (Result, error) {
-	set = copySet(set)
-	return a.run(ctx, owner, defaultNamespace, Plan(set, defaultNamespace, opts.IsUpgrade), opts)
-}
-
 // RunDeleteHooks runs the hooks of set for event, HookPreDelete (before
 // the caller's Delete) or HookPostDelete (once Delete reports nothing
-// remaining), as ApplyWithHooks runs hooks, each awaited at most timeout
+// remaining), as a chart's plan runs hooks (see Start), each awaited at most timeout
 // (zero means DefaultHookTimeout). The Namespace named defaultNamespace,
 // when set brings it, is applied before the hooks, so that it is there
 // for them even if someone deleted it: a caller that deletes it deletes

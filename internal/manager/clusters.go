@@ -74,21 +74,29 @@ func (w applierAdapter) Refs(objects []*unstructured.Unstructured, ns string) []
 }
 
 func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, set installation.Set, opts installation.ApplyOptions) (installation.Applied, error) {
-	s := applySet(set)
-	var (
-		res apply.Result
-		err error
-	)
-	if opts.SkipHooks {
-		res, err = w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, s, apply.ApplyOptions{TakeOwnership: opts.TakeOwnership})
-	} else {
-		res, err = w.a.ApplyWithHooks(ctx, apply.Owner(o), ns, s, apply.HookOptions{
-			ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership},
-			IsUpgrade:    opts.IsUpgrade,
-			HookTimeout:  opts.HookTimeout,
-		})
+	res, err := w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, applySet(set), apply.ApplyOptions{TakeOwnership: opts.TakeOwnership})
+	return appliedOf(res), err
+}
+
+func (w applierAdapter) Start(o installation.Owner, ns string, p plan.Plan, opts installation.ApplyOptions) (installation.StepRunner, error) {
+	run, err := w.a.Start(apply.Owner(o), ns, p, apply.HookOptions{
+		ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership},
+		HookTimeout:  opts.HookTimeout,
+	})
+	if err != nil {
+		return nil, err
 	}
-	return installation.Applied{Inventory: res.Inventory, Health: healthOf(res.Health), Plan: res.Plan}, err
+	return stepRunner{run}, nil
+}
+
+// stepRunner lets apply.Run serve the controller's StepRunner.
+type stepRunner struct{ r *apply.Run }
+
+func (s stepRunner) Step(ctx context.Context, ref plan.StepRef) error { return s.r.Step(ctx, ref) }
+func (s stepRunner) Applied() installation.Applied                    { return appliedOf(s.r.Result()) }
+
+func appliedOf(res apply.Result) installation.Applied {
+	return installation.Applied{Inventory: res.Inventory, Health: healthOf(res.Health)}
 }
 
 func (w applierAdapter) Diff(ctx context.Context, o installation.Owner, ns string, set installation.Set) ([]installation.Drift, installation.Health, error) {

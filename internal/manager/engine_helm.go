@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/apply"
 	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/engine/helm"
 	"github.com/annex-platform/annex/internal/metrics"
+	"github.com/annex-platform/annex/internal/plan"
 )
 
 // helmEngine renders Helm charts with internal/engine/helm. A chart's release
-// is its objects, applied in one pass, and a failed attempt is rolled
-// back.
+// is its objects and the plan of their one pass (its phases and hook
+// weights), and a failed attempt is rolled back.
 type helmEngine struct{ fetcher artifactFetcher }
 
 func (e helmEngine) Fetch(ctx context.Context, src v1alpha1.ArtifactSource) ([]byte, error) {
@@ -53,8 +57,19 @@ func (helmEngine) Render(_ context.Context, in installation.EngineInput) (*insta
 		CRDs:           out.CRDs,
 		Objects:        out.Objects,
 		ManifestDigest: out.ManifestDigest,
+		OnePass:        chartPlan(in.Namespace, in.IsUpgrade),
 		RollsBack:      true,
 	}, nil
+}
+
+// chartPlan makes a chart's one-pass plan: its phases and hook weights in
+// Helm's order (apply.Plan) as the steps of one serial phase
+// (apply.ChartPlan), the hooks of an install or, with isUpgrade, an
+// upgrade; the release's namespace, when among the objects, first.
+func chartPlan(namespace string, isUpgrade bool) func(crds, objects []*unstructured.Unstructured) plan.Plan {
+	return func(crds, objects []*unstructured.Unstructured) plan.Plan {
+		return apply.ChartPlan(apply.Plan(apply.Set{CRDs: crds, Objects: objects}, namespace, isUpgrade))
+	}
 }
 
 // chartRefusal phrases a render error of the chart ref: invalid values

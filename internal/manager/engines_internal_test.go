@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/engine/helm"
@@ -106,5 +108,49 @@ func TestChartRefusal(t *testing.T) {
 				t.Errorf("chartRefusal = %s (retry %v), want %s (retry %v)", got.Reason, got.Retry, tt.wantReason, tt.wantRetry)
 			}
 		})
+	}
+}
+
+// TestChartPlan pins the plan a chart's release carries for its one pass:
+// one serial phase of Helm's order, the hooks of the operation as TaskHook
+// steps naming their event, the other operation's hooks left out.
+func TestChartPlan(t *testing.T) {
+	obj := func(kind, name, hook string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		if kind == "Job" {
+			u.SetAPIVersion("batch/v1")
+		}
+		u.SetKind(kind)
+		u.SetName(name)
+		if hook != "" {
+			u.SetAnnotations(map[string]string{"helm.sh/hook": hook})
+		}
+		return u
+	}
+	objects := []*unstructured.Unstructured{
+		obj("Namespace", "target", ""),
+		obj("ConfigMap", "config", ""),
+		obj("Job", "migrate", "pre-install,pre-upgrade"),
+		obj("Job", "smoke", "post-upgrade"),
+	}
+	for _, tc := range []struct {
+		isUpgrade bool
+		want      []string
+	}{
+		{false, []string{"target namespace/Apply/", "pre-install hooks (weight 0)/Hook/pre-install", "objects/Apply/"}},
+		{true, []string{"target namespace/Apply/", "pre-upgrade hooks (weight 0)/Hook/pre-upgrade", "objects/Apply/", "post-upgrade hooks (weight 0)/Hook/post-upgrade"}},
+	} {
+		p := chartPlan("target", tc.isUpgrade)(nil, objects)
+		if len(p.Phases) != 1 || p.Strategy != plan.Serial || p.Phases[0].Strategy != plan.Serial {
+			t.Fatalf("upgrade %v: plan %+v, want one serial phase", tc.isUpgrade, p)
+		}
+		var got []string
+		for _, st := range p.Phases[0].Steps {
+			got = append(got, st.Name+"/"+string(st.Tasks[0].Kind)+"/"+st.Tasks[0].Hook)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("upgrade %v: steps %q, want %q", tc.isUpgrade, got, tc.want)
+		}
 	}
 }

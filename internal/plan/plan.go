@@ -73,6 +73,9 @@ const (
 type Task struct {
 	Name string   `json:"name"`
 	Kind TaskKind `json:"kind"`
+	// Hook is the Helm hook event (pre-install, post-upgrade, ...) a
+	// TaskHook runs its objects for.
+	Hook string `json:"hook,omitempty"`
 	// Objects are applied (TaskApply) or deleted (TaskDelete), in order.
 	Objects []*unstructured.Unstructured `json:"objects,omitempty"`
 	// Pipe is set for TaskPipe.

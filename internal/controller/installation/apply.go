@@ -23,9 +23,10 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
 	if s.release != nil {
 		// A release with plans runs them across reconciles, resumed from
-		// the record (plans.go). A release without (a chart) is applied
-		// here in one pass, the applier driving its phases and hooks; both
-		// become one plan path once the applier drives no plan itself.
+		// the record (plans.go). A release without (a chart) runs its
+		// one-pass plan (Release.OnePass) here, in this reconcile, through
+		// the same driver (applyOnePass) but without checkpoints: its
+		// record, status and events are those of one apply.
 		return r.runPackage(ctx, s)
 	}
 	if isFailedTarget(s) {
@@ -57,13 +58,12 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if inst.Status.InstalledVersion != "" {
 		op = metrics.OpUpgrade
 	}
-	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{
-		IsUpgrade:     inst.Status.InstalledVersion != "",
+	applied, st, err := r.applyOnePass(ctx, s, s.rendered.OnePass(set.CRDs, set.Objects), ApplyOptions{
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 	})
 	metrics.ObserveApply(op, time.Since(start))
-	recordChartPlan(inst, applied.Plan, rev)
+	recordChartPlan(inst, st, rev)
 	if b := r.permissionBlock(inst, err); b != nil {
 		// Not a failed attempt: nothing is wrong with the extension.
 		return r.stopAt(s, b, nil)
@@ -170,8 +170,8 @@ func (r *Reconciler) objectsToApply(ctx context.Context, s *scope, mayCreate boo
 
 // withTargetNamespace returns objects with the target namespace in front
 // when Annex creates it, unless objects bring that Namespace themselves.
-// The applier applies it before anything else (apply.Plan), so that every
-// hook and object finds its namespace, as with helm install
+// A chart's plan (Release.OnePass) applies it before anything else, so
+// that every hook and object finds its namespace, as with helm install
 // --create-namespace.
 func (r *Reconciler) withTargetNamespace(ctx context.Context, s *scope, objects []*unstructured.Unstructured, mayCreate bool) []*unstructured.Unstructured {
 	if len(namespaceIn(objects, s.targetNamespace())) > 0 {

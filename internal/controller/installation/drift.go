@@ -50,7 +50,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 	// another manager took over since are taken back (objects of another
 	// installation are still refused).
 	start := time.Now()
-	corrected, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true})
+	corrected, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{TakeOwnership: true})
 	metrics.ObserveApply(metrics.OpDriftCorrection, time.Since(start))
 	if err != nil {
 		s.observedHealth = nil

@@ -52,7 +52,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 	switch t.Kind {
 	case plan.TaskApply:
 		applied, err := applier.Apply(ctx, s.owner(), ns, Set{Objects: t.Objects},
-			ApplyOptions{SkipHooks: true, TakeOwnership: s.inst.Spec.TakeOwnership})
+			ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership})
 		if err != nil {
 			if b := r.permissionBlock(s.inst, err); b != nil {
 				return plan.Failed(t.Name, errors.New(b.message))
@@ -149,7 +149,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, s *scope, objs []*unst
 		return nil
 	}
 	_, err := s.target.Applier().Apply(ctx, s.owner(), s.targetNamespace(), Set{Objects: objs},
-		ApplyOptions{SkipHooks: true, TakeOwnership: s.inst.Spec.TakeOwnership})
+		ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership})
 	if err == nil {
 		return nil
 	}

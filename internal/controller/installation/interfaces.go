@@ -154,6 +154,15 @@ type Release struct {
 	CRDs, Objects []*unstructured.Unstructured
 	// ManifestDigest is the digest of CRDs and Objects.
 	ManifestDigest string
+	// OnePass, for a release without Plans, makes the plan of its one
+	// pass over crds and objects: CRDs and Objects as the controller
+	// applies them (the target namespace Annex creates in front, RBAC
+	// narrowed by spec.scopedGrants). For a chart, its phases and hook
+	// weights as steps: its namespace, CRDs, the pre-install or
+	// pre-upgrade hooks by weight, the manifest by kind, the post hooks.
+	// The controller's driver runs it within one reconcile, without
+	// checkpoints: its steps never wait, and the first error stops it.
+	OnePass func(crds, objects []*unstructured.Unstructured) plan.Plan
 	// Plans are the plans of a release that runs them across reconciles,
 	// resumed from the record; nil for a release applied in one pass.
 	Plans PlanSet
@@ -239,10 +248,15 @@ type Applier interface {
 	// Refs returns the inventory entries Apply would record for objects,
 	// without writing anything.
 	Refs(objects []*unstructured.Unstructured, defaultNamespace string) []v1alpha1.ObjectReference
-	// Apply applies a rendered set in phases (hooks included unless
-	// opts.SkipHooks) and returns the inventory and its health as the
+	// Apply applies the regular objects of a rendered set in phases
+	// (never its hooks) and returns the inventory and its health as the
 	// apply left it. On an error the inventory lists what was applied.
 	Apply(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts ApplyOptions) (Applied, error)
+	// Start starts applying p, a release's one-pass plan (Release.OnePass),
+	// hooks included: it checks, before anything is written, that every
+	// kind p does not define exists. The controller's driver then runs
+	// each step of p with the StepRunner, in plan order.
+	Start(owner Owner, defaultNamespace string, p plan.Plan, opts ApplyOptions) (StepRunner, error)
 	// Diff lists the objects of set that differ from the cluster, writing
 	// nothing, and the health of set's objects as it read them.
 	Diff(ctx context.Context, owner Owner, defaultNamespace string, set Set) ([]Drift, Health, error)
@@ -266,6 +280,17 @@ type Applier interface {
 	RunPipe(ctx context.Context, owner Owner, defaultNamespace string, p plan.Pipe) (PipeResult, error)
 }
 
+// StepRunner runs the steps of one release's one-pass plan (Applier.Start).
+type StepRunner interface {
+	// Step runs the step ref: its objects applied, or its hooks run one at
+	// a time, each awaited, with their delete policies. An error is the
+	// step's failure.
+	Step(ctx context.Context, ref plan.StepRef) error
+	// Applied is the inventory of the objects the steps run so far
+	// applied, and their health.
+	Applied() Applied
+}
+
 // PipeResult is what one pass of a Pipe task did.
 type PipeResult struct {
 	Done bool
@@ -278,9 +303,6 @@ type PipeResult struct {
 type Applied struct {
 	Inventory []v1alpha1.ObjectReference
 	Health    Health
-	// Plan is the state of the apply's plan (a chart's phases and hooks as
-	// steps), when it ran through the plan executor.
-	Plan *v1alpha1.PlanStatus
 }
 
 // Set is a rendered set of objects. For a package it is the state its
@@ -291,13 +313,9 @@ type Set struct {
 	Package       []byte
 }
 
-// ApplyOptions tune one Apply.
+// ApplyOptions tune one Apply or Start.
 type ApplyOptions struct {
-	// IsUpgrade runs the upgrade hooks instead of the install hooks.
-	IsUpgrade bool
-	// SkipHooks applies the regular objects only (drift correction).
-	SkipHooks bool
-	// HookTimeout bounds each hook Job.
+	// HookTimeout bounds each hook Job of a one-pass plan.
 	HookTimeout time.Duration
 	// TakeOwnership adopts existing objects and fields of other managers.
 	TakeOwnership bool

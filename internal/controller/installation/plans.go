@@ -152,6 +152,30 @@ func (r *Reconciler) drive(ctx context.Context, s *scope, p plan.Plan, st v1alph
 	return next, waiting, err
 }
 
+// applyOnePass runs p, a release's one-pass plan (Release.OnePass: a
+// chart's phases and hook weights), with the one executor (plan.Drive),
+// in this reconcile and without checkpoints: nothing of it is saved until
+// it ends, its steps never wait, and the first error stops it. It returns
+// what the steps applied, the state p ended in (nil when the applier
+// refused p before any step) and the first step's error.
+func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, opts ApplyOptions) (Applied, *v1alpha1.PlanStatus, error) {
+	steps, err := s.target.Applier().Start(s.owner(), s.targetNamespace(), p, opts)
+	if err != nil {
+		return Applied{}, nil, err
+	}
+	var stepErr error
+	run := func(ref plan.StepRef, step plan.Step) plan.StepResult {
+		if err := steps.Step(ctx, ref); err != nil {
+			stepErr = err
+			return plan.Failed(step.Name, err)
+		}
+		return plan.StepResult{Done: true}
+	}
+	now := func() metav1.Time { return metav1.Now() }
+	st, _, _ := plan.Drive(p, plan.Start(p, "", 0, now()), run, now, nil)
+	return steps.Applied(), &st, stepErr
+}
+
 // planWaits ends a reconcile whose plan waits for a step.
 func (r *Reconciler) planWaits(s *scope, p plan.Plan, st v1alpha1.PlanStatus) (ctrl.Result, error) {
 	msg := fmt.Sprintf("plan %s: %s", p.Name, st.Message)

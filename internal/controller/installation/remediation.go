@@ -101,7 +101,7 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 	}
 	failpoint.Hit(failpoint.RollbackAfterIntent, s.owner().String())
 	start := time.Now()
-	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{SkipHooks: true, TakeOwnership: true})
+	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{TakeOwnership: true})
 	metrics.ObserveApply(metrics.OpRollback, time.Since(start))
 	if err != nil {
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("%s; rolling back to revision %d: %v", why, good.Number, err))
