@@ -401,17 +401,26 @@ func applyManifest(c client.Client, obj *unstructured.Unstructured, wait string)
 }
 
 // deleteManifest deletes the object obj names and waits until it is gone,
-// as kubectl delete does.
+// as kubectl delete does: that object, by UID — a controller may create
+// another of the same name at once (the example operator does, for a
+// Banner whose ConfigMap someone else held).
 func deleteManifest(c client.Client, obj *unstructured.Unstructured) error {
 	ctx := context.Background()
-	if err := c.Delete(ctx, obj.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
+	before := &unstructured.Unstructured{}
+	before.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), before); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if err := c.Delete(ctx, before.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return poll(3*time.Minute, func() error {
 		cur := &unstructured.Unstructured{}
 		cur.SetGroupVersionKind(obj.GroupVersionKind())
 		err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur)
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) || (err == nil && cur.GetUID() != before.GetUID()) {
 			return nil
 		}
 		return fmt.Errorf("still there (err=%v, finalizers %v)", err, cur.GetFinalizers())
