@@ -98,7 +98,7 @@ func newRootCommand(name string) *cobra.Command {
 		newInstallCommand(&kubeconfig), newUpgradeCommand(&kubeconfig), newUninstallCommand(&kubeconfig),
 		newStatusCommand(&kubeconfig), newEventsCommand(&kubeconfig),
 		newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig), newApproveCommand(&kubeconfig), newDenyCommand(&kubeconfig),
-		newRolloutCommand(&kubeconfig), newAdoptCommand(&kubeconfig), newPackageCommand(), newVersionCommand(), newConsoleCommand(&kubeconfig))
+		newRolloutCommand(&kubeconfig), newAdoptCommand(&kubeconfig), newConvertCommand(), newPackageCommand(), newVersionCommand(), newConsoleCommand(&kubeconfig))
 	return root
 }
 
