@@ -80,9 +80,9 @@ metadata: {name: a, namespace: ns}
 spec:
   applicationRef: {name: a, version: 1.0.0}
 `, "ApplicationDefinition a has no Helm source for version 1.0.0"},
-		"no name":        {"apiVersion: apps.kubermatic.k8c.io/v1\nkind: ApplicationDefinition\nspec: {}\n", "has no metadata.name"},
-		"not YAML":       {"apiVersion: [", "document 1"},
-		"bad interval":   {"apiVersion: apps.kubermatic.k8c.io/v1\nkind: ApplicationInstallation\nmetadata: {name: a, namespace: ns}\nspec:\n  applicationRef: {name: a, version: 1.0.0}\n  reconciliationInterval: soon\n", `spec.reconciliationInterval "soon"`},
+		"no name":      {"apiVersion: apps.kubermatic.k8c.io/v1\nkind: ApplicationDefinition\nspec: {}\n", "has no metadata.name"},
+		"not YAML":     {"apiVersion: [", "document 1"},
+		"bad interval": {"apiVersion: apps.kubermatic.k8c.io/v1\nkind: ApplicationInstallation\nmetadata: {name: a, namespace: ns}\nspec:\n  applicationRef: {name: a, version: 1.0.0}\n  reconciliationInterval: soon\n", `spec.reconciliationInterval "soon"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Convert([]byte(tc.docs), Options{})
