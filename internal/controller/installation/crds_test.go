@@ -243,3 +243,103 @@ func TestCRDStoredVersionRetired(t *testing.T) {
 		t.Errorf("the Thing stored at v1 is not readable at v2: %v", err)
 	}
 }
+
+// crdPackage is a KUDO-format package whose deploy plan applies a CRD
+// whose spec.color takes the values of enum, then a ConfigMap saying the
+// package's version.
+func crdPackage(version, enum string) map[string]string {
+	return map[string]string{
+		"operator.yaml": `apiVersion: kudo.dev/v1beta1
+name: crdpkg
+operatorVersion: ` + version + `
+appVersion: "1.0"
+kubernetesVersion: 1.30.0
+tasks:
+  - name: crds
+    kind: Apply
+    spec: {resources: [crd.yaml]}
+  - name: app
+    kind: Apply
+    spec: {resources: [app.yaml]}
+plans:
+  deploy:
+    strategy: serial
+    phases:
+      - name: main
+        strategy: serial
+        steps:
+          - {name: crds, tasks: [crds]}
+          - {name: app, tasks: [app]}
+`,
+		"params.yaml": "apiVersion: kudo.dev/v1beta1\nparameters: []\n",
+		"templates/crd.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.crdpkg.annex.dev
+spec:
+  group: crdpkg.annex.dev
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string, enum: [` + enum + `]}
+`,
+		"templates/app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-config\ndata:\n  version: {{ .OperatorVersion | quote }}\n",
+	}
+}
+
+// The same gate for a package's plans: an upgrade whose plan applies a
+// narrowed CRD is refused under Strict before any step runs; under Skip
+// the upgrade's plan runs with the installed CRD kept, and says so.
+func TestCRDPolicyPackageSkip(t *testing.T) {
+	const crdName = "widgets.crdpkg.annex.dev"
+	colors := func() int {
+		return len(readCRD(t, crdName).Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["color"].Enum)
+	}
+	ns := packageNamespace(t)
+	dir := t.TempDir()
+	writePackage(t, dir, "crdpkg-0.1.0", crdPackage("0.1.0", "red, green, blue"))
+	writePackage(t, dir, "crdpkg-0.2.0", crdPackage("0.2.0", "red, green"))
+	setupDirectoryCatalog(t, ns, dir)
+
+	inst := install(t, ns, "widgets", "crdpkg", "0.1.0")
+	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	got = setSpec(t, got, func(i *v1alpha1.ExtensionInstallation) { i.Spec.Version = "0.2.0" })
+	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonUnsafeCRDChange)
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	assertMentions(t, "refusal", ready.Message, "crdpkg 0.2.0", "CRD "+crdName+" version v1 field .spec.color")
+	if v := configMapData(t, ns, "widgets-config", "version"); v != "0.1.0" || colors() != 3 || got.Status.InstalledVersion != "0.1.0" {
+		t.Errorf("the refused upgrade applied something: ConfigMap of %s, %d colors, installed %s", v, colors(), got.Status.InstalledVersion)
+	}
+
+	got = setSpec(t, got, func(i *v1alpha1.ExtensionInstallation) { i.Spec.Upgrade.CRDPolicy = v1alpha1.CRDPolicySkip })
+	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	if v := configMapData(t, ns, "widgets-config", "version"); v != "0.2.0" || got.Status.InstalledVersion != "0.2.0" {
+		t.Errorf("under Skip: ConfigMap of %s, installed %s", v, got.Status.InstalledVersion)
+	}
+	if n := colors(); n != 3 {
+		t.Errorf("under Skip the installed CRD changed: %d colors", n)
+	}
+	warnings := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionWarnings)
+	if warnings == nil {
+		t.Fatalf("Skip says nothing: %s", describeConditions(got))
+	}
+	assertMentions(t, "warnings", warnings.Message, "kept the installed CustomResourceDefinitions "+crdName, ".spec.color")
+	// The CRD stays the installation's.
+	found := false
+	for _, ref := range got.Status.Inventory {
+		found = found || (ref.Kind == "CustomResourceDefinition" && ref.Name == crdName)
+	}
+	if !found {
+		t.Errorf("the kept CRD left the inventory: %+v", got.Status.Inventory)
+	}
+}
