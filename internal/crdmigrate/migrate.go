@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,7 +50,7 @@ var crdGVK = apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefiniti
 // Migrate retires the stale stored versions of the CRD name
 // (crdcheck.StaleStoredVersions): it lists the CRD's objects at the
 // storage version, pageSize at a time (DefaultPageSize when 0), writes
-// each back as it read it, then sets status.storedVersions to the
+// each back as it read it (Workers at a time), then sets status.storedVersions to the
 // storage version alone, through the CRD's status subresource. An object
 // that changed or went since it was read is left alone: whoever changed
 // it wrote it at the storage version. A CRD that does not exist, or
@@ -129,23 +130,63 @@ func rewriteAll(ctx context.Context, c client.Client, gvk schema.GroupVersionKin
 		if err := c.List(ctx, list, opts...); err != nil {
 			return written, fmt.Errorf("listing the %s objects at %s: %w", gvk.Kind, gvk.GroupVersion(), err)
 		}
-		for i := range list.Items {
-			obj := &list.Items[i]
-			err := c.Update(ctx, obj)
-			switch {
-			case err == nil:
-				written++
-			case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-				// Changed or deleted since the list: written at the
-				// storage version by whoever changed it, or gone.
-			default:
-				return written, fmt.Errorf("writing %s %s back at %s: %w", gvk.Kind, objectName(obj), gvk.GroupVersion(), err)
-			}
+		n, err := rewritePage(ctx, c, gvk, list.Items)
+		written += n
+		if err != nil {
+			return written, err
 		}
 		if next = list.GetContinue(); next == "" {
 			return written, nil
 		}
 	}
+}
+
+// Workers is how many objects of a page are written back at once: each
+// write waits for the API server's storage, so a few at a time shorten a
+// migration several times over without crowding the server.
+const Workers = 4
+
+// rewritePage writes items back, Workers at a time, and returns how many
+// it wrote and the first error; an object changed or deleted since it
+// was listed is skipped.
+func rewritePage(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, items []unstructured.Unstructured) (int, error) {
+	var (
+		mu       sync.Mutex
+		written  int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	next := make(chan *unstructured.Unstructured)
+	for range min(Workers, len(items)) {
+		wg.Go(func() {
+			for obj := range next {
+				err := c.Update(ctx, obj)
+				mu.Lock()
+				switch {
+				case err == nil:
+					written++
+				case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+					// Changed or deleted since the list: written at the
+					// storage version by whoever changed it, or gone.
+				case firstErr == nil:
+					firstErr = fmt.Errorf("writing %s %s back at %s: %w", gvk.Kind, objectName(obj), gvk.GroupVersion(), err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range items {
+		mu.Lock()
+		stop := firstErr != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		next <- &items[i]
+	}
+	close(next)
+	wg.Wait()
+	return written, firstErr
 }
 
 func objectName(obj *unstructured.Unstructured) string {
