@@ -77,6 +77,17 @@ const (
 	ReasonValuesNotShared     = "ValuesNotShared"
 	ReasonUpgradeBlocked      = "UpgradeBlocked"
 
+	// ReasonUnsafeCRDChange: a change would apply a CRD whose difference
+	// from the installed one can break stored objects or clients, and
+	// spec.upgrade.crdPolicy does not let it.
+	ReasonUnsafeCRDChange = "UnsafeCRDChange"
+	// ReasonCRDChangeWarnings: a change applied (Warn, Force) or kept out
+	// (Skip) CRD changes that the Warnings condition lists.
+	ReasonCRDChangeWarnings = "CRDChangeWarnings"
+	// ReasonStorageMigrationFailed: rewriting the objects of a CRD at its
+	// storage version, or trimming its status.storedVersions, failed.
+	ReasonStorageMigrationFailed = "StorageMigrationFailed"
+
 	// ReasonInvalidMaintenanceWindow: a ManagedCluster's
 	// spec.maintenanceWindows has a schedule, time zone or duration that
 	// cannot be read.

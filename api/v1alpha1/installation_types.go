@@ -434,7 +434,42 @@ type UpgradePolicy struct {
 	// +kubebuilder:validation:Maximum=20
 	// +optional
 	Retries *int32 `json:"retries,omitempty"`
+	// CRDPolicy says what a change does with a CustomResourceDefinition
+	// that differs from the one installed on the target cluster, whatever
+	// the engine brings it (a chart's crds/ or templates, a package, an
+	// operator bundle). Annex compares the two before anything of the
+	// change is applied: a removed stored or served version, a scope
+	// change, a removed field, a new required field, a type change, a
+	// narrowed enum, tightened bounds, a new pattern or validation rule,
+	// a field made non-nullable are breaking; a changed default is a
+	// warning. Strict (the default) refuses a change with a breaking
+	// finding (condition Ready False, reason UnsafeCRDChange, naming each
+	// finding) and applies nothing of it; Warn applies it and lists the
+	// findings in the Warnings condition and an Event; Skip keeps the
+	// installed CRD as it is, as Helm does with crds/, and applies the
+	// rest; Force applies it and records what it forced past in an Event.
+	// A removed version that objects are still stored at is refused under
+	// every policy but Skip: the API server would refuse it too.
+	// +kubebuilder:validation:Enum=Strict;Warn;Skip;Force
+	// +kubebuilder:default=Strict
+	// +optional
+	CRDPolicy CRDPolicy `json:"crdPolicy,omitempty"`
 }
+
+// CRDPolicy is what a change does with a CRD that differs from the
+// installed one (spec.upgrade.crdPolicy).
+type CRDPolicy string
+
+const (
+	// CRDPolicyStrict refuses a breaking CRD change.
+	CRDPolicyStrict CRDPolicy = "Strict"
+	// CRDPolicyWarn applies it and reports every finding.
+	CRDPolicyWarn CRDPolicy = "Warn"
+	// CRDPolicySkip keeps the installed CRD.
+	CRDPolicySkip CRDPolicy = "Skip"
+	// CRDPolicyForce applies it and records what it forced past.
+	CRDPolicyForce CRDPolicy = "Force"
+)
 
 // UpgradeGraph is how an installed operator bundle may move.
 type UpgradeGraph string

@@ -354,14 +354,18 @@ func removedFields(desired, live *unstructured.Unstructured) []string {
 		return []string{".metadata.managedFields"}
 	}
 	var out []string
-	walkManaged("", fields, desired.Object, &out)
+	walkManaged("", fields, desired.Object, live.Object, &out)
 	return out
 }
 
 // walkManaged appends to out the paths of the managed field set fields
 // (in the fieldsV1 format: "f:name", "k:{key}", "v:value", "i:index")
-// that desired does not set.
-func walkManaged(path string, fields map[string]any, desired any, out *[]string) {
+// that desired does not set. live is the value at path on the server: a
+// list Annex owns whole (an atomic list, such as a CRD's spec.versions,
+// whose entry has no element keys) that holds more elements live than
+// desired sets has lost elements, which the element-wise comparison
+// cannot see.
+func walkManaged(path string, fields map[string]any, desired, live any, out *[]string) {
 	for key, sub := range fields {
 		subFields, _ := sub.(map[string]any)
 		prefix, rest, _ := strings.Cut(key, ":")
@@ -372,17 +376,25 @@ func walkManaged(path string, fields map[string]any, desired any, out *[]string)
 				continue
 			}
 			d, _ := desired.(map[string]any)
+			l, _ := live.(map[string]any)
 			v := d[rest]
 			if v == nil {
 				*out = append(*out, p)
 				continue
 			}
 			if len(subFields) > 0 {
-				walkManaged(p, subFields, v, out)
+				walkManaged(p, subFields, v, l[rest], out)
+				continue
+			}
+			if want, ok := v.([]any); ok {
+				if got, ok := l[rest].([]any); ok && len(got) > len(want) {
+					*out = append(*out, p)
+				}
 			}
 		case "k":
 			var keyFields map[string]any
 			list, _ := desired.([]any)
+			liveList, _ := live.([]any)
 			if err := json.Unmarshal([]byte(rest), &keyFields); err != nil {
 				*out = append(*out, path+"["+rest+"]")
 				continue
@@ -393,7 +405,11 @@ func walkManaged(path string, fields map[string]any, desired any, out *[]string)
 				*out = append(*out, p)
 				continue
 			}
-			walkManaged(p, subFields, list[i], out)
+			var liveElem any
+			if j := slices.IndexFunc(liveList, func(e any) bool { return keyMatches(e, keyFields) }); j >= 0 {
+				liveElem = liveList[j]
+			}
+			walkManaged(p, subFields, list[i], liveElem, out)
 		case "v":
 			var value any
 			list, _ := desired.([]any)
@@ -403,12 +419,17 @@ func walkManaged(path string, fields map[string]any, desired any, out *[]string)
 			}
 		case "i":
 			list, _ := desired.([]any)
+			liveList, _ := live.([]any)
 			n, err := strconv.Atoi(rest)
 			if err != nil || n >= len(list) {
 				*out = append(*out, path+"["+rest+"]")
 				continue
 			}
-			walkManaged(path+"["+rest+"]", subFields, list[n], out)
+			var liveElem any
+			if n < len(liveList) {
+				liveElem = liveList[n]
+			}
+			walkManaged(path+"["+rest+"]", subFields, list[n], liveElem, out)
 		}
 	}
 }

@@ -159,6 +159,27 @@ data: {key: a, old: x}`,
 			want:    []string{`.spec.template.spec.containers[name="app"]`, `.spec.template.spec.containers[name="web"]`},
 		},
 		{
+			// A CRD's spec.versions is an atomic list: Annex's entry names
+			// the list, not its elements. A version dropped from desired
+			// is drift, though every desired element is still live.
+			name: "atomic list shrank",
+			desired: `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: things.example.com}
+spec:
+  versions: [{name: v2, served: true, storage: true}]`,
+			live: `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: things.example.com
+  ` + managedBy(`{"f:spec": {"f:versions": {}}}`) + `
+spec:
+  versions: [{name: v1, served: false, storage: false}, {name: v2, served: true, storage: true}]`,
+			want: []string{".spec.versions"},
+		},
+		{
 			// No apply entry of Annex: it owns nothing yet.
 			name:    "not managed by annex",
 			desired: desiredCM,

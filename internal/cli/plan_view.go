@@ -133,6 +133,9 @@ type PreflightView struct {
 	// Removed are installed objects whose API version the target
 	// Kubernetes version no longer serves.
 	Removed []RemovedAPIObject `json:"removed,omitempty"`
+	// CRDChanges are the changes whose CRDs the installation controller
+	// refused (spec.upgrade.crdPolicy) or let through with findings.
+	CRDChanges []CRDChangeView `json:"crdChanges,omitempty"`
 	// OK is false when an installation has no version for the target or
 	// an object of a removed API version.
 	OK bool `json:"ok"`
@@ -162,7 +165,7 @@ func PreflightData(ctx context.Context, c client.Reader, observe VersionObserver
 	if report.Removed, err = preflight.RemovedObjects(o.KubeVersion, r.installations); err != nil {
 		return nil, fmt.Errorf("--kube-version: %w", err)
 	}
-	v := &PreflightView{Plan: planViewOf(po, r), OK: report.OK()}
+	v := &PreflightView{Plan: planViewOf(po, r), OK: report.OK(), CRDChanges: crdChangesOf(r.installations)}
 	for _, f := range report.Removed {
 		name := f.Object.Name
 		if f.Object.Namespace != "" {

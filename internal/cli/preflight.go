@@ -32,8 +32,10 @@ var ErrPreflightFailed = errors.New("preflight found problems")
 // Preflight reports, before a cluster moves to another Kubernetes version,
 // what each installation would do there — the version it would move to,
 // or why none fits — and every object in its inventory whose API version
-// the target release no longer serves, with what to use instead. It
-// changes nothing.
+// the target release no longer serves, with what to use instead; and
+// the changes whose CRDs the installation controller refused under
+// spec.upgrade.crdPolicy, with each finding, or let through with
+// findings. It changes nothing.
 func Preflight(ctx context.Context, c client.Reader, observe VersionObserver, o PreflightOptions) error {
 	if o.KubeVersion == "" {
 		return errors.New("--kube-version is required: the version the cluster is going to run")
@@ -77,6 +79,7 @@ func Preflight(ctx context.Context, c client.Reader, observe VersionObserver, o 
 		}
 		_ = w.Flush()
 	}
+	printCRDChanges(o.Out, crdChangesOf(r.installations))
 	if !report.OK() {
 		return ErrPreflightFailed
 	}

@@ -1,7 +1,8 @@
 package crdcheck
 
-// Policy is what an upgrade does with a CRD change, the value of the intended
-// `spec.upgrade.crdPolicy` of an installation.
+// Policy is what an upgrade does with a CRD change: the value of an
+// installation's `spec.upgrade.crdPolicy` (v1alpha1.CRDPolicy, the same
+// words).
 type Policy string
 
 const (

@@ -2,11 +2,15 @@ package manager
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/apply"
@@ -14,6 +18,7 @@ import (
 	"github.com/annex-platform/annex/internal/catalog/sources"
 	"github.com/annex-platform/annex/internal/cluster"
 	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/crdmigrate"
 	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
 )
@@ -64,6 +69,31 @@ func (t installationTarget) ResourceScope(_ context.Context, gr schema.GroupReso
 // discovery on a miss.
 func (t installationTarget) Serves(_ context.Context, gvk schema.GroupVersionKind) (kubeapis.Answer, error) {
 	return t.Target.Applier().Serves(gvk)
+}
+
+// CRDs reads the CustomResourceDefinitions with the Target's applier's
+// client (the cluster's own identity), one request each.
+func (t installationTarget) CRDs(ctx context.Context, names []string) (map[string]*unstructured.Unstructured, error) {
+	out := make(map[string]*unstructured.Unstructured, len(names))
+	for _, name := range names {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		err := t.Target.Applier().Client.Get(ctx, client.ObjectKey{Name: name}, crd)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading CustomResourceDefinition %s: %w", name, err)
+		}
+		out[name] = crd
+	}
+	return out, nil
+}
+
+// MigrateStoredVersions runs crdmigrate with the Target's applier's client.
+func (t installationTarget) MigrateStoredVersions(ctx context.Context, name string) (installation.StorageMigration, error) {
+	res, err := crdmigrate.Migrate(ctx, t.Target.Applier().Client, name, crdmigrate.DefaultPageSize)
+	return installation.StorageMigration{StorageVersion: res.StorageVersion, Objects: res.Objects, Trimmed: res.Trimmed}, err
 }
 
 // applierAdapter lets apply.Applier serve the controller's interface.

@@ -134,6 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.gate,
 		r.apply,
 		r.waitHealthy,
+		r.migrateStorage,
 		r.scheduleResync,
 	})
 }

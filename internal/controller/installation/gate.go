@@ -105,11 +105,16 @@ func (r *Reconciler) gate(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.change = c
 	if c == nil {
 		s.inst.Status.Change = nil
+		if err := r.keepInstalledCRDs(ctx, s); err != nil {
+			s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the CustomResourceDefinitions installed on %s: %v", clusterName(s.inst.Spec.Cluster), err))
+			return ctrl.Result{}, s.block
+		}
 		return ctrl.Result{}, nil
 	}
 	res, err := r.run(ctx, s, []step{
 		r.describeChange,
 		r.checkServed,
+		r.checkCRDs,
 		r.requireApproval,
 		r.runHooks,
 	})

@@ -60,7 +60,7 @@ func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, er
 			"spec.scopedGrants: cannot narrow the grants of %s: %v; remove spec.scopedGrants, or install a version whose RBAC can be narrowed", ref, err)), ctrl.Result{})
 	}
 	if s.release != nil {
-		s.release.plans = rewritePlans(s.release.plans, scoping)
+		s.release.plans = rewritePlans(s.release.plans, scoping.Rewrite)
 	} else {
 		scoped := *s.rendered
 		scoped.Objects = scoping.Rewrite(s.rendered.Objects)
@@ -85,8 +85,8 @@ func withScopedGrants(inst *v1alpha1.ExtensionInstallation, v any) any {
 }
 
 // rewritePlans returns plans with the objects of their Apply tasks
-// scoped; plans is not modified.
-func rewritePlans(plans []plan.Plan, scoping gate.Scoping) []plan.Plan {
+// rewritten by rewrite (scoped grants, kept CRDs); plans is not modified.
+func rewritePlans(plans []plan.Plan, rewrite func([]*unstructured.Unstructured) []*unstructured.Unstructured) []plan.Plan {
 	out := slices.Clone(plans)
 	for i := range out {
 		phases := slices.Clone(out[i].Phases)
@@ -96,7 +96,7 @@ func rewritePlans(plans []plan.Plan, scoping gate.Scoping) []plan.Plan {
 				tasks := slices.Clone(steps[k].Tasks)
 				for l := range tasks {
 					if tasks[l].Kind == plan.TaskApply {
-						tasks[l].Objects = scoping.Rewrite(tasks[l].Objects)
+						tasks[l].Objects = rewrite(tasks[l].Objects)
 					}
 				}
 				steps[k].Tasks = tasks

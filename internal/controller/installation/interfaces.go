@@ -238,9 +238,29 @@ type Target interface {
 	// versions of the kind it serves instead. Errors (discovery failing)
 	// are retried.
 	Serves(ctx context.Context, gvk schema.GroupVersionKind) (kubeapis.Answer, error)
+	// CRDs reads the CustomResourceDefinitions names from the cluster,
+	// with the cluster's own identity, status included; a name the
+	// cluster has none of is absent from the map. Errors are retried.
+	CRDs(ctx context.Context, names []string) (map[string]*unstructured.Unstructured, error)
+	// MigrateStoredVersions retires the old stored versions of the CRD
+	// name, with the cluster's own identity: every object of it written
+	// back at its storage version, then status.storedVersions trimmed to
+	// that version (internal/crdmigrate). It keeps no state: one that
+	// stops half-way is run again from the start. Errors are retried.
+	MigrateStoredVersions(ctx context.Context, name string) (StorageMigration, error)
 	Applier() Applier
 	// ApplierAs returns an applier whose requests impersonate user.
 	ApplierAs(user string) (Applier, error)
+}
+
+// StorageMigration is what one Target.MigrateStoredVersions did.
+type StorageMigration struct {
+	// StorageVersion is the version the objects were written at.
+	StorageVersion string
+	// Objects is how many objects were written back.
+	Objects int
+	// Trimmed are the versions removed from status.storedVersions.
+	Trimmed []string
 }
 
 // Applier writes objects into one cluster.

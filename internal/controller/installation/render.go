@@ -78,7 +78,9 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 	if len(rel.Warnings) > 0 {
 		setCondition(inst, v1alpha1.ConditionWarnings, metav1.ConditionTrue, "PackageWarnings", strings.Join(rel.Warnings, "; "))
-	} else {
+	} else if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionWarnings); c == nil || c.Reason != v1alpha1.ReasonCRDChangeWarnings {
+		// What the last change did with its CRDs stays until the next
+		// change is judged (checkCRDs).
 		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionWarnings)
 	}
 	return ctrl.Result{}, nil

@@ -1,0 +1,127 @@
+package installation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// checkCRDs is the gate of spec.upgrade.crdPolicy: every CRD the change
+// may apply, whatever engine brought it (a chart's crds/ or templates, a
+// package's plans, a bundle's), is compared with the CRD of that name on
+// the target cluster, status.storedVersions included, before anything is
+// applied and before any approval or hook is asked. Strict refuses a
+// breaking change (terminal, reason UnsafeCRDChange, naming each CRD,
+// version and field); Warn and Force let it through and the Warnings
+// condition and an Event list what changed; Skip applies the installed
+// CRDs in place of the change's (keepCRDs). The judgement is judgeCRDs'
+// (pure); this step only reads the installed CRDs.
+func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, error) {
+	proposed := crdsIn(s.change.objects)
+	if len(proposed) == 0 {
+		setCRDWarnings(s, "")
+		return ctrl.Result{}, nil
+	}
+	installed, err := s.target.CRDs(ctx, crdNames(proposed))
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the CustomResourceDefinitions installed on %s: %v", clusterName(s.inst.Spec.Cluster), err))
+		return ctrl.Result{}, s.block
+	}
+	ref := s.inst.Spec.Extension + " " + s.choice.Version.Version
+	j, err := judgeCRDs(crdPolicyOf(s.inst), proposed, installed)
+	if err != nil {
+		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, fmt.Sprintf("%s: %v; nothing of it was applied; choose another version with spec.version", ref, err))
+		return ctrl.Result{}, nil
+	}
+	if len(j.refused) > 0 {
+		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, refusalMessage(ref, j))
+		return ctrl.Result{}, nil
+	}
+	s.keepCRDs(j.keep)
+	msg := reportMessage(ref, j)
+	setCRDWarnings(s, msg)
+	if msg != "" {
+		reason := "CRDChangesApplied"
+		if j.policy == v1alpha1.CRDPolicySkip {
+			reason = "CRDChangesSkipped"
+		}
+		r.event(s, corev1.EventTypeWarning, reason, msg)
+	}
+	return ctrl.Result{}, nil
+}
+
+// keepInstalledCRDs, under spec.upgrade.crdPolicy Skip, applies the
+// installed CRDs in place of the release's also when no change is
+// judged: a resumed plan and the correction of drift would otherwise
+// apply the release's CRDs that the change kept out.
+func (r *Reconciler) keepInstalledCRDs(ctx context.Context, s *scope) error {
+	if crdPolicyOf(s.inst) != v1alpha1.CRDPolicySkip {
+		return nil
+	}
+	var objs []*unstructured.Unstructured
+	switch {
+	case s.release != nil:
+		objs = allApplied(s.release.plans)
+	case s.rendered != nil:
+		objs = slices.Concat(s.rendered.CRDs, s.rendered.Objects)
+	}
+	proposed := crdsIn(objs)
+	if len(proposed) == 0 {
+		return nil
+	}
+	installed, err := s.target.CRDs(ctx, crdNames(proposed))
+	if err != nil {
+		return err
+	}
+	j, err := judgeCRDs(v1alpha1.CRDPolicySkip, proposed, installed)
+	if err != nil {
+		return nil // the apply reports a CRD the API server refuses
+	}
+	s.keepCRDs(j.keep)
+	return nil
+}
+
+// keepCRDs has this reconcile apply the kept CRDs in place of the
+// release's: in a chart's CRDs and objects, and in the Apply tasks of the
+// plans this reconcile runs.
+func (s *scope) keepCRDs(keep map[string]*unstructured.Unstructured) {
+	if len(keep) == 0 {
+		return
+	}
+	if s.release != nil {
+		s.release.plans = keepInstalledInPlans(s.release.plans, keep)
+	}
+	if s.rendered != nil {
+		kept := *s.rendered
+		kept.CRDs, kept.Objects = keepInstalled(kept.CRDs, keep), keepInstalled(kept.Objects, keep)
+		s.rendered = &kept
+	}
+}
+
+// setCRDWarnings shows msg, what the last change did with CRD changes a
+// lenient policy let through, in the Warnings condition, beside the
+// engine's warnings (render sets those first); "" clears it. It stays
+// until the next change is judged.
+func setCRDWarnings(s *scope, msg string) {
+	inst := s.inst
+	var engine []string
+	if s.rendered != nil {
+		engine = s.rendered.Warnings
+	}
+	switch {
+	case msg != "":
+		setCondition(inst, v1alpha1.ConditionWarnings, metav1.ConditionTrue, v1alpha1.ReasonCRDChangeWarnings,
+			strings.Join(append([]string{msg}, engine...), "; "))
+	case len(engine) == 0:
+		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionWarnings)
+	}
+}
