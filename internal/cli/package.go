@@ -20,6 +20,7 @@ import (
 	"github.com/annex-platform/annex/internal/catalog/oci"
 	"github.com/annex-platform/annex/internal/engine/pkg"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/verify"
 )
 
 // ErrLintFailed is returned, after the problems are printed, when Lint
@@ -437,7 +438,12 @@ type PushOptions struct {
 	PlainHTTP bool
 	// Remote are go-containerregistry options, such as credentials.
 	Remote []remote.Option
-	Out    io.Writer
+	// SignKey is a PEM private key file; when set, the pushed manifest is
+	// signed as cosign signs (oci.PushSignature). SignKeyPassword decrypts
+	// a cosign encrypted key.
+	SignKey         string
+	SignKeyPassword []byte
+	Out             io.Writer
 }
 
 // Push stores a package in an OCI registry as the artifact an OCI catalog
@@ -465,11 +471,84 @@ func Push(ctx context.Context, o PushOptions) error {
 			return fmt.Errorf("%s: %w", o.Source, err)
 		}
 	}
-	ref, err := oci.PushPackage(ctx, archive, o.Destination, oci.PushOptions{PlainHTTP: o.PlainHTTP, Remote: o.Remote})
+	po := oci.PushOptions{PlainHTTP: o.PlainHTTP, Remote: o.Remote}
+	var fingerprint string
+	if o.SignKey != "" {
+		key, err := os.ReadFile(o.SignKey)
+		if err != nil {
+			return fmt.Errorf("--sign-key: %w", err)
+		}
+		// A key that cannot sign is refused before anything is pushed.
+		if fingerprint, err = verify.SigningKeyFingerprint(key, o.SignKeyPassword); err != nil {
+			return fmt.Errorf("--sign-key %s: %w", o.SignKey, err)
+		}
+		po.Sign = &oci.SignOptions{Key: key, Password: o.SignKeyPassword}
+	}
+	ref, err := oci.PushPackage(ctx, archive, o.Destination, po)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Source, err)
 	}
 	fmt.Fprintf(o.Out, "pushed %s\n", ref)
+	if fingerprint != "" {
+		fmt.Fprintf(o.Out, "signed it with key %s (cosign layout: tag %s)\n", fingerprint, verify.SignatureTag(ref[strings.LastIndex(ref, "@")+1:]))
+	}
+	return nil
+}
+
+// KeygenOptions configure Keygen.
+type KeygenOptions struct {
+	// Prefix is the path of the files without extension: <Prefix>.key
+	// and <Prefix>.pub ("" is cosign).
+	Prefix string
+	// Force overwrites existing files.
+	Force bool
+	Out   io.Writer
+}
+
+// Keygen writes a new ECDSA P-256 key pair for signing packages:
+// <Prefix>.key, the PEM private key (PKCS#8, unencrypted, mode 0600:
+// keep it secret, give it to push --sign-key), and <Prefix>.pub, the PEM
+// public key a Catalog's spec.verify.cosign.keys trusts (cosign verify
+// --key reads it too). It refuses to overwrite a file unless Force, and
+// prints both paths and the key's fingerprint.
+func Keygen(o KeygenOptions) error {
+	prefix := o.Prefix
+	if prefix == "" {
+		prefix = "cosign"
+	}
+	priv, pub, err := verify.GenerateKeyPair()
+	if err != nil {
+		return err
+	}
+	fingerprint, err := verify.SigningKeyFingerprint(priv, nil)
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{{prefix + ".key", priv, 0o600}, {prefix + ".pub", pub, 0o644}} {
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if !o.Force {
+			flags |= os.O_EXCL
+		}
+		file, err := os.OpenFile(f.path, flags, f.mode)
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s exists; choose another name or pass --force to overwrite it", f.path)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := file.Write(f.data); err != nil {
+			file.Close()
+			return err
+		}
+		if err := file.Close(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(o.Out, "wrote %s.key (private: keep it secret) and %s.pub (public: trust it in a Catalog's spec.verify.cosign.keys)\nkey fingerprint %s\n", prefix, prefix, fingerprint)
 	return nil
 }
 
