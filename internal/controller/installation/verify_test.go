@@ -2,13 +2,17 @@ package installation_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +23,7 @@ import (
 	"github.com/annex-platform/annex/internal/catalog"
 	"github.com/annex-platform/annex/internal/catalog/catalogtest"
 	"github.com/annex-platform/annex/internal/catalog/oci"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 	"github.com/annex-platform/annex/internal/verify"
 )
 
@@ -92,6 +97,55 @@ func pushPackage(t *testing.T, destination string, files map[string][]byte, keys
 	return ref
 }
 
+// pushChart pushes a Helm chart as `helm push` stores it (config
+// Chart.yaml as JSON, one chart layer) at <destination>/<name>:<version>,
+// signed with each of keys, and returns its reference.
+func pushChart(t *testing.T, destination string, chart helmrepo.Chart, keys ...testKey) string {
+	t.Helper()
+	archive, err := helmrepo.Archive(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := name.NewRepository(strings.TrimPrefix(destination, "oci://") + "/" + chart.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := []byte(`{"apiVersion":"v2","name":"` + chart.Name + `","version":"` + chart.Version + `"}`)
+	var descs []v1.Descriptor
+	for _, b := range []struct {
+		data []byte
+		mt   types.MediaType
+	}{{config, oci.MediaTypeHelmConfig}, {archive, oci.MediaTypeHelmChart}} {
+		layer := static.NewLayer(b.data, b.mt)
+		if err := remote.WriteLayer(repo, layer); err != nil {
+			t.Fatal(err)
+		}
+		digest, _ := layer.Digest()
+		descs = append(descs, v1.Descriptor{MediaType: b.mt, Digest: digest, Size: int64(len(b.data))})
+	}
+	img := &remote.Descriptor{Manifest: mustJSON(t, v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: descs[0], Layers: descs[1:]})}
+	img.MediaType = types.OCIManifestSchema1
+	if err := remote.Put(repo.Tag(chart.Version), img); err != nil {
+		t.Fatal(err)
+	}
+	digest := catalog.Digest(img.Manifest)
+	for _, k := range keys {
+		if err := oci.PushSignature(repo, digest, oci.SignOptions{Key: k.private}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return "oci://" + repo.Name() + "@" + digest
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // signedCatalog creates a Catalog of the OCI repository with a Cosign
 // policy in mode over keys, and waits until it is Ready.
 func signedCatalog(t *testing.T, catalogName, repository string, mode v1alpha1.VerificationMode, keys ...v1alpha1.CosignKey) {
@@ -121,8 +175,8 @@ func signedCatalog(t *testing.T, catalogName, repository string, mode v1alpha1.V
 }
 
 // TestCosignEnforce: under an Enforce policy trusting two keys (one
-// inline, one from a Secret: a rotation), packages signed by either
-// install and show their signer; an unsigned package, one signed by
+// inline, one from a Secret: a rotation), packages and a Helm chart signed
+// by either install and show their signer; an unsigned package, one signed by
 // another key and one replaced after signing are refused with a terminal
 // condition naming why, and nothing of them is applied.
 func TestCosignEnforce(t *testing.T) {
@@ -133,6 +187,11 @@ func TestCosignEnforce(t *testing.T) {
 	alice, bob, mallory := newTestKey(t), newTestKey(t), newTestKey(t)
 
 	pushPackage(t, repository, configPackage("sig-alice", "1.0.0", "a"), alice)
+	// A Helm chart in the registry, signed as cosign signs.
+	pushChart(t, repository, helmrepo.Chart{Name: "sig-chart", Version: "1.0.0",
+		Files: map[string]string{"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-sig-chart\ndata: {a: b}\n"}}, bob)
+	pushChart(t, repository, helmrepo.Chart{Name: "sig-chart-none", Version: "1.0.0",
+		Files: map[string]string{"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-sig-chart-none\ndata: {a: b}\n"}})
 	pushPackage(t, repository, configPackage("sig-bob", "1.0.0", "a"), bob)
 	pushPackage(t, repository, configPackage("sig-none", "1.0.0", "a"))
 	pushPackage(t, repository, configPackage("sig-mallory", "1.0.0", "a"), mallory)
@@ -150,7 +209,7 @@ func TestCosignEnforce(t *testing.T) {
 		v1alpha1.CosignKey{Name: "alice", PublicKey: string(alice.public)},
 		v1alpha1.CosignKey{Name: "bob", SecretRef: &v1alpha1.PublicKeySecretReference{Namespace: ns, Name: "signing-keys", Key: "bob.pub"}})
 
-	for _, tc := range []struct{ extension, signer string }{{"sig-alice", "alice"}, {"sig-bob", "bob"}} {
+	for _, tc := range []struct{ extension, signer string }{{"sig-alice", "alice"}, {"sig-bob", "bob"}, {"sig-chart", "bob"}} {
 		inst := install(t, ns, tc.extension, tc.extension, "")
 		got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded)
 		a := got.Status.Artifact
@@ -171,6 +230,7 @@ func TestCosignEnforce(t *testing.T) {
 		want              []string
 	}{
 		{"sig-none", v1alpha1.ReasonSignatureMissing, []string{"sig-none 1.0.0", "has no cosign signature", `key "alice"`, `key "bob"`, "--sign-key"}},
+		{"sig-chart-none", v1alpha1.ReasonSignatureMissing, []string{"sig-chart-none 1.0.0", "has no cosign signature"}},
 		{"sig-mallory", v1alpha1.ReasonIdentityMismatch, []string{"by none of the trusted keys", alice.short, bob.short, "names itself " + mallory.short}},
 		{"sig-tampered", v1alpha1.ReasonSignatureInvalid, []string{"covers digest " + signed[strings.LastIndex(signed, "@")+1:], tampered[strings.LastIndex(tampered, "@")+1:]}},
 	} {
