@@ -28,6 +28,12 @@ type CatalogSpec struct {
 	// +kubebuilder:default=0
 	// +optional
 	Priority int32 `json:"priority,omitempty"`
+
+	// Verify is the signature policy of the catalog's artifacts: who must
+	// have signed a version before it is installed. Absent: artifacts are
+	// checked against their digests only.
+	// +optional
+	Verify *VerificationPolicy `json:"verify,omitempty"`
 }
 
 // CatalogSource names exactly one kind of source.
@@ -167,6 +173,7 @@ type CatalogStatus struct {
 // +kubebuilder:resource:scope=Cluster,categories=annex
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Extensions",type=integer,JSONPath=`.status.extensionCount`
+// +kubebuilder:printcolumn:name="Verify",type=string,JSONPath=`.spec.verify.mode`,priority=1
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Catalog struct {

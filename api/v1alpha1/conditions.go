@@ -37,6 +37,11 @@ const (
 	// field. Rollouts do not change the cluster until they are fixed. It
 	// is absent while the windows are valid.
 	ConditionMaintenanceWindows = "MaintenanceWindows"
+	// ConditionVerified is True on an installation whose artifact a
+	// trusted identity signed, False when its catalog's policy could not
+	// verify it (refused under Enforce, installed under Audit); absent
+	// when the catalog asks for no verification.
+	ConditionVerified = "Verified"
 )
 
 // Reasons. Each names the cause in CamelCase; the condition message says what
@@ -105,6 +110,22 @@ const (
 	// ReasonScopedGrantsRefused: spec.scopedGrants cannot narrow a grant
 	// of the extension soundly.
 	ReasonScopedGrantsRefused = "ScopedGrantsRefused"
+
+	// Signature verification (spec.verify of a Catalog).
+	// ReasonVerified: a trusted identity signed the artifact.
+	ReasonVerified = "Verified"
+	// ReasonSignatureMissing: the artifact has no signature the policy's
+	// provider can read.
+	ReasonSignatureMissing = "SignatureMissing"
+	// ReasonSignatureInvalid: a signature is malformed, or a trusted
+	// signature covers another digest (the artifact was replaced).
+	ReasonSignatureInvalid = "SignatureInvalid"
+	// ReasonIdentityMismatch: the artifact is signed, but by none of the
+	// trusted identities.
+	ReasonIdentityMismatch = "IdentityMismatch"
+	// ReasonVerificationPolicyInvalid: the policy cannot be used (a key
+	// that is not a PEM public key, a Secret without the key).
+	ReasonVerificationPolicyInvalid = "VerificationPolicyInvalid"
 
 	// Packages and their plans.
 	ReasonPlanRunning   = "PlanRunning"

@@ -632,6 +632,10 @@ type ExtensionInstallationStatus struct {
 	// ClusterVersion is the Kubernetes version the resolver saw.
 	// +optional
 	ClusterVersion string `json:"clusterVersion,omitempty"`
+	// Artifact is the artifact of the version last fetched: its digest and
+	// who signed it, as its catalog's spec.verify asks.
+	// +optional
+	Artifact *ArtifactStatus `json:"artifact,omitempty"`
 	// Inventory lists every object the installed revision applied. Deletion
 	// removes exactly these; an upgrade prunes those that left the set.
 	// +optional
@@ -732,6 +736,7 @@ type ExtensionInstallationStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.inventoryCount`,priority=1
+// +kubebuilder:printcolumn:name="Signer",type=string,JSONPath=`.status.artifact.verification.identity`,priority=1
 // +kubebuilder:printcolumn:name="Required By",type=string,JSONPath=`.status.requiredBy`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ExtensionInstallation struct {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
@@ -15,7 +17,7 @@ func newPackageCommand() *cobra.Command {
 		Use:   "package",
 		Short: "Lint, render, pack and push Annex packages (operator.yaml, params.yaml, templates/)",
 	}
-	cmd.AddCommand(newPackageLintCommand(), newPackageRenderCommand(), newPackagePackCommand(), newPackagePushCommand())
+	cmd.AddCommand(newPackageLintCommand(), newPackageRenderCommand(), newPackagePackCommand(), newPackagePushCommand(), newPackageKeygenCommand())
 	return cmd
 }
 
@@ -94,16 +96,51 @@ func newPackagePushCommand() *cobra.Command {
 application/vnd.annex.package.config.v1+json, layer
 application/vnd.annex.package.content.v1.tar+gzip) at
 <repository>/<name>:<operatorVersion>. Credentials come from the Docker
-configuration (docker login). --plain-http is for a registry on this machine.`,
+configuration (docker login). --plain-http is for a registry on this machine.
+
+With --sign-key it signs the pushed manifest as cosign does (a signature at
+the tag sha256-<digest>.sig), so that a Catalog whose spec.verify trusts the
+key's public half installs it. The key is a PEM private key (annexctl
+package keygen writes one; a cosign key works, its password in
+$COSIGN_PASSWORD).`,
 		Example: `  annexctl package push ./mysql oci://registry.example.com/packages
-  annexctl package push mysql-0.2.0.tgz oci://localhost:5000/packages --plain-http`,
+  annexctl package push mysql-0.2.0.tgz oci://localhost:5000/packages --plain-http
+  annexctl package push ./mysql oci://registry.example.com/packages --sign-key release.key`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Source, o.Destination, o.Out = args[0], args[1], cmd.OutOrStdout()
 			o.Remote = []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+			if pw, ok := os.LookupEnv("COSIGN_PASSWORD"); ok && o.SignKey != "" {
+				o.SignKeyPassword = []byte(pw)
+			}
 			return cli.Push(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.PlainHTTP, "plain-http", false, "use HTTP instead of HTTPS (only for localhost, 127.0.0.1 or [::1])")
+	cmd.Flags().StringVar(&o.SignKey, "sign-key", "", "sign the pushed package with this PEM private key (cosign-compatible signature)")
+	return cmd
+}
+
+func newPackageKeygenCommand() *cobra.Command {
+	o := cli.KeygenOptions{}
+	cmd := &cobra.Command{
+		Use:   "keygen [PREFIX]",
+		Short: "Write a key pair for signing packages: PREFIX.key (private) and PREFIX.pub (public)",
+		Long: `keygen writes a new ECDSA P-256 key pair: PREFIX.key, the PEM private key
+(unencrypted, mode 0600) that push --sign-key signs with, and PREFIX.pub, the
+PEM public key a Catalog's spec.verify.cosign.keys trusts. PREFIX defaults to
+cosign. Existing files are not overwritten without --force.`,
+		Example: `  annexctl package keygen release-2026
+  annexctl package push ./mysql oci://registry.example.com/packages --sign-key release-2026.key`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.Prefix = args[0]
+			}
+			o.Out = cmd.OutOrStdout()
+			return cli.Keygen(o)
+		},
+	}
+	cmd.Flags().BoolVar(&o.Force, "force", false, "overwrite existing key files")
 	return cmd
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/annex-platform/annex/internal/catalog/oci"
 	"github.com/annex-platform/annex/internal/engine/pkg"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/verify"
 )
 
 // ErrLintFailed is returned, after the problems are printed, when Lint
@@ -437,7 +438,12 @@ type PushOptions struct {
 	PlainHTTP bool
 	// Remote are go-containerregistry options, such as credentials.
 	Remote []remote.Option
-	Out    io.Writer
+	// SignKey is a PEM private key file; when set, the pushed manifest is
+	// signed as cosign signs (oci.PushSignature). SignKeyPassword decrypts
+	// a cosign encrypted key.
+	SignKey         string
+	SignKeyPassword []byte
+	Out             io.Writer
 }
 
 // Push stores a package in an OCI registry as the artifact an OCI catalog
@@ -465,11 +471,27 @@ func Push(ctx context.Context, o PushOptions) error {
 			return fmt.Errorf("%s: %w", o.Source, err)
 		}
 	}
-	ref, err := oci.PushPackage(ctx, archive, o.Destination, oci.PushOptions{PlainHTTP: o.PlainHTTP, Remote: o.Remote})
+	po := oci.PushOptions{PlainHTTP: o.PlainHTTP, Remote: o.Remote}
+	var fingerprint string
+	if o.SignKey != "" {
+		key, err := os.ReadFile(o.SignKey)
+		if err != nil {
+			return fmt.Errorf("--sign-key: %w", err)
+		}
+		// A key that cannot sign is refused before anything is pushed.
+		if fingerprint, err = verify.SigningKeyFingerprint(key, o.SignKeyPassword); err != nil {
+			return fmt.Errorf("--sign-key %s: %w", o.SignKey, err)
+		}
+		po.Sign = &oci.SignOptions{Key: key, Password: o.SignKeyPassword}
+	}
+	ref, err := oci.PushPackage(ctx, archive, o.Destination, po)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Source, err)
 	}
 	fmt.Fprintf(o.Out, "pushed %s\n", ref)
+	if fingerprint != "" {
+		fmt.Fprintf(o.Out, "signed it with key %s (cosign layout: tag %s)\n", fingerprint, verify.SignatureTag(ref[strings.LastIndex(ref, "@")+1:]))
+	}
 	return nil
 }
 

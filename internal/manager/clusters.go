@@ -195,3 +195,16 @@ type installationFetcher struct {
 func (f installationFetcher) FetchBundle(ctx context.Context, src v1alpha1.ArtifactSource) (map[string][]byte, error) {
 	return f.bundles.FetchBundle(ctx, src)
 }
+
+// verifierLookup serves the signature verifier: Catalogs from the
+// manager's cache, since every fetch of an artifact asks for its
+// catalog's policy, and the Secrets holding keys from the API server, as
+// the manager caches no Secret.
+type verifierLookup struct {
+	cached client.Reader
+	catalog.KubeLookup
+}
+
+func (l verifierLookup) Catalog(ctx context.Context, name string) (*v1alpha1.Catalog, error) {
+	return catalog.KubeLookup{Reader: l.cached}.Catalog(ctx, name)
+}

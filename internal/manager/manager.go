@@ -35,6 +35,7 @@ import (
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/scheme"
 	"github.com/annex-platform/annex/internal/shard"
+	"github.com/annex-platform/annex/internal/verify"
 )
 
 // Options configure the manager.
@@ -172,6 +173,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Reader:                mgr.GetAPIReader(),
 		Resolver:              &indexedResolver{},
 		Engines:               engines(installationFetcher{artifacts, origin}),
+		Verifier:              &sources.Verifier{Fetcher: fetcher, Lookup: verifierLookup{cached: mgr.GetClient(), KubeLookup: lookup}, Cache: &verify.Cache{}},
 		Clusters:              installationClusters{clusters},
 		Events:                recorder,
 		ClusterEvents:         clusterEvents,

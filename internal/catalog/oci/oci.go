@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -121,7 +122,8 @@ func ociRepository(ref string) (name.Repository, error) {
 // Index lists the Helm charts and Annex packages under an OCI repository
 // as an index: every repository directly below it (from the registry's
 // catalog listing), or the repository itself, is a chart or package; every
-// tag is a version ("_" in a tag stands for "+", as Helm writes it). Each
+// tag is a version ("_" in a tag stands for "+", as Helm writes it) but
+// cosign's signature, attestation and SBOM tags (sha256-<hex>.sig). Each
 // version's metadata comes from the manifest's config blob (Chart.yaml, or
 // a package's helm.PackageMetadata); its URL is
 // oci://<repository>/<name>@<manifest digest> and its digest that of the
@@ -162,6 +164,9 @@ func Index(ctx context.Context, f *catalog.Fetcher, repository, catalogName stri
 		sort.Strings(tags)
 		chartName := c.RepositoryStr()[strings.LastIndex(c.RepositoryStr(), "/")+1:]
 		for _, tag := range tags {
+			if isCosignTag(tag) {
+				continue // a signature, not a version
+			}
 			ch, err := chartOf(c.Tag(tag), opts, cache)
 			if err != nil {
 				var fe *catalog.FetchError
@@ -339,6 +344,14 @@ func FetchArtifact(ctx context.Context, f *catalog.Fetcher, src v1alpha1.Artifac
 	}
 	return data, nil
 }
+
+// cosignTag matches the tags cosign writes next to an artifact: its
+// signatures (.sig), attestations (.att) and SBOMs (.sbom).
+var cosignTag = regexp.MustCompile(`^sha256-[a-f0-9]{64}\.(sig|att|sbom)$`)
+
+// isCosignTag reports whether tag is one of cosign's, which a catalog
+// does not list as a version.
+func isCosignTag(tag string) bool { return cosignTag.MatchString(tag) }
 
 func isNotFound(err error) bool {
 	var te *transport.Error

@@ -27,6 +27,10 @@ type PushOptions struct {
 	// Remote holds further go-containerregistry options: credentials
 	// (remote.WithAuthFromKeychain), a transport, a context.
 	Remote []remote.Option
+	// Sign, when set, signs the pushed manifest as cosign does
+	// (PushSignature), so that a catalog with a Cosign spec.verify
+	// trusting the key's public half accepts it.
+	Sign *SignOptions
 }
 
 // PushPackage stores a package archive in an OCI registry as Index and
@@ -37,6 +41,8 @@ type PushOptions struct {
 // <repository>/<name>:<operatorVersion>, a "+" in the version written "_"
 // as Helm does. repository is oci://<registry>/<path>; a catalog whose
 // spec.source.oci.repository is that URL lists the package.
+//
+// With o.Sign it then signs the manifest (PushSignature).
 //
 // It returns the pushed reference, oci://<registry>/<path>/<name>@<manifest
 // digest>; the same archive always gives the same digest. An error names
@@ -91,7 +97,13 @@ func PushPackage(ctx context.Context, archive []byte, repository string, o PushO
 	if err := remote.Put(tag, rawManifest(manifest), opts...); err != nil {
 		return "", fmt.Errorf("pushing oci://%s: %w", tag.Name(), err)
 	}
-	return "oci://" + repo.Name() + "@" + catalog.Digest(manifest), nil
+	digest := catalog.Digest(manifest)
+	if o.Sign != nil {
+		if err := PushSignature(repo, digest, *o.Sign, opts...); err != nil {
+			return "", fmt.Errorf("signing oci://%s@%s: %w", repo.Name(), digest, err)
+		}
+	}
+	return "oci://" + repo.Name() + "@" + digest, nil
 }
 
 // pushRepository is the repository a package called pkgName is pushed to:

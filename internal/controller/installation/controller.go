@@ -3,7 +3,7 @@
 // on deletion remove exactly what was applied.
 //
 // Reconcile (this file) runs the steps in order, one file each:
-// resolve.go, steps.go (connect, checkDependencies), fetch.go, render.go
+// resolve.go, steps.go (connect, checkDependencies), verify.go, fetch.go, render.go
 // (values, and the chosen version's Engine making its release), choose.go
 // (which plans of a release a change runs), gate.go with
 // gate_approval.go and gate_hooks.go, apply.go, drift.go, health.go,
@@ -42,7 +42,10 @@ type Reconciler struct {
 	Resolver Resolver
 	// Engines fetch and render artifacts, by engine name ("" is
 	// v1alpha1.EngineHelm).
-	Engines  map[v1alpha1.Engine]Engine
+	Engines map[v1alpha1.Engine]Engine
+	// Verifier checks artifacts against their catalog's signature policy
+	// before they are fetched; nil verifies nothing.
+	Verifier Verifier
 	Clusters Clusters
 	// Hooks asks the registered Hooks about each change (required: the
 	// hooks gate).
@@ -86,6 +89,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations/status;extensioninstallations/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=annex.dev,resources=extensions;managedclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=annex.dev,resources=catalogs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps;serviceaccounts,verbs=get
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -127,6 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.syncOwners,
 		r.ensureDependencies,
 		r.checkDependencies,
+		r.verify,
 		r.fetch,
 		r.render,
 		r.scopeGrants,

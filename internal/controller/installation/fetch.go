@@ -41,6 +41,9 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return ctrl.Result{}, s.block
 	}
 	s.archive, s.artifactDigest = data, digestOf(data)
+	if a := s.inst.Status.Artifact; a != nil && a.Version == s.choice.Version.Version && a.URL == s.choice.Version.Source.URL {
+		a.Digest = s.artifactDigest
+	}
 	return ctrl.Result{}, nil
 }
 

@@ -61,6 +61,18 @@ type Hooks interface {
 	WakeThrough(c controller.Controller)
 }
 
+// Verifier checks who signed a version's artifact, as the policy of the
+// catalog that supplied it asks (a Catalog's spec.verify), before any
+// engine sees it.
+type Verifier interface {
+	// Verify returns the verification of src's artifact, ref naming it in
+	// messages: nil when its catalog asks for none; otherwise the outcome,
+	// Verified or not (with its Reason, its message and the policy's
+	// Mode), which the controller acts on. Errors (a registry or the API
+	// server not answering) are retried.
+	Verify(ctx context.Context, ref string, src v1alpha1.ArtifactSource) (*v1alpha1.ArtifactVerification, error)
+}
+
 // Engine makes releases of one kind of artifact: a Helm chart, an Annex
 // package, an OLM registry+v1 bundle. internal/manager wires one Engine
 // per engine name (v1alpha1.Engine). An engine decides nothing about what

@@ -1,0 +1,141 @@
+package v1alpha1
+
+// VerificationProvider names who vouches for an artifact: a signature
+// scheme, or the Annex binary itself for the built-in catalog.
+type VerificationProvider string
+
+const (
+	// VerificationCosign verifies cosign signatures of OCI artifacts with
+	// public keys (spec.verify.cosign.keys).
+	VerificationCosign VerificationProvider = "Cosign"
+	// VerificationBuiltin is the built-in catalog's: its artifacts are part
+	// of the Annex binary and trusted as such, under any policy.
+	VerificationBuiltin VerificationProvider = "Builtin"
+)
+
+// VerificationMode says what Annex does with an artifact whose signature
+// is missing or not trusted.
+type VerificationMode string
+
+const (
+	// VerificationEnforce refuses it: the installation stops with a
+	// terminal condition before anything is applied.
+	VerificationEnforce VerificationMode = "Enforce"
+	// VerificationAudit installs it and reports the failure (condition
+	// Verified False, an Event, status.artifact.verification).
+	VerificationAudit VerificationMode = "Audit"
+)
+
+// VerificationPolicy is a catalog's signature policy: who must have signed
+// an artifact before Annex hands it to an engine. Verification happens
+// when an installation fetches a version, once per artifact digest.
+// Today's provider is Cosign with public keys, for artifacts in OCI
+// registries; an artifact the provider cannot verify (a chart from an HTTP
+// repository under a Cosign policy) counts as unsigned: refused under
+// Enforce, reported under Audit, never silently accepted. The built-in
+// catalog is part of the binary and never refused.
+// +kubebuilder:validation:XValidation:rule="self.provider != 'Cosign' || has(self.cosign)",message="spec.verify.cosign: required when spec.verify.provider is Cosign"
+type VerificationPolicy struct {
+	// Provider is the signature scheme: Cosign (keyed).
+	// +kubebuilder:validation:Enum=Cosign
+	// +required
+	Provider VerificationProvider `json:"provider"`
+	// Mode is Enforce (refuse what is unsigned or signed by someone else)
+	// or Audit (install it and report).
+	// +kubebuilder:validation:Enum=Enforce;Audit
+	// +kubebuilder:default=Enforce
+	// +optional
+	Mode VerificationMode `json:"mode,omitempty"`
+	// Cosign holds the public keys a cosign signature must verify with.
+	// +optional
+	Cosign *CosignVerification `json:"cosign,omitempty"`
+}
+
+// CosignVerification trusts cosign signatures made with any of Keys.
+// Trusting two keys at once rotates a key without downtime: add the new
+// one, re-sign or publish with it, then remove the old one.
+type CosignVerification struct {
+	// Keys are the trusted public keys; a signature by any of them is
+	// accepted and the installation shows the key's name.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +required
+	Keys []CosignKey `json:"keys"`
+}
+
+// CosignKey is one trusted public key, given inline or in a Secret.
+// +kubebuilder:validation:XValidation:rule="has(self.publicKey) != has(self.secretRef)",message="set exactly one of publicKey or secretRef"
+type CosignKey struct {
+	// Name identifies the key in status and messages, e.g. release-2026.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+	// PublicKey is the PEM public key (cosign.pub, `annexctl package
+	// keygen`'s .pub file): ECDSA, RSA or Ed25519.
+	// +kubebuilder:validation:MaxLength=8192
+	// +kubebuilder:validation:XValidation:rule="self.contains('-----BEGIN PUBLIC KEY-----')",message="must be a PEM public key (-----BEGIN PUBLIC KEY-----)"
+	// +optional
+	PublicKey string `json:"publicKey,omitempty"`
+	// SecretRef names a Secret holding the PEM public key under Key.
+	// +optional
+	SecretRef *PublicKeySecretReference `json:"secretRef,omitempty"`
+}
+
+// PublicKeySecretReference names the key of a Secret holding a PEM public
+// key.
+type PublicKeySecretReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Namespace string `json:"namespace"`
+	// Key is the Secret's data key holding the PEM public key.
+	// +kubebuilder:default="cosign.pub"
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// ArtifactStatus is the artifact of the version an installation last
+// fetched: what it is and who vouched for it.
+type ArtifactStatus struct {
+	// Version of the extension the artifact holds.
+	Version string `json:"version"`
+	// URL the artifact was fetched from (for OCI, it names the manifest
+	// digest the signature covers).
+	// +optional
+	URL string `json:"url,omitempty"`
+	// Digest is the sha256 of the artifact as fetched.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// Verification is who signed it, as the catalog's spec.verify asked;
+	// absent when the catalog asks for no verification.
+	// +optional
+	Verification *ArtifactVerification `json:"verification,omitempty"`
+}
+
+// ArtifactVerification is the outcome of verifying one artifact.
+type ArtifactVerification struct {
+	// Provider is what vouched for the artifact: Cosign, or Builtin for
+	// the built-in catalog.
+	Provider VerificationProvider `json:"provider"`
+	// Mode is the policy's mode when the artifact was verified.
+	// +optional
+	Mode VerificationMode `json:"mode,omitempty"`
+	// Verified is true when a trusted identity signed this very artifact.
+	Verified bool `json:"verified"`
+	// Identity is the signer, e.g. `key "release-2026" (sha256:3f2a…)`.
+	// +optional
+	Identity string `json:"identity,omitempty"`
+	// Reason is why it is not verified: SignatureMissing,
+	// SignatureInvalid, IdentityMismatch or VerificationPolicyInvalid.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message says what was found and what to do.
+	// +optional
+	Message string `json:"message,omitempty"`
+}

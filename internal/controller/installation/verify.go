@@ -1,0 +1,74 @@
+package installation
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// verify asks who signed the chosen version's artifact, before it is
+// fetched and any engine sees it, and records the answer in
+// status.artifact and the Verified condition. Under an Enforce policy an
+// artifact that is not verified stops the installation with a terminal
+// condition whose reason says why (SignatureMissing, SignatureInvalid,
+// IdentityMismatch, VerificationPolicyInvalid): nothing is applied, and
+// what is installed stays. Under Audit it goes on, and the failure is
+// told once in a Warning Event.
+func (r *Reconciler) verify(ctx context.Context, s *scope) (ctrl.Result, error) {
+	v := s.choice.Version
+	var outcome *v1alpha1.ArtifactVerification
+	if r.Verifier != nil {
+		var err error
+		outcome, err = r.Verifier.Verify(ctx, fmt.Sprintf("%s %s", s.inst.Spec.Extension, v.Version), v.Source)
+		if err != nil {
+			s.block = retry(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("verifying the signature of %s %s from %s: %v; Annex tries again: check that the registry and the catalog's spec.verify keys can be read by the manager",
+				s.inst.Spec.Extension, v.Version, v.Source.URL, err))
+			setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
+			return ctrl.Result{}, s.block
+		}
+	}
+	before := s.written.Status.Artifact
+	setArtifact(s.inst, v, outcome)
+	if outcome == nil || outcome.Verified {
+		return ctrl.Result{}, nil
+	}
+	if outcome.Mode == v1alpha1.VerificationAudit {
+		if before == nil || !equality.Semantic.DeepEqual(before.Verification, outcome) {
+			r.event(s, "Warning", outcome.Reason, "spec.verify is Audit, so Annex installs it anyway: "+outcome.Message)
+		}
+		return ctrl.Result{}, nil
+	}
+	s.block = terminal(outcome.Reason, outcome.Message)
+	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
+	return ctrl.Result{}, nil
+}
+
+// setArtifact records the artifact of version v and its verification in
+// status.artifact (keeping the digest when the artifact is the same) and
+// the Verified condition: True when a trusted identity signed it, False
+// with the outcome's reason when not, absent when nothing was asked.
+func setArtifact(inst *v1alpha1.ExtensionInstallation, v v1alpha1.ExtensionVersion, outcome *v1alpha1.ArtifactVerification) {
+	a := &v1alpha1.ArtifactStatus{Version: v.Version, URL: v.Source.URL, Verification: outcome}
+	if old := inst.Status.Artifact; old != nil && old.Version == a.Version && old.URL == a.URL {
+		a.Digest = old.Digest
+	}
+	inst.Status.Artifact = a
+	switch {
+	case outcome == nil:
+		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionVerified)
+	case outcome.Provider == v1alpha1.VerificationBuiltin:
+		setCondition(inst, v1alpha1.ConditionVerified, metav1.ConditionTrue, v1alpha1.ReasonVerified,
+			fmt.Sprintf("%s %s comes from the built-in catalog, part of the Annex binary, and is trusted as such", inst.Spec.Extension, v.Version))
+	case outcome.Verified:
+		setCondition(inst, v1alpha1.ConditionVerified, metav1.ConditionTrue, v1alpha1.ReasonVerified,
+			fmt.Sprintf("%s %s is signed by %s (%s)", inst.Spec.Extension, v.Version, outcome.Identity, outcome.Provider))
+	default:
+		setCondition(inst, v1alpha1.ConditionVerified, metav1.ConditionFalse, outcome.Reason, outcome.Message)
+	}
+}

@@ -1,0 +1,61 @@
+package verify_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/annex-platform/annex/internal/verify"
+)
+
+// FuzzParseSignatureManifest feeds arbitrary bytes to the signature
+// manifest parser: it must not panic, and what it accepts is within its
+// bounds.
+func FuzzParseSignatureManifest(f *testing.F) {
+	f.Add([]byte(`{"schemaVersion":2,"layers":[{"mediaType":"` + verify.MediaTypeSimpleSigning + `","digest":"sha256:` + strings.Repeat("a", 64) + `","size":200,"annotations":{"` + verify.AnnotationSignature + `":"MEUCIQ=="}}]}`))
+	f.Add([]byte(`{"layers":null}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		layers, err := verify.ParseSignatureManifest(raw)
+		if err != nil {
+			return
+		}
+		for _, l := range layers {
+			if l.Size <= 0 || l.Size > verify.MaxPayloadBytes || l.Signature == "" || !strings.HasPrefix(l.Digest, "sha256:") {
+				t.Fatalf("accepted a layer out of bounds: %+v", l)
+			}
+		}
+	})
+}
+
+// FuzzVerify feeds arbitrary payloads and signature annotations to
+// Verify with a trusted key: nothing verifies (the fuzzer cannot forge
+// an ECDSA signature), and every failure is an *Error with a reason.
+func FuzzVerify(f *testing.F) {
+	priv, pub, err := verify.GenerateKeyPair()
+	if err != nil {
+		f.Fatal(err)
+	}
+	key, err := verify.ParseKey("k", pub)
+	if err != nil {
+		f.Fatal(err)
+	}
+	digest := "sha256:" + strings.Repeat("c", 64)
+	payload, sig, err := verify.Sign(priv, nil, "registry.example.com/x", "sha256:"+strings.Repeat("d", 64))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(payload, sig)
+	f.Add([]byte(`{"critical":{"type":"cosign container image signature","image":{"docker-manifest-digest":"`+digest+`"}}}`), "MEUCIQ==")
+	f.Add([]byte(`null`), "")
+	f.Fuzz(func(t *testing.T, payload []byte, sig string) {
+		_, err := verify.Verify(verify.Artifact{Ref: "x", Digest: digest}, []verify.Key{key}, []verify.Signature{{Payload: payload, Signature: sig}})
+		vErr, ok := err.(*verify.Error)
+		if !ok || vErr.Reason == "" || vErr.Error() == "" {
+			t.Fatalf("want a *verify.Error, got %v", err)
+		}
+		// A payload that parses has a well-formed digest.
+		if p, err := verify.ParsePayload(payload); err == nil && !strings.HasPrefix(p.Digest, "sha256:") {
+			t.Fatalf("digest %q", p.Digest)
+		}
+	})
+}
