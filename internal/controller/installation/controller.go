@@ -117,7 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, err
 	}
 	if inst.Spec.Suspend {
-		s.suspended = true
+		s.outcome.suspended = true
 		return ctrl.Result{}, nil
 	}
 	return r.run(ctx, s, []step{
@@ -195,7 +195,7 @@ func (r *Reconciler) patchMeta(ctx context.Context, s *scope, mutate func()) err
 // finish writes the status once per reconcile, computed from what the
 // steps observed, and turns blocks into the controller-runtime outcome.
 func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, err error) error {
-	if s.gone || s.stale {
+	if s.outcome.gone || s.outcome.stale {
 		return err
 	}
 	summarize(s, err)
@@ -203,7 +203,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, e
 	if statusPatchErr := r.persist(ctx, s); statusPatchErr != nil && !apierrors.IsNotFound(statusPatchErr) {
 		return errors.Join(err, statusPatchErr)
 	}
-	if s.recorded {
+	if s.records.recorded {
 		if cleanupErr := r.deleteSuperseded(ctx, s); cleanupErr != nil {
 			// The records stay until trimRecords deletes them with the
 			// history they fell out of; nothing depends on them any more.
@@ -215,7 +215,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, e
 		return reconcile.TerminalError(s.block)
 	}
 	if err != nil {
-		s.log.V(1).Info("reconcile will be retried", "error", err.Error())
+		s.report.log.V(1).Info("reconcile will be retried", "error", err.Error())
 	}
 	return err
 }
@@ -254,7 +254,7 @@ func (r *Reconciler) scheduleResync(_ context.Context, s *scope) (ctrl.Result, e
 	case s.choice.Target != nil:
 		// One hop of an operator upgrade is healthy: take the next.
 		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
-	case len(s.resources) > 0:
+	case len(s.artifact.resources) > 0:
 		// The custom resources of spec.resources report their own state,
 		// which their operator changes at any time: read it more often.
 		return ctrl.Result{RequeueAfter: min(cmp.Or(s.inst.Spec.Interval.Duration, ResourcesResyncInterval), ResourcesResyncInterval)}, nil

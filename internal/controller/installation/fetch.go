@@ -40,7 +40,7 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 		return ctrl.Result{}, s.block
 	}
-	s.archive, s.artifactDigest = data, digestOf(data)
+	s.artifact.data, s.artifact.digest = data, digestOf(data)
 	return ctrl.Result{}, nil
 }
 

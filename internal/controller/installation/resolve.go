@@ -27,6 +27,9 @@ import (
 type clusterState struct {
 	installations []*v1alpha1.ExtensionInstallation // same spec.cluster, including the reconciled one
 	extensions    []v1alpha1.Extension
+	// resolution is the resolver's answer for every installation on the
+	// cluster; nil until the resolve step ran (and on uninstall).
+	resolution *resolve.Plan
 }
 
 // loadCluster reads the installations on s's cluster and the Extensions.
@@ -67,7 +70,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	start := time.Now()
 	plan := r.Resolver.Solve(s.cluster.extensions, resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations))
 	metrics.ObserveResolve(time.Since(start))
-	s.plan = plan
+	s.cluster.resolution = plan
 	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, s.cluster.extensions, plan)
 	if ex := plan.Failed[nameOf(s.inst)]; ex != nil {
 		s.block = terminal(ex.Reason, ex.Message)
@@ -181,7 +184,7 @@ func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Res
 	// which only instances run gets an installation of its own.
 	present := map[string]bool{}
 	for _, other := range s.cluster.installations {
-		if sel, ok := s.plan.For(other.Spec.Extension, nameOf(other)); !ok || sel.Instance == "" {
+		if sel, ok := s.cluster.resolution.For(other.Spec.Extension, nameOf(other)); !ok || sel.Instance == "" {
 			present[other.Spec.Extension] = true
 		}
 	}
