@@ -7,9 +7,10 @@
 // (values, and the chosen version's Engine making its release), choose.go
 // (which plans of a release a change runs), gate.go with
 // gate_approval.go and gate_hooks.go, apply.go, drift.go, health.go,
-// plans.go (the resumable driver of plans), records.go (revision records:
-// what to write, keep and delete), uninstall.go. Their state is the scope
-// (scope.go); the world, engines included, is reached through
+// plans.go (the resumable driver of plans) with plan_state.go (what plans
+// leave, from the plans and their status alone), records.go (revision
+// records: what to write, keep and delete), uninstall.go. Their state is
+// the scope (scope.go); the world, engines included, is reached through
 // interfaces.go: the controller never asks which engine made a release.
 package installation
 
