@@ -154,7 +154,7 @@ func TestCheckScopeConflict(t *testing.T) {
 	instance := version("2.0.0")
 	instance.Instance = "team-b/x"
 	shared := version("1.0.0")
-	p := &resolve.Plan{
+	p := &resolve.Resolution{
 		Selected: map[string]resolve.Selection{"x": shared, resolve.InstanceKey("x", "team-b/x"): instance, resolve.InstanceKey("x", "team-f/x"): version("2.0.0")},
 		Failed:   map[string]*resolve.Explanation{"team-d/x": {Message: "no"}},
 	}

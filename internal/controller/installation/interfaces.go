@@ -26,9 +26,9 @@ import (
 // Resolver chooses versions for every installation of one cluster
 // together, over the Extensions on offer.
 type Resolver interface {
-	// Solve returns the plan; installations that cannot be satisfied are in
-	// Plan.Failed with an explanation.
-	Solve(extensions []v1alpha1.Extension, problem resolve.Problem) *resolve.Plan
+	// Solve returns the resolution; installations that cannot be
+	// satisfied are in Resolution.Failed with an explanation.
+	Solve(extensions []v1alpha1.Extension, problem resolve.Problem) *resolve.Resolution
 }
 
 // Fence admits work on a cluster only while this manager's shard of
