@@ -71,16 +71,6 @@ type HeldChange struct {
 	PermissionsShrink []string `json:"permissionsShrink,omitempty"`
 }
 
-// ResolveData is Resolve's result as data (for -o yaml|json).
-// It changes nothing.
-func ResolveData(ctx context.Context, c client.Reader, observe VersionObserver, o ResolveOptions) (*ResolutionView, error) {
-	r, err := solve(ctx, c, observe, o)
-	if err != nil {
-		return nil, err
-	}
-	return resolutionViewOf(o, r), nil
-}
-
 func resolutionViewOf(o ResolveOptions, r *solved) *ResolutionView {
 	v := &ResolutionView{Cluster: o.Cluster, KubeVersion: r.kubeVersion, ObservedVersion: r.observed, Set: o.Set, Steps: []ResolutionStep{}}
 	if v.Cluster == "" {
