@@ -21,12 +21,13 @@ import (
 // checked instead.
 func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
-	if s.artifact.run != nil {
+	if s.artifact.release.Resumable() {
 		// A release with plans runs them across reconciles, resumed from
-		// the record (plans.go). A release without (a chart) runs its
-		// one-pass plan (Release.OnePass) here, in this reconcile, through
-		// the same driver (applyOnePass) but without checkpoints: its
-		// record, status and events are those of one apply.
+		// status.pending and status.plans (plans.go). A release without (a
+		// chart) runs its one-pass plan (Release.OnePass) here, in this
+		// reconcile, through the same driver (applyOnePass) but without
+		// checkpoints: its record, status and events are those of one
+		// apply (Release.Resumable says why).
 		return r.runPackage(ctx, s)
 	}
 	if isFailedTarget(s) {

@@ -53,7 +53,7 @@ type change struct {
 func (r *Reconciler) pendingChange(s *scope) (*change, error) {
 	var objs []*unstructured.Unstructured
 	switch {
-	case s.artifact.run != nil:
+	case s.artifact.release.Resumable():
 		if len(s.artifact.run.plans) == 0 || resuming(s) {
 			return nil, nil
 		}
@@ -81,7 +81,7 @@ func (r *Reconciler) pendingChange(s *scope) (*change, error) {
 	// A package's plans also run on request (spec.plans.run): the trigger
 	// tells such a run from the install with the same inputs.
 	trigger := ""
-	if s.artifact.run != nil {
+	if s.artifact.release.Resumable() {
 		trigger = s.artifact.run.trigger
 	}
 	var err error
@@ -157,7 +157,7 @@ func (r *Reconciler) describeChange(ctx context.Context, s *scope) (ctrl.Result,
 // the cluster changing wakes the installation to check again.
 func (r *Reconciler) checkServed(ctx context.Context, s *scope) (ctrl.Result, error) {
 	objs := s.change.objects
-	if s.artifact.run != nil && s.artifact.run.cleanup != nil {
+	if s.artifact.release.Resumable() && s.artifact.run.cleanup != nil {
 		objs = slices.Concat(objs, allApplied([]plan.Plan{*s.artifact.run.cleanup}))
 	}
 	answers := map[schema.GroupVersionKind]kubeapis.Answer{}

@@ -31,11 +31,11 @@ func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	var objs []*unstructured.Unstructured
 	switch {
-	case s.artifact.run != nil && len(s.artifact.run.plans) == 0:
+	case s.artifact.release.Resumable() && len(s.artifact.run.plans) == 0:
 		// No plan runs: status.scopedGrants still describes the installed
 		// revision.
 		return ctrl.Result{}, nil
-	case s.artifact.run != nil:
+	case s.artifact.release.Resumable():
 		objs = allApplied(s.artifact.run.plans)
 	case s.artifact.release != nil:
 		objs = slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects)
@@ -59,7 +59,7 @@ func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, er
 		return r.stop(s, terminal(v1alpha1.ReasonScopedGrantsRefused, fmt.Sprintf(
 			"spec.scopedGrants: cannot narrow the grants of %s: %v; remove spec.scopedGrants, or install a version whose RBAC can be narrowed", ref, err)), ctrl.Result{})
 	}
-	if s.artifact.run != nil {
+	if s.artifact.release.Resumable() {
 		s.artifact.run.plans = rewritePlans(s.artifact.run.plans, scoping)
 	} else {
 		scoped := *s.artifact.release

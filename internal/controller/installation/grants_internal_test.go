@@ -71,7 +71,7 @@ func TestScopeGrantsRewritesPlans(t *testing.T) {
 		{Name: "rbac", Tasks: []plan.Task{{Name: "role", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{readerRole(t, "configmaps")}}}},
 		{Name: "bind", Tasks: []plan.Task{{Name: "binding", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{readerBinding(t)}}}},
 	}}}}
-	s := &scope{inst: scopedInstallation("team-a"), target: grantsTarget{}, artifact: artifact{run: &planRun{plans: []plan.Plan{rendered}}}}
+	s := &scope{inst: scopedInstallation("team-a"), target: grantsTarget{}, artifact: artifact{release: withPlans(), run: &planRun{plans: []plan.Plan{rendered}}}}
 	if _, err := (&Reconciler{}).scopeGrants(t.Context(), s); err != nil || s.block != nil {
 		t.Fatalf("scopeGrants: %v %v", err, s.block)
 	}

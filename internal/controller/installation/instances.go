@@ -71,7 +71,7 @@ func (r *Reconciler) checkScope(_ context.Context, s *scope) (ctrl.Result, error
 // Annex creates is not content.
 func contentRefs(s *scope) ([]v1alpha1.ObjectReference, bool) {
 	a, ns := s.target.Applier(), s.targetNamespace()
-	if s.artifact.run == nil {
+	if !s.artifact.release.Resumable() {
 		if s.artifact.release == nil {
 			return nil, false
 		}

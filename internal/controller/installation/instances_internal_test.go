@@ -113,7 +113,7 @@ func TestContentRefs(t *testing.T) {
 		{Name: "config", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{object("v1", "ConfigMap", "config", nil)}},
 		{Name: "drop", Kind: plan.TaskDelete, Objects: []*unstructured.Unstructured{object("rbac.authorization.k8s.io/v1", "ClusterRole", "widget-reader", nil)}},
 	}}}}}}
-	pkg := &scope{inst: pkgInst, target: scopeTarget{}, artifact: artifact{run: &planRun{plans: []plan.Plan{update}}}}
+	pkg := &scope{inst: pkgInst, target: scopeTarget{}, artifact: artifact{release: withPlans(), run: &planRun{plans: []plan.Plan{update}}}}
 	refs, ok = contentRefs(pkg)
 	if !ok || len(refs) != 2 || refs[0] != configMap || refs[1] != crd {
 		t.Errorf("package: got %+v, want the plan's ConfigMap and the installed CRD", refs)
@@ -194,3 +194,14 @@ func TestCheckScopeConflict(t *testing.T) {
 		t.Errorf("Resolved %q", c.Message)
 	}
 }
+
+// withPlans is a release that runs plans (Release.Resumable), for a
+// scope whose plans to run a test gives itself.
+func withPlans() *Release { return &Release{Plans: givenPlans{}} }
+
+// givenPlans is a PlanSet that offers nothing: the test sets the plans.
+type givenPlans struct{}
+
+func (givenPlans) Select(PlanChange) ([]string, string)           { return nil, "" }
+func (givenPlans) Render([]string) ([]plan.Plan, []string, error) { return nil, nil, nil }
+func (givenPlans) Cleanup() (*plan.Plan, []string)                { return nil, nil }

@@ -71,7 +71,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 	s.artifact.release = rel
 	s.artifact.resources = s.resourceRefs(rel.Resources)
-	if rel.Plans != nil {
+	if rel.Resumable() {
 		if res, err := r.renderPlans(ctx, s); err != nil || s.block != nil {
 			return res, err
 		}

@@ -43,7 +43,7 @@ type artifact struct {
 	digest  string
 	release *Release // what the engine made of the artifact
 	// run is what this reconcile's inputs run of a release with plans;
-	// nil for a release applied in one pass (a chart).
+	// nil for a release applied in one pass (see Release.Resumable).
 	run       *planRun
 	resources []v1alpha1.ObjectReference // spec.resources as the engine places them
 }
