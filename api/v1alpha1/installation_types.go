@@ -665,11 +665,14 @@ type ExtensionInstallationStatus struct {
 	// is not empty, deleting this installation is held.
 	// +optional
 	RequiredBy []string `json:"requiredBy,omitempty"`
-	// Pending is the revision being applied, shown while an apply takes
-	// long (a chart with hooks, a package's or a bundle's plans) and
-	// cleared when the revision is recorded in History. What lets an apply
-	// the manager stopped in the middle resume is the revision's record,
-	// written before the first object: see History.
+	// Pending is the revision being applied, cleared when it is recorded
+	// in History. For a release with plans (a package, a bundle) it is the
+	// revision whose plans run: a reconcile with the same inputs resumes
+	// them where Plans says they stopped; other inputs supersede it. A
+	// chart's apply runs in one reconcile and shows it only while its
+	// hooks run: one the manager stopped in the middle is applied again,
+	// not resumed, and the revision's record, written before the first
+	// object, keeps what it applied owned (see History).
 	// +optional
 	Pending *Revision `json:"pending,omitempty"`
 	// History lists the most recent revisions, newest first. Each has a

@@ -381,7 +381,8 @@ const (
 	ConditionHalted      = "Halted"
 	ConditionComplete    = "Complete"
 
-	// Rollout reasons.
+	// Rollout reasons. The profile's conditions take the rollout's phase
+	// (RolloutPhase) as their reason, Halted the reason it halted.
 	ReasonStepFailed       = "StepFailed"
 	ReasonAborted          = "Aborted"
 	ReasonWaitingApproval  = "WaitingForApproval"

@@ -97,7 +97,7 @@ func newRootCommand(name string) *cobra.Command {
 		newCatalogCommand(&kubeconfig), newSearchCommand(&kubeconfig), newShowCommand(&kubeconfig),
 		newInstallCommand(&kubeconfig), newUpgradeCommand(&kubeconfig), newUninstallCommand(&kubeconfig),
 		newStatusCommand(&kubeconfig), newEventsCommand(&kubeconfig),
-		newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig), newApproveCommand(&kubeconfig), newDenyCommand(&kubeconfig),
+		newResolveCommand(&kubeconfig), newPlanCommand(&kubeconfig), newPreflightCommand(&kubeconfig), newApproveCommand(&kubeconfig), newDenyCommand(&kubeconfig),
 		newRolloutCommand(&kubeconfig), newAdoptCommand(&kubeconfig), newConvertCommand(), newPackageCommand(), newVersionCommand(), newConsoleCommand(&kubeconfig))
 	return root
 }
@@ -132,7 +132,7 @@ func newPreflightCommand(kubeconfig *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "preflight --kube-version VERSION [--cluster NAME]",
 		Short: "Before a cluster moves to another Kubernetes version: what each installation would do, and which installed objects that version no longer serves",
-		Long: `preflight plans every installation of the cluster for the given Kubernetes
+		Long: `preflight resolves every installation of the cluster for the given Kubernetes
 version — the version it would move to, or why none fits — and lists every object
 in their inventories whose API version that release removed, with what to use
 instead. It changes nothing. Exit status 1 when it finds a problem.`,
@@ -156,32 +156,68 @@ instead. It changes nothing. Exit status 1 when it finds a problem.`,
 	return cmd
 }
 
+func newResolveCommand(kubeconfig *string) *cobra.Command {
+	o := cli.ResolveOptions{}
+	var output string
+	cmd := &cobra.Command{
+		Use:   "resolve",
+		Short: "Print the versions and install order Annex would choose for a cluster, or why it cannot",
+		Example: `  annexctl resolve
+  annexctl resolve --kube-version 1.34.0
+  annexctl resolve --set cert-manager=1.14.x --cluster prod-eu`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runResolve(cmd, *kubeconfig, o, output) },
+	}
+	resolveFlags(cmd, &o, &output)
+	return cmd
+}
+
+// resolveFlags are the flags of annexctl resolve (and of annexctl plan
+// without a subcommand, its old name).
+func resolveFlags(cmd *cobra.Command, o *cli.ResolveOptions, output *string) {
+	outputFlag(cmd, output)
+	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "ManagedCluster to resolve for (default: the hub cluster)")
+	cmd.Flags().StringVar(&o.KubeVersion, "kube-version", "", "resolve as if the cluster ran this Kubernetes version")
+	cmd.Flags().StringArrayVar(&o.Set, "set", nil, "extension=range: resolve with this range instead (repeatable)")
+}
+
+func runResolve(cmd *cobra.Command, kubeconfig string, o cli.ResolveOptions, output string) error {
+	c, clusters, err := hubClients(kubeconfig)
+	if err != nil {
+		return err
+	}
+	if o.Output, err = cli.ParseOutput(output); err != nil {
+		return err
+	}
+	o.Out = cmd.OutOrStdout()
+	return cli.Resolve(cmd.Context(), c, clusters.ObserveVersion, o)
+}
+
+// newPlanCommand is `annexctl plan`: the plans of a package installation.
+// Without a subcommand it is the old name of annexctl resolve, kept for
+// one release: it says so on stderr, then resolves.
 func newPlanCommand(kubeconfig *string) *cobra.Command {
-	o := cli.PlanOptions{}
+	o := cli.ResolveOptions{}
 	var output string
 	cmd := &cobra.Command{
 		Use:   "plan",
-		Short: "Print the versions and install order Annex would choose for a cluster, or why it cannot",
-		Example: `  annexctl plan
-  annexctl plan --kube-version 1.34.0
-  annexctl plan --set cert-manager=1.14.x --cluster prod-eu`,
+		Short: "Run, abandon and follow the plans of a package installation",
+		Long: `plan runs a plan of a package installation (run), stops a running one
+(abandon) and prints every plan down to its steps (status).
+
+Without a subcommand, "plan" is the old name of "resolve": it says so and
+resolves. That use will be removed in the next release; use "resolve".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, clusters, err := hubClients(*kubeconfig)
-			if err != nil {
-				return err
-			}
-			if o.Output, err = cli.ParseOutput(output); err != nil {
-				return err
-			}
-			o.Out = cmd.OutOrStdout()
-			return cli.Plan(cmd.Context(), c, clusters.ObserveVersion, o)
+			name := cmd.Root().DisplayName()
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s plan is renamed %s resolve; \"%s plan\" without a subcommand will be removed in the next release\n", name, name, name)
+			return runResolve(cmd, *kubeconfig, o, output)
 		},
 	}
-	outputFlag(cmd, &output)
-	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "ManagedCluster to plan for (default: the hub cluster)")
-	cmd.Flags().StringVar(&o.KubeVersion, "kube-version", "", "plan as if the cluster ran this Kubernetes version")
-	cmd.Flags().StringArrayVar(&o.Set, "set", nil, "extension=range: plan with this range instead (repeatable)")
+	resolveFlags(cmd, &o, &output)
+	for _, f := range []string{"output", "cluster", "kube-version", "set"} {
+		_ = cmd.Flags().MarkHidden(f)
+	}
 	cmd.AddCommand(newPlanRequestCommand(kubeconfig, "run", cli.RunPlan,
 		"Run a plan of a package installation once (sets spec.plans.run)",
 		"  annexctl plan run backup -i db -n team-a --wait"),

@@ -234,6 +234,16 @@ cluster prod-eu: 0/1 ready, not reachable
 	if out, code := annexctl("rollout", "approve", "base", "--reason", "x"); code != cli.ExitUsage {
 		t.Errorf("rollout approve --reason without --deny: exit %d: %s", code, out)
 	}
+	// annexctl plan without a subcommand is the old name of resolve, kept
+	// for one release: it says so, then prints what resolve prints.
+	resolved, code := annexctl("resolve", "--kube-version", "1.36.0")
+	if code != 0 || !strings.HasPrefix(resolved, "Resolution for the hub cluster, Kubernetes 1.36.0") {
+		t.Errorf("resolve: exit %d: %s", code, resolved)
+	}
+	const renamed = `annexctl plan is renamed annexctl resolve; "annexctl plan" without a subcommand will be removed in the next release` + "\n"
+	if out, code := annexctl("plan", "--kube-version", "1.36.0"); code != 0 || out != renamed+resolved {
+		t.Errorf("plan, the old name of resolve: exit %d: %s", code, out)
+	}
 	// --wait that times out: 3.
 	if out, code := annexctl("upgrade", "podinfo", "-n", "team-a", "--set", "replicaCount=3", "--wait", "--timeout", "300ms"); code != cli.ExitNotReady ||
 		!strings.Contains(out, "resolve: waiting for Annex to look at") {

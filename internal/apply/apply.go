@@ -182,7 +182,7 @@ func (a *Applier) Apply(ctx context.Context, owner Owner, defaultNamespace strin
 // only on an install or upgrade, in a chart's plan (Start). The objects of
 // set are not modified.
 //
-// Objects go in the phases of Plan: the Namespace named defaultNamespace
+// Objects go in the phases of ChartSteps: the Namespace named defaultNamespace
 // if set brings it, CRDs (then Apply waits until each is
 // Established, at most CRDEstablishTimeout), Namespaces, ServiceAccounts
 // and RBAC, everything else, and last the custom resources whose CRD is in
@@ -211,7 +211,7 @@ func (a *Applier) Apply(ctx context.Context, owner Owner, defaultNamespace strin
 func (a *Applier) ApplyWithOptions(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts ApplyOptions) (Result, error) {
 	set = copySet(set)
 	var steps []Step
-	for _, st := range Plan(set, defaultNamespace, false) {
+	for _, st := range ChartSteps(set, defaultNamespace, false) {
 		if st.Hook == "" {
 			steps = append(steps, st)
 		}
@@ -426,7 +426,7 @@ func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace str
 }
 
 // ChartPlan is the plan of a chart's apply: one serial phase whose steps
-// are steps (Plan's phases and hook weights), each one task: TaskApply for
+// are steps (ChartSteps' phases and hook weights), each one task: TaskApply for
 // regular objects, TaskHook for hooks (with their event). The Helm engine
 // emits it in a chart's release; Start and Step run it.
 func ChartPlan(steps []Step) plan.Plan {

@@ -17,11 +17,11 @@ type hookResult struct {
 }
 
 // ApplyWithHooks applies set as the installation controller applies a
-// chart: the steps of Plan (hooks of an install or, with opts.IsUpgrade,
+// chart: the steps of ChartSteps (hooks of an install or, with opts.IsUpgrade,
 // an upgrade) as ChartPlan, started with Start and run with Step through
 // the plan executor in one go, the first error stopping it.
 func (a *Applier) ApplyWithHooks(ctx context.Context, owner Owner, defaultNamespace string, set Set, opts HookOptions) (hookResult, error) {
-	p := ChartPlan(Plan(set, defaultNamespace, opts.IsUpgrade))
+	p := ChartPlan(ChartSteps(set, defaultNamespace, opts.IsUpgrade))
 	r, err := a.Start(owner, defaultNamespace, p, opts)
 	if err != nil {
 		return hookResult{}, err

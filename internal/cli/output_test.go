@@ -17,9 +17,9 @@ import (
 	"github.com/annex-platform/annex/internal/testenv"
 )
 
-// plan, preflight and approve print data with -o yaml|json: the same
-// plan the table shows, and the Approval created.
-func TestPlanPreflightApproveData(t *testing.T) {
+// resolve, preflight and approve print data with -o yaml|json: the same
+// resolution the table shows, and the Approval created.
+func TestResolvePreflightApproveData(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
 	for _, obj := range []client.Object{
@@ -38,17 +38,17 @@ func TestPlanPreflightApproveData(t *testing.T) {
 	observe := func(context.Context, string) (string, error) { return "1.36.4", nil }
 
 	var out bytes.Buffer
-	if err := cli.Plan(ctx, env.Client, observe, cli.PlanOptions{Output: cli.OutputJSON, Out: &out}); err != nil {
+	if err := cli.Resolve(ctx, env.Client, observe, cli.ResolveOptions{Output: cli.OutputJSON, Out: &out}); err != nil {
 		t.Fatal(err)
 	}
-	var plan cli.PlanView
-	if err := json.Unmarshal(out.Bytes(), &plan); err != nil {
-		t.Fatalf("plan -o json: %v\n%s", err, out.String())
+	var resolution cli.ResolutionView
+	if err := json.Unmarshal(out.Bytes(), &resolution); err != nil {
+		t.Fatalf("resolve -o json: %v\n%s", err, out.String())
 	}
-	if plan.Cluster != cli.HubCluster || plan.KubeVersion != "1.36.4" || len(plan.Steps) != 2 ||
-		plan.Steps[0].Extension != "cert-manager" || plan.Steps[0].Change != "install" || strings.Join(plan.Steps[0].RequiredBy, ",") != "podinfo 6.5.0" ||
-		plan.Steps[1].Extension != "podinfo" || strings.Join(plan.Steps[1].For, ",") != "default/web" {
-		t.Errorf("plan -o json: %+v", plan)
+	if resolution.Cluster != cli.HubCluster || resolution.KubeVersion != "1.36.4" || len(resolution.Steps) != 2 ||
+		resolution.Steps[0].Extension != "cert-manager" || resolution.Steps[0].Change != "install" || strings.Join(resolution.Steps[0].RequiredBy, ",") != "podinfo 6.5.0" ||
+		resolution.Steps[1].Extension != "podinfo" || strings.Join(resolution.Steps[1].For, ",") != "default/web" {
+		t.Errorf("resolve -o json: %+v", resolution)
 	}
 
 	// At 1.40 podinfo has no version: preflight prints why and fails.
@@ -61,7 +61,7 @@ func TestPlanPreflightApproveData(t *testing.T) {
 	if err := yaml.Unmarshal(out.Bytes(), &pre); err != nil {
 		t.Fatal(err)
 	}
-	if pre.OK || len(pre.Plan.Unsatisfiable) != 1 || pre.Plan.Unsatisfiable[0].Installation != "default/web" {
+	if pre.OK || len(pre.Resolution.Unsatisfiable) != 1 || pre.Resolution.Unsatisfiable[0].Installation != "default/web" {
 		t.Errorf("preflight -o yaml:\n%s", out.String())
 	}
 

@@ -53,13 +53,13 @@ func Preflight(ctx context.Context, c client.Reader, observe VersionObserver, o 
 		}
 		return nil
 	}
-	po := PlanOptions{Cluster: o.Cluster, KubeVersion: o.KubeVersion, Out: o.Out}
+	po := ResolveOptions{Cluster: o.Cluster, KubeVersion: o.KubeVersion, Out: o.Out}
 	r, err := solve(ctx, c, observe, po)
 	if err != nil {
 		return err
 	}
-	printPlan(o.Out, po, r.observed, r.kubeVersion, r.problem, r.plan)
-	report := preflight.Report{KubeVersion: o.KubeVersion, Problem: r.problem, Plan: r.plan}
+	printResolution(o.Out, po, r.observed, r.kubeVersion, r.problem, r.resolution)
+	report := preflight.Report{KubeVersion: o.KubeVersion, Problem: r.problem, Resolution: r.resolution}
 	if report.Removed, err = preflight.RemovedObjects(o.KubeVersion, r.installations); err != nil {
 		return fmt.Errorf("--kube-version: %w", err)
 	}

@@ -56,7 +56,7 @@ func TestPreflight(t *testing.T) {
 		t.Fatalf("err %v, want ErrPreflightFailed", err)
 	}
 	for _, want := range []string{
-		"Plan for the hub cluster, Kubernetes 1.32.0 (hypothetical; it runs v1.31.5)",
+		"Resolution for the hub cluster, Kubernetes 1.32.0 (hypothetical; it runs v1.31.5)",
 		"default/flow: ", // cannot be satisfied, with the resolver's reason
 		"needs Kubernetes",
 	} {

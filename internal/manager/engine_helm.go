@@ -63,12 +63,12 @@ func (helmEngine) Render(_ context.Context, in installation.EngineInput) (*insta
 }
 
 // chartPlan makes a chart's one-pass plan: its phases and hook weights in
-// Helm's order (apply.Plan) as the steps of one serial phase
+// Helm's order (apply.ChartSteps) as the steps of one serial phase
 // (apply.ChartPlan), the hooks of an install or, with isUpgrade, an
 // upgrade; the release's namespace, when among the objects, first.
 func chartPlan(namespace string, isUpgrade bool) func(crds, objects []*unstructured.Unstructured) plan.Plan {
 	return func(crds, objects []*unstructured.Unstructured) plan.Plan {
-		return apply.ChartPlan(apply.Plan(apply.Set{CRDs: crds, Objects: objects}, namespace, isUpgrade))
+		return apply.ChartPlan(apply.ChartSteps(apply.Set{CRDs: crds, Objects: objects}, namespace, isUpgrade))
 	}
 }
 

@@ -55,9 +55,9 @@ func TestBundlePlansSelect(t *testing.T) {
 func TestPackagePlansSelect(t *testing.T) {
 	withPlans := func(names ...string) packagePlans {
 		p := &pkg.Package{}
-		p.Operator.Plans = map[string]pkg.Plan{}
+		p.Operator.Plans = map[string]pkg.PlanSpec{}
 		for _, n := range names {
-			p.Operator.Plans[n] = pkg.Plan{}
+			p.Operator.Plans[n] = pkg.PlanSpec{}
 		}
 		return packagePlans{p: p}
 	}

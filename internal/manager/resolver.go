@@ -13,40 +13,40 @@ import (
 
 // indexedResolver solves with a resolve.Index that is rebuilt only when the
 // Extensions change (a new resourceVersion, an Extension added or removed),
-// and remembers recent plans by the cluster state they were made for: every
-// installation of a cluster reconciled in a row asks the same question, and
-// the solver answers it once. Plans it returns are shared and must not be
-// modified.
+// and remembers recent resolutions by the cluster state they were made for:
+// every installation of a cluster reconciled in a row asks the same
+// question, and the solver answers it once. Resolutions it returns are
+// shared and must not be modified.
 type indexedResolver struct {
 	mu          sync.Mutex
 	fingerprint string
 	index       *resolve.Index
-	plans       map[[sha256.Size]byte]*resolve.Plan // by problemKey, for this index
+	resolutions map[[sha256.Size]byte]*resolve.Resolution // by problemKey, for this index
 }
 
-// maxPlans bounds the plans kept: one per cluster state in flight.
-const maxPlans = 64
+// maxResolutions bounds the resolutions kept: one per cluster state in flight.
+const maxResolutions = 64
 
 // Solve implements installation.Resolver.
-func (r *indexedResolver) Solve(extensions []v1alpha1.Extension, p resolve.Problem) *resolve.Plan {
+func (r *indexedResolver) Solve(extensions []v1alpha1.Extension, p resolve.Problem) *resolve.Resolution {
 	ix := r.indexFor(extensions)
 	key := problemKey(p)
 	r.mu.Lock()
-	plan, ok := r.plans[key]
+	res, ok := r.resolutions[key]
 	r.mu.Unlock()
 	if ok {
-		return plan
+		return res
 	}
-	plan = ix.SolveDistinct(p)
+	res = ix.SolveDistinct(p)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.index == ix { // the Extensions did not change meanwhile
-		if len(r.plans) >= maxPlans {
-			clear(r.plans)
+		if len(r.resolutions) >= maxResolutions {
+			clear(r.resolutions)
 		}
-		r.plans[key] = plan
+		r.resolutions[key] = res
 	}
-	return plan
+	return res
 }
 
 func (r *indexedResolver) indexFor(extensions []v1alpha1.Extension) *resolve.Index {
@@ -63,7 +63,7 @@ func (r *indexedResolver) indexFor(extensions []v1alpha1.Extension) *resolve.Ind
 		return r.index
 	}
 	r.index, r.fingerprint = resolve.IndexOf(extensions), fingerprint
-	r.plans = map[[sha256.Size]byte]*resolve.Plan{}
+	r.resolutions = map[[sha256.Size]byte]*resolve.Resolution{}
 	return r.index
 }
 

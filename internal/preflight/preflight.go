@@ -30,11 +30,11 @@ type RemovedObject struct {
 type Report struct {
 	KubeVersion string
 	Problem     resolve.Problem
-	Plan        *resolve.Plan
+	Resolution  *resolve.Resolution
 	Removed     []RemovedObject
 }
 
-// Check plans the installations (of one cluster) for kubeVersion over the
+// Check resolves the installations (of one cluster) for kubeVersion over the
 // extensions on offer, and finds the installed objects it removed.
 func Check(kubeVersion string, extensions []v1alpha1.Extension, installations []*v1alpha1.ExtensionInstallation) (Report, error) {
 	if _, err := semver.NewVersion(kubeVersion); err != nil {
@@ -46,7 +46,7 @@ func Check(kubeVersion string, extensions []v1alpha1.Extension, installations []
 		return Report{}, err
 	}
 	return Report{KubeVersion: kubeVersion, Problem: problem, Removed: removed,
-		Plan: resolve.IndexOf(extensions).Solve(problem)}, nil
+		Resolution: resolve.IndexOf(extensions).Solve(problem)}, nil
 }
 
 // RemovedObjects lists the objects in the installations' inventories
@@ -73,7 +73,7 @@ func RemovedObjects(kubeVersion string, installations []*v1alpha1.ExtensionInsta
 
 // OK reports whether every installation has a version at KubeVersion and
 // nothing installed uses an API version it removed.
-func (r Report) OK() bool { return len(r.Plan.Failed) == 0 && len(r.Removed) == 0 }
+func (r Report) OK() bool { return len(r.Resolution.Failed) == 0 && len(r.Removed) == 0 }
 
 // Summary says in one paragraph what stands in the way, or that nothing
 // does; the same report gives the same words.
@@ -82,13 +82,13 @@ func (r Report) Summary() string {
 		return fmt.Sprintf("every installation has a version for Kubernetes %s and no installed object uses an API version it removed", r.KubeVersion)
 	}
 	var parts []string
-	names := make([]string, 0, len(r.Plan.Failed))
-	for name := range r.Plan.Failed {
+	names := make([]string, 0, len(r.Resolution.Failed))
+	for name := range r.Resolution.Failed {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		parts = append(parts, r.Plan.Failed[name].Message)
+		parts = append(parts, r.Resolution.Failed[name].Message)
 	}
 	for i, o := range r.Removed {
 		if i == 5 {

@@ -233,8 +233,8 @@ func satisfiableProblem(ix *Index, exts int, seed uint64) Problem {
 			drawn++
 		}
 		// Installations that do not fail fit together; so does any subset.
-		plan := ix.Solve(Problem{ClusterVersion: older, Installations: cands})
-		kept = slices.DeleteFunc(cands, func(in Installation) bool { return plan.Failed[in.Name] != nil })
+		resolution := ix.Solve(Problem{ClusterVersion: older, Installations: cands})
+		kept = slices.DeleteFunc(cands, func(in Installation) bool { return resolution.Failed[in.Name] != nil })
 	}
 	kept = kept[:50]
 	installedAt := ix.Solve(Problem{ClusterVersion: older, Installations: kept}).Selected
@@ -254,17 +254,17 @@ func satisfiableProblem(ix *Index, exts int, seed uint64) Problem {
 func benchSolve(b *testing.B, ix *Index, p Problem) {
 	b.ReportAllocs()
 	var durations []time.Duration
-	var plan *Plan
+	var resolution *Resolution
 	for b.Loop() {
 		start := time.Now()
-		plan = ix.Solve(p)
+		resolution = ix.Solve(p)
 		durations = append(durations, time.Since(start))
 	}
 	slices.Sort(durations)
 	b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds()), "p99-ns")
-	b.ReportMetric(float64(len(plan.Selected)), "selected")
-	b.ReportMetric(float64(len(plan.Failed)), "failed")
+	b.ReportMetric(float64(len(resolution.Selected)), "selected")
+	b.ReportMetric(float64(len(resolution.Failed)), "failed")
 }
 
 // benchSatisfiable benchmarks the common case over a catalog of exts
@@ -387,14 +387,14 @@ func BenchmarkSolveOperators(b *testing.B) {
 	u, defaults := operatorUniverse(300)
 	ix := newIndex(u, defaults)
 	p := operatorProblem(300)
-	plan := ix.Solve(p)
-	if len(plan.Failed) > 0 {
-		for name, ex := range plan.Failed {
+	resolution := ix.Solve(p)
+	if len(resolution.Failed) > 0 {
+		for name, ex := range resolution.Failed {
 			b.Fatalf("%s failed: %s", name, ex.Message)
 		}
 	}
 	hops := 0
-	for _, sel := range plan.Selected {
+	for _, sel := range resolution.Selected {
 		if sel.Target != nil {
 			hops++
 		}

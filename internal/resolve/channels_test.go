@@ -173,21 +173,21 @@ func TestSolveChannels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan := newIndex(tt.universe, tt.defaults).Solve(Problem{ClusterVersion: "v1.31.0", Installations: []Installation{tt.inst}})
+			resolution := newIndex(tt.universe, tt.defaults).Solve(Problem{ClusterVersion: "v1.31.0", Installations: []Installation{tt.inst}})
 			if tt.failure != "" {
-				ex := plan.Failed[tt.inst.Name]
+				ex := resolution.Failed[tt.inst.Name]
 				if ex == nil {
-					t.Fatalf("solved: %+v, want failure", plan.Selected)
+					t.Fatalf("solved: %+v, want failure", resolution.Selected)
 				}
 				if ex.Message != tt.failure {
 					t.Errorf("message:\n got %s\nwant %s", ex.Message, tt.failure)
 				}
 				return
 			}
-			if ex := plan.Failed[tt.inst.Name]; ex != nil {
+			if ex := resolution.Failed[tt.inst.Name]; ex != nil {
 				t.Fatalf("failed: %s", ex.Message)
 			}
-			sel, ok := plan.For(tt.inst.Extension, tt.inst.Name)
+			sel, ok := resolution.For(tt.inst.Extension, tt.inst.Name)
 			if !ok {
 				t.Fatal("no selection")
 			}

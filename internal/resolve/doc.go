@@ -2,7 +2,7 @@
 // pure core: it takes values (the catalogs' versions, the cluster's
 // Kubernetes version, the installations' ranges and policies) and returns a
 // choice or an Explanation a person can act on. It performs no I/O and reads
-// no clock or randomness: the same input gives the same Plan and the same
+// no clock or randomness: the same input gives the same Resolution and the same
 // texts, byte for byte.
 //
 // Resolver resolves one installation on its own; Index.Solve resolves every
@@ -29,8 +29,8 @@
 //     the shared version — it is solved apart, as an instance with a
 //     version of its own, side by side with the others (two databases of
 //     one operator for two teams, an app at two versions in two
-//     namespaces). Its Selection is Plan.Selected[InstanceKey(x,
-//     "namespace/name")]; Plan.For finds any installation's. In a
+//     namespaces). Its Selection is Resolution.Selected[InstanceKey(x,
+//     "namespace/name")]; Resolution.For finds any installation's. In a
 //     conflict, an installation that may run apart and admits none of the
 //     versions another installation of its extension, or a dependency on
 //     it, admits is solved apart from then on; one that may run apart and

@@ -202,13 +202,13 @@ func TestSolveExplanations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan := NewIndex(tt.universe).Solve(Problem{ClusterVersion: tt.cluster, Installations: tt.insts})
-			ex := plan.Failed[tt.failed]
+			resolution := NewIndex(tt.universe).Solve(Problem{ClusterVersion: tt.cluster, Installations: tt.insts})
+			ex := resolution.Failed[tt.failed]
 			if ex == nil {
-				t.Fatalf("%s did not fail; plan %+v", tt.failed, plan)
+				t.Fatalf("%s did not fail; resolution %+v", tt.failed, resolution)
 			}
-			if len(plan.Failed) != 1 {
-				t.Errorf("want only %s to fail, got %v", tt.failed, plan.Failed)
+			if len(resolution.Failed) != 1 {
+				t.Errorf("want only %s to fail, got %v", tt.failed, resolution.Failed)
 			}
 			if ex.Reason != tt.reason {
 				t.Errorf("reason %s, want %s", ex.Reason, tt.reason)

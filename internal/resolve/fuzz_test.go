@@ -25,25 +25,25 @@ func FuzzParseRange(f *testing.F) {
 }
 
 // FuzzSolve derives a small problem from the input; Solve never panics and
-// every plan passes the independent verifier.
+// every resolution passes the independent verifier.
 func FuzzSolve(f *testing.F) {
 	f.Add(uint64(1), uint64(2))
 	f.Add(uint64(77), uint64(9000))
 	f.Fuzz(func(t *testing.T, a, b uint64) {
 		u, p := randomProblem(rand.New(rand.NewPCG(a, b)))
-		plan := NewIndex(u).Solve(p)
+		resolution := NewIndex(u).Solve(p)
 		var ok []Installation
 		for _, in := range p.Installations {
-			if _, failed := plan.Failed[in.Name]; !failed {
+			if _, failed := resolution.Failed[in.Name]; !failed {
 				ok = append(ok, in)
 			}
 		}
 		assign := map[string]string{}
-		for ext, sel := range plan.Selected {
+		for ext, sel := range resolution.Selected {
 			assign[ext] = sel.Version.Version
 		}
 		if v := newChecker(u, p.ClusterVersion).violation(assign, ok); v != "" {
-			t.Fatalf("plan violates a constraint: %s", v)
+			t.Fatalf("resolution violates a constraint: %s", v)
 		}
 	})
 }

@@ -100,7 +100,7 @@ func UniverseOf(extensions []v1alpha1.Extension) Universe {
 // does. A failed group's explanation is given to every member with the
 // member's own name; a group solved as an instance gives each member a
 // Selection of its own, under its own key.
-func (ix *Index) SolveDistinct(p Problem) *Plan {
+func (ix *Index) SolveDistinct(p Problem) *Resolution {
 	groups := map[Installation][]string{}
 	var reps []Installation
 	for _, inst := range p.Installations {
@@ -114,7 +114,7 @@ func (ix *Index) SolveDistinct(p Problem) *Plan {
 	if len(reps) == len(p.Installations) {
 		return ix.Solve(p)
 	}
-	plan := ix.Solve(Problem{ClusterVersion: p.ClusterVersion, Installations: reps})
+	resolution := ix.Solve(Problem{ClusterVersion: p.ClusterVersion, Installations: reps})
 	members := map[string][]string{} // representative → every member
 	for _, rep := range reps {
 		key := rep
@@ -122,34 +122,34 @@ func (ix *Index) SolveDistinct(p Problem) *Plan {
 		members[rep.Name] = groups[key]
 	}
 	for _, rep := range reps {
-		ex := plan.Failed[rep.Name]
+		ex := resolution.Failed[rep.Name]
 		if ex == nil {
 			continue
 		}
 		for _, m := range members[rep.Name][1:] {
-			plan.Failed[m] = renamed(ex, rep.Name, m)
+			resolution.Failed[m] = renamed(ex, rep.Name, m)
 		}
 	}
 	expanded := map[string][]string{} // an instance group's key → every member's key
 	for _, rep := range reps {
 		key := InstanceKey(rep.Extension, rep.Name)
-		sel, ok := plan.Selected[key]
+		sel, ok := resolution.Selected[key]
 		if !ok {
 			continue
 		}
 		for _, m := range members[rep.Name] {
 			mine := sel
 			mine.Instance, mine.RequiredBy = m, []string{m}
-			plan.Selected[InstanceKey(rep.Extension, m)] = mine
+			resolution.Selected[InstanceKey(rep.Extension, m)] = mine
 			expanded[key] = append(expanded[key], InstanceKey(rep.Extension, m))
 		}
 	}
 	if len(expanded) > 0 {
-		plan.InstallOrder = expandKeys(plan.InstallOrder, expanded)
-		plan.UninstallOrder = slices.Clone(plan.InstallOrder)
-		slices.Reverse(plan.UninstallOrder)
+		resolution.InstallOrder = expandKeys(resolution.InstallOrder, expanded)
+		resolution.UninstallOrder = slices.Clone(resolution.InstallOrder)
+		slices.Reverse(resolution.UninstallOrder)
 	}
-	for ext, sel := range plan.Selected {
+	for ext, sel := range resolution.Selected {
 		if sel.Instance != "" {
 			continue
 		}
@@ -163,9 +163,9 @@ func (ix *Index) SolveDistinct(p Problem) *Plan {
 		}
 		sort.Strings(names)
 		sel.RequiredBy = names
-		plan.Selected[ext] = sel
+		resolution.Selected[ext] = sel
 	}
-	return plan
+	return resolution
 }
 
 // expandKeys returns order with each key of expanded replaced by its

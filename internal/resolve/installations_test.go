@@ -12,8 +12,8 @@ func TestSolveDistinctGroupsIdenticalInstallations(t *testing.T) {
 	for _, name := range []string{"ns/app-1", "ns/app-10", "ns/app-2"} {
 		p.Installations = append(p.Installations, Installation{Name: name, Extension: "app", Range: "*", Automatic: true})
 	}
-	plan := ix.SolveDistinct(p)
-	if got := plan.Selected["app"]; got.Version.Version != "1.0.0" || strings.Join(got.RequiredBy, ",") != "ns/app-1,ns/app-10,ns/app-2" {
+	resolution := ix.SolveDistinct(p)
+	if got := resolution.Selected["app"]; got.Version.Version != "1.0.0" || strings.Join(got.RequiredBy, ",") != "ns/app-1,ns/app-10,ns/app-2" {
 		t.Fatalf("selection %+v", got)
 	}
 
@@ -23,9 +23,9 @@ func TestSolveDistinctGroupsIdenticalInstallations(t *testing.T) {
 		p.Installations[i].Range = ">=2"
 	}
 	p.Installations = append(p.Installations, Installation{Name: "ns/app-10x", Extension: "app", Range: "1.x", Automatic: true})
-	plan = ix.SolveDistinct(p)
+	resolution = ix.SolveDistinct(p)
 	for _, name := range []string{"ns/app-1", "ns/app-10", "ns/app-2"} {
-		ex := plan.Failed[name]
+		ex := resolution.Failed[name]
 		if ex == nil || !strings.Contains(ex.Message, name+" ") {
 			t.Fatalf("%s: %+v", name, ex)
 		}
@@ -37,8 +37,8 @@ func TestSolveDistinctGroupsIdenticalInstallations(t *testing.T) {
 	}
 	// The text is the one a plain solve gives the group's first member.
 	plain := ix.Solve(Problem{ClusterVersion: p.ClusterVersion, Installations: []Installation{p.Installations[0], p.Installations[3]}})
-	if plan.Failed["ns/app-1"].Message != plain.Failed["ns/app-1"].Message {
-		t.Fatalf("grouped text differs from a plain solve:\n%s\n%s", plan.Failed["ns/app-1"].Message, plain.Failed["ns/app-1"].Message)
+	if resolution.Failed["ns/app-1"].Message != plain.Failed["ns/app-1"].Message {
+		t.Fatalf("grouped text differs from a plain solve:\n%s\n%s", resolution.Failed["ns/app-1"].Message, plain.Failed["ns/app-1"].Message)
 	}
 }
 

@@ -129,15 +129,15 @@ func TestSolveInstances(t *testing.T) {
 			for _, solve := range []string{"Solve", "SolveDistinct"} {
 				ix := NewIndex(tt.universe)
 				p := Problem{ClusterVersion: "v1.30.0", Installations: tt.insts}
-				plan := ix.Solve(p)
+				resolution := ix.Solve(p)
 				if solve == "SolveDistinct" {
-					plan = ix.SolveDistinct(p)
+					resolution = ix.SolveDistinct(p)
 				}
-				for name, ex := range plan.Failed {
+				for name, ex := range resolution.Failed {
 					t.Errorf("%s: %s failed: %s", solve, name, ex.Message)
 				}
 				var got []string
-				for key, sel := range plan.Selected {
+				for key, sel := range resolution.Selected {
 					got = append(got, key+"="+sel.Version.Version)
 					if want := InstanceKey(sel.Extension, sel.Instance); sel.Instance != "" && key != want {
 						t.Errorf("%s: selection of instance %s is under %s", solve, sel.Instance, key)
@@ -145,13 +145,13 @@ func TestSolveInstances(t *testing.T) {
 				}
 				slices.Sort(got)
 				var added []string
-				for _, a := range plan.Added {
+				for _, a := range resolution.Added {
 					added = append(added, a.Extension+"<-"+strings.Join(a.RequiredBy, ","))
 				}
 				for _, c := range [][3]string{
 					{"selected", strings.Join(got, " "), tt.want},
 					{"added", strings.Join(added, " "), tt.added},
-					{"order", strings.Join(plan.InstallOrder, " "), tt.order},
+					{"order", strings.Join(resolution.InstallOrder, " "), tt.order},
 				} {
 					if c[1] != c[2] {
 						t.Errorf("%s: %s: got %q, want %q", solve, c[0], c[1], c[2])
@@ -237,13 +237,13 @@ func TestSolveInstancesExplanations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan := NewIndex(tt.universe).Solve(Problem{ClusterVersion: "v1.30.0", Installations: tt.insts})
-			ex := plan.Failed[tt.failed]
+			resolution := NewIndex(tt.universe).Solve(Problem{ClusterVersion: "v1.30.0", Installations: tt.insts})
+			ex := resolution.Failed[tt.failed]
 			if ex == nil {
-				t.Fatalf("%s did not fail; plan %+v", tt.failed, plan)
+				t.Fatalf("%s did not fail; resolution %+v", tt.failed, resolution)
 			}
-			if len(plan.Failed) != 1 {
-				t.Errorf("want only %s to fail, got %v", tt.failed, plan.Failed)
+			if len(resolution.Failed) != 1 {
+				t.Errorf("want only %s to fail, got %v", tt.failed, resolution.Failed)
 			}
 			if ex.Message != tt.want {
 				t.Errorf("message\n got: %s\nwant: %s", ex.Message, tt.want)
@@ -261,14 +261,14 @@ func TestSolveDistinctInstances(t *testing.T) {
 		p.Installations = append(p.Installations, separable(want(name, "x", "^1")))
 	}
 	p.Installations = append(p.Installations, separable(want("d/x", "x", "^2")), want("e/x", "x", "^2"))
-	plan := ix.SolveDistinct(p)
-	if len(plan.Failed) > 0 {
-		t.Fatalf("failed: %v", plan.Failed)
+	resolution := ix.SolveDistinct(p)
+	if len(resolution.Failed) > 0 {
+		t.Fatalf("failed: %v", resolution.Failed)
 	}
 	// e/x cannot run apart, so ^2 is the cluster's version; a/x, b/x and
 	// c/x each run 1.0.0 apart.
 	for name, version := range map[string]string{"a/x": "1.0.0", "b/x": "1.0.0", "c/x": "1.0.0", "d/x": "2.0.0", "e/x": "2.0.0"} {
-		sel, ok := plan.For("x", name)
+		sel, ok := resolution.For("x", name)
 		if !ok || sel.Version.Version != version {
 			t.Errorf("%s: got %v %s, want %s", name, ok, sel.Version.Version, version)
 		}
@@ -276,13 +276,13 @@ func TestSolveDistinctInstances(t *testing.T) {
 			t.Errorf("%s: selection %+v", name, sel)
 		}
 	}
-	if got := strings.Join(plan.InstallOrder, " "); got != "x x@a/x x@b/x x@c/x" {
+	if got := strings.Join(resolution.InstallOrder, " "); got != "x x@a/x x@b/x x@c/x" {
 		t.Errorf("order %q", got)
 	}
-	if got := strings.Join(plan.UninstallOrder, " "); got != "x@c/x x@b/x x@a/x x" {
+	if got := strings.Join(resolution.UninstallOrder, " "); got != "x@c/x x@b/x x@a/x x" {
 		t.Errorf("uninstall order %q", got)
 	}
-	if sel := plan.Selected["x"]; !slices.Equal(sel.RequiredBy, []string{"d/x", "e/x"}) {
+	if sel := resolution.Selected["x"]; !slices.Equal(sel.RequiredBy, []string{"d/x", "e/x"}) {
 		t.Errorf("shared x is required by %v", sel.RequiredBy)
 	}
 }
@@ -356,7 +356,7 @@ func TestProblemForInstances(t *testing.T) {
 	}
 }
 
-// TestSolveSeparableProperties checks the plans of 500 random problems in
+// TestSolveSeparableProperties checks the resolutions of 500 random problems in
 // which some installations are Separable: every installation that did not
 // fail gets a version that fits its range, policy and the cluster; one
 // that is not Separable shares the extension's version; every selected
@@ -376,23 +376,23 @@ func TestSolveSeparableProperties(t *testing.T) {
 			p.Installations[i].Separable = r.IntN(2) == 0
 		}
 		ix := NewIndex(u)
-		plan, base := ix.Solve(p), ix.Solve(shared)
-		if again := ix.Solve(p); !reflect.DeepEqual(plan, again) {
+		resolution, base := ix.Solve(p), ix.Solve(shared)
+		if again := ix.Solve(p); !reflect.DeepEqual(resolution, again) {
 			t.Fatalf("seed %d: two solves differ", seed)
 		}
 		c := newChecker(u, p.ClusterVersion)
 		sharedAssign := map[string]string{}
-		for key, sel := range plan.Selected {
+		for key, sel := range resolution.Selected {
 			if sel.Instance == "" {
 				sharedAssign[key] = sel.Version.Version
 			}
 		}
 		var sharedOK []Installation
 		for _, in := range p.Installations {
-			if plan.Failed[in.Name] != nil {
+			if resolution.Failed[in.Name] != nil {
 				continue
 			}
-			sel, ok := plan.For(in.Extension, in.Name)
+			sel, ok := resolution.For(in.Extension, in.Name)
 			if !ok {
 				t.Fatalf("seed %d: %s neither failed nor selected", seed, in.Name)
 			}
@@ -405,26 +405,26 @@ func TestSolveSeparableProperties(t *testing.T) {
 				t.Fatalf("seed %d: %s is not separable but runs apart", seed, in.Name)
 			}
 			if v := c.instanceViolation(sharedAssign, in, sel.Version.Version); v != "" {
-				t.Fatalf("seed %d: instance %s: %s\nproblem %+v\nplan %+v", seed, in.Name, v, p, plan)
+				t.Fatalf("seed %d: instance %s: %s\nproblem %+v\nplan %+v", seed, in.Name, v, p, resolution)
 			}
 		}
 		if v := c.violation(sharedAssign, sharedOK); v != "" {
-			t.Fatalf("seed %d: the shared versions violate a constraint: %s\nproblem %+v\nplan %+v", seed, v, p, plan)
+			t.Fatalf("seed %d: the shared versions violate a constraint: %s\nproblem %+v\nplan %+v", seed, v, p, resolution)
 		}
 		if len(base.Failed) == 0 {
 			for key, sel := range base.Selected {
-				if got := plan.Selected[key]; got.Version.Version != sel.Version.Version {
+				if got := resolution.Selected[key]; got.Version.Version != sel.Version.Version {
 					t.Fatalf("seed %d: %s is %s shared, %s with separable installations", seed, key, sel.Version.Version, got.Version.Version)
 				}
 			}
-			if len(plan.Selected) != len(base.Selected) || len(plan.Failed) > 0 {
-				t.Fatalf("seed %d: a problem that solves shared made instances or failures: %+v", seed, plan)
+			if len(resolution.Selected) != len(base.Selected) || len(resolution.Failed) > 0 {
+				t.Fatalf("seed %d: a problem that solves shared made instances or failures: %+v", seed, resolution)
 			}
 		}
 		switch {
-		case len(plan.Failed) < len(base.Failed):
+		case len(resolution.Failed) < len(base.Failed):
 			fewer++
-		case len(plan.Failed) > len(base.Failed):
+		case len(resolution.Failed) > len(base.Failed):
 			more++
 		}
 	}
@@ -466,15 +466,15 @@ func BenchmarkSolveInstances10k(b *testing.B) {
 		rng := []string{"^1", "^2", ">=1.3 <2", ">=2.5"}[i%4]
 		p.Installations = append(p.Installations, separable(want(fmt.Sprintf("team-%02d/app", i), fmt.Sprintf("ext-%04d", i/4), rng)))
 	}
-	plan := ix.Solve(p)
+	resolution := ix.Solve(p)
 	apart := 0
-	for _, sel := range plan.Selected {
+	for _, sel := range resolution.Selected {
 		if sel.Instance != "" {
 			apart++
 		}
 	}
 	if apart == 0 {
-		b.Fatalf("no installation runs apart; failed: %d", len(plan.Failed))
+		b.Fatalf("no installation runs apart; failed: %d", len(resolution.Failed))
 	}
 	b.ReportMetric(float64(apart), "apart")
 	benchSolve(b, ix, p)

@@ -70,7 +70,7 @@ func containsInt(xs []int, x int) bool {
 // selections and the same failed installations. On the larger benchmark
 // catalogs, where hundreds of conflicts are learned in a different order,
 // the two may settle on different (equally valid) selections: there both
-// plans must pass the independent verifier.
+// resolutions must pass the independent verifier.
 func TestWatchedPropagationMatchesReference(t *testing.T) {
 	type case_ struct {
 		name  string
@@ -101,28 +101,28 @@ func TestWatchedPropagationMatchesReference(t *testing.T) {
 		}
 		differ++
 		if c.exact && (!reflect.DeepEqual(watched.Selected, ref.Selected) || !slices.Equal(failedNames(watched), failedNames(ref))) {
-			t.Errorf("%s: plans differ\nwatched   %+v\nreference %+v", c.name, watched, ref)
+			t.Errorf("%s: resolutions differ\nwatched   %+v\nreference %+v", c.name, watched, ref)
 		}
-		for _, plan := range []*Plan{watched, ref} {
+		for _, resolution := range []*Resolution{watched, ref} {
 			var ok []Installation
 			for _, in := range c.p.Installations {
-				if _, failed := plan.Failed[in.Name]; !failed {
+				if _, failed := resolution.Failed[in.Name]; !failed {
 					ok = append(ok, in)
 				}
 			}
 			assign := map[string]string{}
-			for ext, sel := range plan.Selected {
+			for ext, sel := range resolution.Selected {
 				assign[ext] = sel.Version.Version
 			}
 			if v := newChecker(c.u, c.p.ClusterVersion).violation(assign, ok); v != "" {
-				t.Errorf("%s: plan violates a constraint: %s", c.name, v)
+				t.Errorf("%s: resolution violates a constraint: %s", c.name, v)
 			}
 		}
 	}
-	t.Logf("%d of %d plans differ from the reference's", differ, len(cases))
+	t.Logf("%d of %d resolutions differ from the reference's", differ, len(cases))
 }
 
-func failedNames(p *Plan) []string {
+func failedNames(p *Resolution) []string {
 	var out []string
 	for name := range p.Failed {
 		out = append(out, name)

@@ -190,7 +190,7 @@ func (c *checker) satisfiable(insts []Installation) bool {
 	return try(0)
 }
 
-// TestSolveProperties checks every Plan of 500 random problems with the
+// TestSolveProperties checks every Resolution of 500 random problems with the
 // independent verifier, checks each failure by exhaustive search, and
 // checks that no requested extension could have had a higher version.
 func TestSolveProperties(t *testing.T) {
@@ -200,28 +200,28 @@ func TestSolveProperties(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 42))
 		u, p := randomProblem(r)
 		ix := NewIndex(u)
-		plan := ix.Solve(p)
-		if again := ix.Solve(p); !reflect.DeepEqual(plan, again) {
+		resolution := ix.Solve(p)
+		if again := ix.Solve(p); !reflect.DeepEqual(resolution, again) {
 			t.Fatalf("seed %d: two solves differ", seed)
 		}
 		c := newChecker(u, p.ClusterVersion)
 		var ok []Installation
 		for _, in := range p.Installations {
-			if _, failed := plan.Failed[in.Name]; !failed {
+			if _, failed := resolution.Failed[in.Name]; !failed {
 				ok = append(ok, in)
 			}
 		}
 		assign := map[string]string{}
-		for ext, sel := range plan.Selected {
+		for ext, sel := range resolution.Selected {
 			assign[ext] = sel.Version.Version
 		}
 		if v := c.violation(assign, ok); v != "" {
-			t.Fatalf("seed %d: plan violates a constraint: %s\nproblem %+v\nplan %+v", seed, v, p, plan)
+			t.Fatalf("seed %d: resolution violates a constraint: %s\nproblem %+v\nplan %+v", seed, v, p, resolution)
 		}
-		checkShape(t, seed, c, ok, plan)
+		checkShape(t, seed, c, ok, resolution)
 		solved += len(ok)
 		for _, in := range p.Installations {
-			ex, failed := plan.Failed[in.Name]
+			ex, failed := resolution.Failed[in.Name]
 			if !failed {
 				continue
 			}
@@ -233,49 +233,49 @@ func TestSolveProperties(t *testing.T) {
 				cycles++
 			}
 			if c.satisfiable(append(slices.Clone(ok), in)) {
-				t.Fatalf("seed %d: %s failed (%s) but fits with the others\nproblem %+v\nplan %+v", seed, in.Name, ex.Message, p, plan)
+				t.Fatalf("seed %d: %s failed (%s) but fits with the others\nproblem %+v\nplan %+v", seed, in.Name, ex.Message, p, resolution)
 			}
 		}
-		checkHighest(t, seed, c, ok, plan, assign)
+		checkHighest(t, seed, c, ok, resolution, assign)
 	}
 }
 
 // checkShape checks Added, RequiredBy and the orders.
-func checkShape(t *testing.T, seed uint64, c *checker, ok []Installation, plan *Plan) {
+func checkShape(t *testing.T, seed uint64, c *checker, ok []Installation, resolution *Resolution) {
 	t.Helper()
 	requested := map[string]bool{}
 	for _, in := range ok {
 		requested[in.Extension] = true
 	}
 	var added []string
-	for ext := range plan.Selected {
+	for ext := range resolution.Selected {
 		if !requested[ext] {
 			added = append(added, ext)
 		}
 	}
 	sort.Strings(added)
 	var gotAdded []string
-	for _, a := range plan.Added {
+	for _, a := range resolution.Added {
 		gotAdded = append(gotAdded, a.Extension)
 	}
 	if !slices.Equal(added, gotAdded) {
 		t.Fatalf("seed %d: Added %v, want %v", seed, gotAdded, added)
 	}
 	pos := map[string]int{}
-	for i, ext := range plan.InstallOrder {
+	for i, ext := range resolution.InstallOrder {
 		pos[ext] = i
 	}
-	if len(pos) != len(plan.Selected) {
-		t.Fatalf("seed %d: InstallOrder %v does not list every selection", seed, plan.InstallOrder)
+	if len(pos) != len(resolution.Selected) {
+		t.Fatalf("seed %d: InstallOrder %v does not list every selection", seed, resolution.InstallOrder)
 	}
-	for ext, sel := range plan.Selected {
+	for ext, sel := range resolution.Selected {
 		for _, d := range sel.Version.Dependencies {
 			if pos[d.Name] >= pos[ext] {
-				t.Fatalf("seed %d: %s installed before its dependency %s: %v", seed, ext, d.Name, plan.InstallOrder)
+				t.Fatalf("seed %d: %s installed before its dependency %s: %v", seed, ext, d.Name, resolution.InstallOrder)
 			}
 		}
 	}
-	if rev := slices.Clone(plan.InstallOrder); !slices.Equal(reversed(rev), plan.UninstallOrder) {
+	if rev := slices.Clone(resolution.InstallOrder); !slices.Equal(reversed(rev), resolution.UninstallOrder) {
 		t.Fatalf("seed %d: UninstallOrder is not the reverse of InstallOrder", seed)
 	}
 }
@@ -283,10 +283,10 @@ func checkShape(t *testing.T, seed uint64, c *checker, ok []Installation, plan *
 // checkHighest: with every other extension fixed, no higher non-deprecated
 // version of a requested extension would do, and a deprecated choice (other
 // than an installed one kept) means no non-deprecated version would.
-func checkHighest(t *testing.T, seed uint64, c *checker, ok []Installation, plan *Plan, assign map[string]string) {
+func checkHighest(t *testing.T, seed uint64, c *checker, ok []Installation, resolution *Resolution, assign map[string]string) {
 	t.Helper()
 	for _, in := range ok {
-		sel := plan.Selected[in.Extension]
+		sel := resolution.Selected[in.Extension]
 		chosen := semver.MustParse(sel.Version.Version)
 		isInstalled := false
 		for _, o := range ok {

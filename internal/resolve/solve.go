@@ -33,7 +33,7 @@ type Installation struct {
 	// from the other installations of its extension, when it cannot share
 	// theirs: its content is namespaced only (see the package doc and
 	// resolve.Separable). Solved apart it is an instance: its Selection is
-	// Plan.Selected[InstanceKey(Extension, Name)], its dependencies are met
+	// Resolution.Selected[InstanceKey(Extension, Name)], its dependencies are met
 	// by the shared versions, and it meets no other extension's
 	// dependency.
 	Separable bool
@@ -52,7 +52,7 @@ type Installation struct {
 	AnyInRange bool
 }
 
-// InstanceKey is the key of an instance's Selection in Plan.Selected:
+// InstanceKey is the key of an instance's Selection in Resolution.Selected:
 // "x@namespace/name".
 func InstanceKey(extension, installation string) string { return extension + "@" + installation }
 
@@ -96,8 +96,8 @@ type Selection struct {
 	Hop    string
 }
 
-// Plan is the outcome of a Solve.
-type Plan struct {
+// Resolution is the outcome of a Solve.
+type Resolution struct {
 	// Selected holds one version per extension on the cluster, requested
 	// or added, by extension name, and one per instance, by
 	// InstanceKey. Use For to find an installation's.
@@ -118,7 +118,7 @@ type Plan struct {
 // For returns the Selection that serves installation ("namespace/name")
 // of extension: its own when it was solved as an instance, else the
 // extension's shared one.
-func (p *Plan) For(extension, installation string) (Selection, bool) {
+func (p *Resolution) For(extension, installation string) (Selection, bool) {
 	if sel, ok := p.Selected[InstanceKey(extension, installation)]; ok {
 		return sel, true
 	}
@@ -167,23 +167,23 @@ func (a attempt) solvable() bool {
 // Solve chooses one version per extension for the whole cluster. See the
 // package documentation for the rules. Solve is deterministic and never
 // fails as a whole: installations that cannot be satisfied are in
-// Plan.Failed, the rest are solved without them.
-func (ix *Index) Solve(p Problem) *Plan {
-	plan := &Plan{Selected: map[string]Selection{}, Failed: map[string]*Explanation{}}
+// Resolution.Failed, the rest are solved without them.
+func (ix *Index) Solve(p Problem) *Resolution {
+	resolution := &Resolution{Selected: map[string]Selection{}, Failed: map[string]*Explanation{}}
 	insts := slices.Clone(p.Installations)
 	sort.SliceStable(insts, func(i, j int) bool { return insts[i].Name < insts[j].Name })
 
 	cluster, err := ParseClusterVersion(p.ClusterVersion)
 	if err != nil {
 		for _, in := range insts {
-			plan.Failed[in.Name] = &Explanation{
+			resolution.Failed[in.Name] = &Explanation{
 				Reason: v1alpha1.ReasonClusterUnavailable,
 				Message: fmt.Sprintf("the cluster reports Kubernetes version %q, which is not a semantic version; "+
 					"no version of %s can be checked against it", p.ClusterVersion, in.Extension),
 				Installations: []string{in.Name},
 			}
 		}
-		return plan
+		return resolution
 	}
 	pr := &problem{ix: ix, cluster: cluster, clusterRaw: strings.TrimSpace(p.ClusterVersion),
 		kube: ix.kubeChecker(cluster), insts: insts}
@@ -198,7 +198,7 @@ func (ix *Index) Solve(p Problem) *Plan {
 	var active []int
 	for i := range insts {
 		if ex := pr.require(i); ex != nil {
-			plan.Failed[insts[i].Name] = ex
+			resolution.Failed[insts[i].Name] = ex
 			continue
 		}
 		active = append(active, i)
@@ -236,12 +236,12 @@ func (ix *Index) Solve(p Problem) *Plan {
 			active, final = with, a
 			continue
 		}
-		plan.Failed[insts[d].Name] = pr.explain(d, a, active)
+		resolution.Failed[insts[d].Name] = pr.explain(d, a, active)
 		a.release()
 	}
-	pr.fillPlan(plan, active, final.chosen)
+	pr.fillResolution(resolution, active, final.chosen)
 	final.release()
-	return plan
+	return resolution
 }
 
 // separate solves installation i apart from now on, on its own copy of
@@ -648,8 +648,8 @@ func (s *solver) leaves(root int) []int {
 	return out
 }
 
-// fillPlan turns the chosen versions into Selections and orders.
-func (pr *problem) fillPlan(plan *Plan, active []int, chosen []int) {
+// fillResolution turns the chosen versions into Selections and orders.
+func (pr *problem) fillResolution(resolution *Resolution, active []int, chosen []int) {
 	ix := pr.ix
 	requested := map[int][]string{}
 	for _, i := range active {
@@ -672,9 +672,9 @@ func (pr *problem) fillPlan(plan *Plan, active []int, chosen []int) {
 			}
 		}
 	}
-	plan.Selected = make(map[string]Selection, selected)
+	resolution.Selected = make(map[string]Selection, selected)
 	if added > 0 {
-		plan.Added = make([]Selection, 0, added)
+		resolution.Added = make([]Selection, 0, added)
 	}
 	for p, v := range chosen {
 		if v < 0 {
@@ -699,15 +699,15 @@ func (pr *problem) fillPlan(plan *Plan, active []int, chosen []int) {
 		} else {
 			sel.RequiredBy = neededBy[p]
 			sort.Strings(sel.RequiredBy)
-			plan.Added = append(plan.Added, sel)
+			resolution.Added = append(resolution.Added, sel)
 		}
-		plan.Selected[ix.key(p)] = sel
+		resolution.Selected[ix.key(p)] = sel
 	}
-	plan.InstallOrder = installOrder(ix, chosen)
-	if n := len(plan.InstallOrder); n > 0 {
-		plan.UninstallOrder = make([]string, n)
-		for i, name := range plan.InstallOrder {
-			plan.UninstallOrder[n-1-i] = name
+	resolution.InstallOrder = installOrder(ix, chosen)
+	if n := len(resolution.InstallOrder); n > 0 {
+		resolution.UninstallOrder = make([]string, n)
+		for i, name := range resolution.InstallOrder {
+			resolution.UninstallOrder[n-1-i] = name
 		}
 	}
 }

@@ -137,15 +137,15 @@ func TestSolve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan := NewIndex(tt.universe).Solve(Problem{ClusterVersion: tt.cluster, Installations: tt.insts})
-			if len(plan.Failed) > 0 {
-				for name, ex := range plan.Failed {
+			resolution := NewIndex(tt.universe).Solve(Problem{ClusterVersion: tt.cluster, Installations: tt.insts})
+			if len(resolution.Failed) > 0 {
+				for name, ex := range resolution.Failed {
 					t.Errorf("%s failed: %s", name, ex.Message)
 				}
 				return
 			}
 			var got, kept []string
-			for ext, sel := range plan.Selected {
+			for ext, sel := range resolution.Selected {
 				got = append(got, ext+"="+sel.Version.Version)
 				if sel.Kept {
 					kept = append(kept, ext)
@@ -154,13 +154,13 @@ func TestSolve(t *testing.T) {
 			slices.Sort(got)
 			slices.Sort(kept)
 			var added []string
-			for _, a := range plan.Added {
+			for _, a := range resolution.Added {
 				added = append(added, a.Extension+"<-"+strings.Join(a.RequiredBy, ","))
 			}
 			checks := [][3]string{
 				{"selected", strings.Join(got, " "), tt.want},
 				{"added", strings.Join(added, " "), tt.added},
-				{"order", strings.Join(plan.InstallOrder, " "), tt.order},
+				{"order", strings.Join(resolution.InstallOrder, " "), tt.order},
 				{"kept", strings.Join(kept, " "), tt.kept},
 			}
 			for _, c := range checks {
@@ -176,14 +176,14 @@ func TestSolve(t *testing.T) {
 // installations and keeps working when one of them fails.
 func TestSolveRequiredBy(t *testing.T) {
 	ix := NewIndex(Universe{"x": {ev("1.0.0", ""), ev("2.0.0", "")}})
-	plan := ix.Solve(Problem{ClusterVersion: "v1.30.0", Installations: []Installation{
+	resolution := ix.Solve(Problem{ClusterVersion: "v1.30.0", Installations: []Installation{
 		want("b/x", "x", "^1"), want("a/x", "x", ""), want("c/x", "x", "^2"),
 	}})
-	sel := plan.Selected["x"]
+	sel := resolution.Selected["x"]
 	if sel.Version.Version != "1.0.0" || !slices.Equal(sel.RequiredBy, []string{"a/x", "b/x"}) {
 		t.Fatalf("got %s required by %v", sel.Version.Version, sel.RequiredBy)
 	}
-	if ex := plan.Failed["c/x"]; ex == nil || !slices.Equal(ex.Installations, []string{"b/x", "c/x"}) {
+	if ex := resolution.Failed["c/x"]; ex == nil || !slices.Equal(ex.Installations, []string{"b/x", "c/x"}) {
 		t.Fatalf("c/x should fail naming b/x, got %+v", ex)
 	}
 }

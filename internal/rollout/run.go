@@ -27,7 +27,7 @@ const (
 	sRolledBack
 )
 
-type planner struct {
+type decider struct {
 	in      Input
 	st      v1alpha1.RolloutStatus
 	steps   []step
@@ -39,7 +39,7 @@ type planner struct {
 	requeue time.Duration
 }
 
-func (p *planner) run() {
+func (p *decider) run() {
 	switch p.st.Phase {
 	case v1alpha1.RolloutHalted, v1alpha1.RolloutRollingBack, v1alpha1.RolloutRolledBack:
 		p.rollback()
@@ -112,7 +112,7 @@ func (p *planner) run() {
 }
 
 // classify puts every cluster in its state for step k of the revision.
-func (p *planner) classify(k int) {
+func (p *decider) classify(k int) {
 	p.states = make([]state, len(p.in.Clusters))
 	p.why = make([]string, len(p.in.Clusters))
 	R := p.st.Revision
@@ -166,7 +166,7 @@ func failure(c Cluster) string {
 
 // overBudget returns the first step up to k whose failures pass its
 // budget, and how many failed; -1 when none does.
-func (p *planner) overBudget(k int) (int, int) {
+func (p *decider) overBudget(k int) (int, int) {
 	for j := 0; j <= k && j < len(p.steps); j++ {
 		if p.steps[j].neverHalts {
 			continue
@@ -184,7 +184,7 @@ func (p *planner) overBudget(k int) (int, int) {
 	return -1, 0
 }
 
-func (p *planner) firstFailure(j int) string {
+func (p *decider) firstFailure(j int) string {
 	for _, i := range p.steps[j].members {
 		if p.states[i] == sFailed {
 			return clusterName(p.in.Clusters[i].Name) + ": " + p.why[i]
@@ -195,7 +195,7 @@ func (p *planner) firstFailure(j int) string {
 
 // stepDone reports whether every cluster of step k is done, failed within
 // the budget, or skipped.
-func (p *planner) stepDone(k int) bool {
+func (p *decider) stepDone(k int) bool {
 	for _, i := range p.steps[k].members {
 		switch p.states[i] {
 		case sDone, sFailed, sSkipped:
@@ -209,7 +209,7 @@ func (p *planner) stepDone(k int) bool {
 // catchUp moves the eligible clusters of steps up to k, cut-short changes
 // first, within maxConcurrent. A paused rollout only finishes changes cut
 // short.
-func (p *planner) catchUp(k int) {
+func (p *decider) catchUp(k int) {
 	limit := MaxConcurrent(p.maxConcurrent(), len(p.in.Clusters))
 	busy := 0
 	for i := range p.in.Clusters {
@@ -259,7 +259,7 @@ func cutShort(c Cluster, revision int64) (Move, bool) {
 	return Move{Cluster: c.Name, To: c.Revision}, true
 }
 
-func (p *planner) maxConcurrent() *intstr.IntOrString {
+func (p *decider) maxConcurrent() *intstr.IntOrString {
 	if p.in.Strategy == nil {
 		return nil
 	}
@@ -268,7 +268,7 @@ func (p *planner) maxConcurrent() *intstr.IntOrString {
 
 // complete is the state once every step is done: the revision is stable;
 // clusters that join, or come back, get it.
-func (p *planner) complete() {
+func (p *decider) complete() {
 	if p.st.Phase != v1alpha1.RolloutComplete {
 		p.event(false, "RolloutComplete", fmt.Sprintf("revision %d is on every reachable cluster", p.st.Revision))
 	}
@@ -282,7 +282,7 @@ func (p *planner) complete() {
 
 // halt stops the rollout for good: no cluster is changed to the revision
 // any more.
-func (p *planner) halt(reason, why string) {
+func (p *decider) halt(reason, why string) {
 	p.st.Phase = v1alpha1.RolloutHalted
 	p.st.HaltedAt = ptr(metav1.NewTime(p.in.Now))
 	p.st.HaltReason = reason + ": " + why
@@ -293,7 +293,7 @@ func (p *planner) halt(reason, why string) {
 // rollback returns the clusters a halted revision changed to the revision
 // each ran before (onFailure Rollback), within maxConcurrent; onFailure
 // Pause leaves them.
-func (p *planner) rollback() {
+func (p *decider) rollback() {
 	R := p.st.Revision
 	p.states = make([]state, len(p.in.Clusters))
 	p.why = make([]string, len(p.in.Clusters))
@@ -357,21 +357,21 @@ func (p *planner) rollback() {
 	p.finish()
 }
 
-func (p *planner) approved(step string) bool { return p.in.Approved != nil && p.in.Approved(step) }
+func (p *decider) approved(step string) bool { return p.in.Approved != nil && p.in.Approved(step) }
 
-func (p *planner) denied(step string) (bool, string) {
+func (p *decider) denied(step string) (bool, string) {
 	if p.in.Denied == nil {
 		return false, ""
 	}
 	return p.in.Denied(step)
 }
 
-func (p *planner) event(warning bool, reason, msg string) {
+func (p *decider) event(warning bool, reason, msg string) {
 	p.events = append(p.events, Event{Warning: warning, Reason: reason, Message: msg})
 }
 
-// after asks to plan again in d at the latest.
-func (p *planner) after(d time.Duration) {
+// after asks to decide again in d at the latest.
+func (p *decider) after(d time.Duration) {
 	d = max(d, time.Second)
 	if p.requeue == 0 || d < p.requeue {
 		p.requeue = d
@@ -380,7 +380,7 @@ func (p *planner) after(d time.Duration) {
 
 // finish counts the clusters, names failures and waits, and writes the
 // message.
-func (p *planner) finish() {
+func (p *decider) finish() {
 	c := v1alpha1.RolloutCounts{}
 	type named struct {
 		step, order int
@@ -447,7 +447,7 @@ func (p *planner) finish() {
 	p.st.Message = p.message()
 }
 
-func (p *planner) message() string {
+func (p *decider) message() string {
 	st := &p.st
 	c := st.Counts
 	total := len(p.in.Clusters)

@@ -683,7 +683,7 @@ func TestReadmeInvocationRules(t *testing.T) {
 	md := "Run `make run CLUSTERS=2`; changes make a new digest.\n" +
 		"```sh\n" +
 		"make VERSION=1 build   # comment\n" +
-		"go run ./cmd/annexctl plan\n" +
+		"go run ./cmd/annexctl resolve\n" +
 		"```\n"
 	makes, goRuns := readmeInvocations(md)
 	if want := []invocation{{"run", 1}, {"build", 3}}; !slices.Equal(makes, want) {

@@ -21,7 +21,7 @@ import (
 
 // Window is the batch window the controllers use: at 1,000 clusters × 10
 // extensions a profile's planning alone takes about 14 ms
-// (BenchmarkPlanFleet), so four reconciles a second cost little, and a
+// (BenchmarkDecideFleet), so four reconciles a second cost little, and a
 // small fleet sees its installations' readiness at most a quarter of a
 // second late (BenchmarkFleet's hub row: with a window of one second, its
 // profile was Ready 0.4 s later).

@@ -21,22 +21,23 @@ import (
 // checked instead.
 func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
-	if s.release != nil {
+	if s.artifact.release.Resumable() {
 		// A release with plans runs them across reconciles, resumed from
-		// the record (plans.go). A release without (a chart) runs its
-		// one-pass plan (Release.OnePass) here, in this reconcile, through
-		// the same driver (applyOnePass) but without checkpoints: its
-		// record, status and events are those of one apply.
+		// status.pending and status.plans (plans.go). A release without (a
+		// chart) runs its one-pass plan (Release.OnePass) here, in this
+		// reconcile, through the same driver (applyOnePass) but without
+		// checkpoints: its record, status and events are those of one
+		// apply (Release.Resumable says why).
 		return r.runPackage(ctx, s)
 	}
 	if isFailedTarget(s) {
 		return r.holdFailed(ctx, s)
 	}
 	if r.upToDate(s) {
-		s.inventory = inst.Status.Inventory
-		return r.checkDrift(ctx, s, Set{CRDs: s.rendered.CRDs, Objects: r.objectsToApply(ctx, s, false)})
+		s.applied.inventory = inst.Status.Inventory
+		return r.checkDrift(ctx, s, Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, false)})
 	}
-	set := Set{CRDs: s.rendered.CRDs, Objects: r.objectsToApply(ctx, s, true)}
+	set := Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, true)}
 	applier := s.target.Applier()
 	rev := r.nextRevision(s)
 
@@ -58,7 +59,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if inst.Status.InstalledVersion != "" {
 		op = metrics.OpUpgrade
 	}
-	applied, st, err := r.applyOnePass(ctx, s, s.rendered.OnePass(set.CRDs, set.Objects), ApplyOptions{
+	applied, st, err := r.applyOnePass(ctx, s, s.artifact.release.OnePass(set.CRDs, set.Objects), ApplyOptions{
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 	})
@@ -134,9 +135,9 @@ func (r *Reconciler) nextRevision(s *scope) v1alpha1.Revision {
 	return v1alpha1.Revision{
 		Number:         number,
 		Version:        s.choice.Version.Version,
-		ArtifactDigest: s.artifactDigest,
-		ValuesDigest:   s.rendered.ValuesDigest,
-		ManifestDigest: s.rendered.ManifestDigest,
+		ArtifactDigest: s.artifact.digest,
+		ValuesDigest:   s.artifact.release.ValuesDigest,
+		ManifestDigest: s.artifact.release.ManifestDigest,
 		AppliedAt:      metav1.NewTime(r.now()),
 	}
 }
@@ -153,8 +154,8 @@ func (r *Reconciler) upToDate(s *scope) bool {
 	}
 	last := inst.Status.History[0]
 	installed := findCondition(inst, v1alpha1.ConditionInstalled)
-	return last.ArtifactDigest == s.artifactDigest &&
-		last.ValuesDigest == s.rendered.ValuesDigest &&
+	return last.ArtifactDigest == s.artifact.digest &&
+		last.ValuesDigest == s.artifact.release.ValuesDigest &&
 		installed != nil && installed.Status == metav1.ConditionTrue &&
 		installed.ObservedGeneration == inst.Generation
 }
@@ -165,7 +166,7 @@ func (r *Reconciler) upToDate(s *scope) bool {
 // added too; only an apply needs that answer, so only an apply pays for
 // the read.
 func (r *Reconciler) objectsToApply(ctx context.Context, s *scope, mayCreate bool) []*unstructured.Unstructured {
-	return r.withTargetNamespace(ctx, s, s.rendered.Objects, mayCreate)
+	return r.withTargetNamespace(ctx, s, s.artifact.release.Objects, mayCreate)
 }
 
 // withTargetNamespace returns objects with the target namespace in front
@@ -241,10 +242,10 @@ func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1
 	upgraded := inst.Status.InstalledVersion != "" && inst.Status.InstalledVersion != rev.Version
 	inst.Status.History = history
 	inst.Status.Pending = nil
-	s.recorded = true
+	s.records.recorded = true
 	inst.Status.InstalledVersion = rev.Version
 	inst.Status.Inventory, inst.Status.InventoryCount = applied, int32(len(applied))
-	s.inventory = applied
+	s.applied.inventory = applied
 	msg := fmt.Sprintf("applied %s %s (revision %d, %d objects)", inst.Spec.Extension, rev.Version, rev.Number, len(applied))
 	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
 	switch {
@@ -254,5 +255,5 @@ func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1
 	default:
 		reason = "Installed"
 	}
-	s.applied = &note{corev1.EventTypeNormal, reason, msg}
+	s.report.applied = &note{corev1.EventTypeNormal, reason, msg}
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/annex-platform/annex/internal/plan"
 )
 
-// release is what this reconcile's change runs of a release with plans:
+// planRun is what this reconcile's change runs of a release with plans:
 // the plans, rendered, and why they run.
-type release struct {
+type planRun struct {
 	params map[string]any
 	// plans run in this order; empty when nothing changed.
 	plans   []plan.Plan
@@ -53,7 +53,7 @@ type packageRecord struct {
 // uninstall. A plan that does not render stops here, before anything is
 // applied.
 func (r *Reconciler) renderPlans(ctx context.Context, s *scope) (ctrl.Result, error) {
-	rel := s.rendered
+	rel := s.artifact.release
 	names, trigger, request := r.choosePlans(s, rel)
 	plans, warnings, err := rel.Plans.Render(names)
 	if err != nil {
@@ -65,10 +65,10 @@ func (r *Reconciler) renderPlans(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	cleanup, cleanupWarnings := rel.Plans.Cleanup()
 	rel.Warnings = slices.Concat(rel.Warnings, warnings, cleanupWarnings)
-	s.release = &release{params: rel.Params, plans: plans, trigger: trigger, request: request, cleanup: cleanup}
+	s.artifact.run = &planRun{params: rel.Params, plans: plans, trigger: trigger, request: request, cleanup: cleanup}
 	// A plan that resumes creates only the namespace its revision
 	// recorded: what Annex applies is recorded first.
-	s.release.namespace = r.createdNamespace(ctx, s, len(names) > 0 && !resuming(s))
+	s.artifact.run.namespace = r.createdNamespace(ctx, s, len(names) > 0 && !resuming(s))
 	return ctrl.Result{}, nil
 }
 
@@ -140,7 +140,7 @@ func (r *Reconciler) choosePlans(s *scope, rel *Release) ([]string, string, *v1a
 	inst := s.inst
 	version := s.choice.Version.Version
 	if pending := inst.Status.Pending; pending != nil && pending.Version == version &&
-		pending.ArtifactDigest == s.artifactDigest && pending.ValuesDigest == rel.ValuesDigest {
+		pending.ArtifactDigest == s.artifact.digest && pending.ValuesDigest == rel.ValuesDigest {
 		return pending.Plans, pending.Trigger, nil // resume
 	}
 	if len(inst.Status.History) == 0 {
@@ -148,7 +148,7 @@ func (r *Reconciler) choosePlans(s *scope, rel *Release) ([]string, string, *v1a
 		return plans, trigger, nil
 	}
 	last := inst.Status.History[0]
-	upgrade := last.Version != version || last.ArtifactDigest != s.artifactDigest
+	upgrade := last.Version != version || last.ArtifactDigest != s.artifact.digest
 	if !upgrade && len(rel.Changed) == 0 && last.ValuesDigest == rel.ValuesDigest {
 		if pending := inst.Status.Pending; pending != nil {
 			// Back to the recorded inputs while a revision for others ran:

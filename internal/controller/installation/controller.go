@@ -7,9 +7,10 @@
 // (values, and the chosen version's Engine making its release), choose.go
 // (which plans of a release a change runs), gate.go with
 // gate_approval.go and gate_hooks.go, apply.go, drift.go, health.go,
-// plans.go (the resumable driver of plans), records.go (revision records:
-// what to write, keep and delete), uninstall.go. Their state is the scope
-// (scope.go); the world, engines included, is reached through
+// plans.go (the resumable driver of plans) with plan_state.go (what plans
+// leave, from the plans and their status alone), records.go (revision
+// records: what to write, keep and delete), uninstall.go. Their state is
+// the scope (scope.go); the world, engines included, is reached through
 // interfaces.go: the controller never asks which engine made a release.
 package installation
 
@@ -121,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, err
 	}
 	if inst.Spec.Suspend {
-		s.suspended = true
+		s.outcome.suspended = true
 		return ctrl.Result{}, nil
 	}
 	return r.run(ctx, s, []step{
@@ -201,7 +202,7 @@ func (r *Reconciler) patchMeta(ctx context.Context, s *scope, mutate func()) err
 // finish writes the status once per reconcile, computed from what the
 // steps observed, and turns blocks into the controller-runtime outcome.
 func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, err error) error {
-	if s.gone || s.stale {
+	if s.outcome.gone || s.outcome.stale {
 		return err
 	}
 	summarize(s, err)
@@ -209,7 +210,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, e
 	if statusPatchErr := r.persist(ctx, s); statusPatchErr != nil && !apierrors.IsNotFound(statusPatchErr) {
 		return errors.Join(err, statusPatchErr)
 	}
-	if s.recorded {
+	if s.records.recorded {
 		if cleanupErr := r.deleteSuperseded(ctx, s); cleanupErr != nil {
 			// The records stay until trimRecords deletes them with the
 			// history they fell out of; nothing depends on them any more.
@@ -221,7 +222,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, e
 		return reconcile.TerminalError(s.block)
 	}
 	if err != nil {
-		s.log.V(1).Info("reconcile will be retried", "error", err.Error())
+		s.report.log.V(1).Info("reconcile will be retried", "error", err.Error())
 	}
 	return err
 }
@@ -260,7 +261,7 @@ func (r *Reconciler) scheduleResync(_ context.Context, s *scope) (ctrl.Result, e
 	case s.choice.Target != nil:
 		// One hop of an operator upgrade is healthy: take the next.
 		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
-	case len(s.resources) > 0:
+	case len(s.artifact.resources) > 0:
 		// The custom resources of spec.resources report their own state,
 		// which their operator changes at any time: read it more often.
 		return ctrl.Result{RequeueAfter: min(cmp.Or(s.inst.Spec.Interval.Duration, ResourcesResyncInterval), ResourcesResyncInterval)}, nil

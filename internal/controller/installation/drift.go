@@ -21,7 +21,7 @@ import (
 func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Result, error) {
 	inst := s.inst
 	mode := inst.Spec.DriftDetection
-	if mode == v1alpha1.DriftDetectionDisabled || !s.wasReady {
+	if mode == v1alpha1.DriftDetectionDisabled || !s.report.wasReady {
 		if mode == v1alpha1.DriftDetectionDisabled {
 			inst.Status.Drifted = nil
 		}
@@ -53,7 +53,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 	corrected, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{TakeOwnership: true})
 	metrics.ObserveApply(metrics.OpDriftCorrection, time.Since(start))
 	if err != nil {
-		s.observedHealth = nil
+		s.applied.health = nil
 		s.block = cmp.Or(r.permissionBlock(inst, err), applyBlock(err))
 		s.block.message = "correcting drift: " + s.block.message
 		inst.Status.Drifted = found

@@ -62,7 +62,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 			}
 			return plan.Failed(t.Name, err)
 		}
-		if s.rendered != nil && s.rendered.ResourcesTask != "" && s.rendered.ResourcesTask == t.Name {
+		if s.artifact.release != nil && s.artifact.release.ResourcesTask != "" && s.artifact.release.ResourcesTask == t.Name {
 			s.observeResources(applied.Health, applied.Inventory)
 		}
 		switch h := applied.Health; {

@@ -40,9 +40,9 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 		return ctrl.Result{}, s.block
 	}
-	s.archive, s.artifactDigest = data, digestOf(data)
+	s.artifact.data, s.artifact.digest = data, digestOf(data)
 	if a := s.inst.Status.Artifact; a != nil && a.Version == s.choice.Version.Version && a.URL == s.choice.Version.Source.URL {
-		a.Digest = s.artifactDigest
+		a.Digest = s.artifact.digest
 	}
 	return ctrl.Result{}, nil
 }

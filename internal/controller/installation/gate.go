@@ -53,25 +53,25 @@ type change struct {
 func (r *Reconciler) pendingChange(s *scope) (*change, error) {
 	var objs []*unstructured.Unstructured
 	switch {
-	case s.release != nil:
-		if len(s.release.plans) == 0 || resuming(s) {
+	case s.artifact.release.Resumable():
+		if len(s.artifact.run.plans) == 0 || resuming(s) {
 			return nil, nil
 		}
-		objs = slices.Concat(s.release.namespace, allApplied(s.release.plans))
-	case s.rendered == nil || isFailedTarget(s) || r.upToDate(s):
+		objs = slices.Concat(s.artifact.run.namespace, allApplied(s.artifact.run.plans))
+	case s.artifact.release == nil || isFailedTarget(s) || r.upToDate(s):
 		return nil, nil
 	default:
-		objs = slices.Concat(s.rendered.CRDs, s.rendered.Objects)
+		objs = slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects)
 	}
 	c := &change{
 		event: EventPreUpgrade, from: s.inst.Status.InstalledVersion, to: s.choice.Version.Version,
-		artifactDigest: s.artifactDigest, objects: objs,
+		artifactDigest: s.artifact.digest, objects: objs,
 	}
 	if c.from == "" {
 		c.event = EventPreInstall
 	}
-	if s.rendered != nil {
-		c.valuesDigest = s.rendered.ValuesDigest
+	if s.artifact.release != nil {
+		c.valuesDigest = s.artifact.release.ValuesDigest
 	}
 	// The digest covers the inputs, not the rendered objects: a chart
 	// that generates a password or a certificate renders differently each
@@ -81,8 +81,8 @@ func (r *Reconciler) pendingChange(s *scope) (*change, error) {
 	// A package's plans also run on request (spec.plans.run): the trigger
 	// tells such a run from the install with the same inputs.
 	trigger := ""
-	if s.release != nil {
-		trigger = s.release.trigger
+	if s.artifact.release.Resumable() {
+		trigger = s.artifact.run.trigger
 	}
 	var err error
 	c.digest, err = values.Digest(map[string]any{
@@ -162,8 +162,8 @@ func (r *Reconciler) describeChange(ctx context.Context, s *scope) (ctrl.Result,
 // the cluster changing wakes the installation to check again.
 func (r *Reconciler) checkServed(ctx context.Context, s *scope) (ctrl.Result, error) {
 	objs := s.change.objects
-	if s.release != nil && s.release.cleanup != nil {
-		objs = slices.Concat(objs, allApplied([]plan.Plan{*s.release.cleanup}))
+	if s.artifact.release.Resumable() && s.artifact.run.cleanup != nil {
+		objs = slices.Concat(objs, allApplied([]plan.Plan{*s.artifact.run.cleanup}))
 	}
 	answers := map[schema.GroupVersionKind]kubeapis.Answer{}
 	for _, gvk := range kubeapis.ToAsk(objs) {

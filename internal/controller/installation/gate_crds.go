@@ -69,10 +69,10 @@ func (r *Reconciler) keepInstalledCRDs(ctx context.Context, s *scope) error {
 	}
 	var objs []*unstructured.Unstructured
 	switch {
-	case s.release != nil:
-		objs = allApplied(s.release.plans)
-	case s.rendered != nil:
-		objs = slices.Concat(s.rendered.CRDs, s.rendered.Objects)
+	case s.artifact.run != nil:
+		objs = allApplied(s.artifact.run.plans)
+	case s.artifact.release != nil:
+		objs = slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects)
 	}
 	proposed := crdsIn(objs)
 	if len(proposed) == 0 {
@@ -97,13 +97,13 @@ func (s *scope) keepCRDs(keep map[string]*unstructured.Unstructured) {
 	if len(keep) == 0 {
 		return
 	}
-	if s.release != nil {
-		s.release.plans = keepInstalledInPlans(s.release.plans, keep)
+	if s.artifact.run != nil {
+		s.artifact.run.plans = keepInstalledInPlans(s.artifact.run.plans, keep)
 	}
-	if s.rendered != nil {
-		kept := *s.rendered
+	if s.artifact.release != nil {
+		kept := *s.artifact.release
 		kept.CRDs, kept.Objects = keepInstalled(kept.CRDs, keep), keepInstalled(kept.Objects, keep)
-		s.rendered = &kept
+		s.artifact.release = &kept
 	}
 }
 
@@ -114,8 +114,8 @@ func (s *scope) keepCRDs(keep map[string]*unstructured.Unstructured) {
 func setCRDWarnings(s *scope, msg string) {
 	inst := s.inst
 	var engine []string
-	if s.rendered != nil {
-		engine = s.rendered.Warnings
+	if s.artifact.release != nil {
+		engine = s.artifact.release.Warnings
 	}
 	switch {
 	case msg != "":

@@ -31,14 +31,14 @@ func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	var objs []*unstructured.Unstructured
 	switch {
-	case s.release != nil && len(s.release.plans) == 0:
+	case s.artifact.release.Resumable() && len(s.artifact.run.plans) == 0:
 		// No plan runs: status.scopedGrants still describes the installed
 		// revision.
 		return ctrl.Result{}, nil
-	case s.release != nil:
-		objs = allApplied(s.release.plans)
-	case s.rendered != nil:
-		objs = slices.Concat(s.rendered.CRDs, s.rendered.Objects)
+	case s.artifact.release.Resumable():
+		objs = allApplied(s.artifact.run.plans)
+	case s.artifact.release != nil:
+		objs = slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects)
 	default:
 		return ctrl.Result{}, nil
 	}
@@ -59,15 +59,15 @@ func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, er
 		return r.stop(s, terminal(v1alpha1.ReasonScopedGrantsRefused, fmt.Sprintf(
 			"spec.scopedGrants: cannot narrow the grants of %s: %v; remove spec.scopedGrants, or install a version whose RBAC can be narrowed", ref, err)), ctrl.Result{})
 	}
-	if s.release != nil {
-		s.release.plans = rewritePlans(s.release.plans, scoping.Rewrite)
+	if s.artifact.release.Resumable() {
+		s.artifact.run.plans = rewritePlans(s.artifact.run.plans, scoping.Rewrite)
 	} else {
-		scoped := *s.rendered
-		scoped.Objects = scoping.Rewrite(s.rendered.Objects)
-		if scoped.ValuesDigest, err = values.Digest(withScopedGrants(s.inst, s.rendered.ValuesDigest)); err != nil {
+		scoped := *s.artifact.release
+		scoped.Objects = scoping.Rewrite(s.artifact.release.Objects)
+		if scoped.ValuesDigest, err = values.Digest(withScopedGrants(s.inst, s.artifact.release.ValuesDigest)); err != nil {
 			return ctrl.Result{}, err
 		}
-		s.rendered = &scoped
+		s.artifact.release = &scoped
 	}
 	s.inst.Status.ScopedGrants = scoping.Changes
 	return ctrl.Result{}, nil

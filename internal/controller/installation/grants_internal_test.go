@@ -71,12 +71,12 @@ func TestScopeGrantsRewritesPlans(t *testing.T) {
 		{Name: "rbac", Tasks: []plan.Task{{Name: "role", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{readerRole(t, "configmaps")}}}},
 		{Name: "bind", Tasks: []plan.Task{{Name: "binding", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{readerBinding(t)}}}},
 	}}}}
-	s := &scope{inst: scopedInstallation("team-a"), target: grantsTarget{}, release: &release{plans: []plan.Plan{rendered}}}
+	s := &scope{inst: scopedInstallation("team-a"), target: grantsTarget{}, artifact: artifact{release: withPlans(), run: &planRun{plans: []plan.Plan{rendered}}}}
 	if _, err := (&Reconciler{}).scopeGrants(t.Context(), s); err != nil || s.block != nil {
 		t.Fatalf("scopeGrants: %v %v", err, s.block)
 	}
 	var got []string
-	for _, o := range allApplied(s.release.plans) {
+	for _, o := range allApplied(s.artifact.run.plans) {
 		got = append(got, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
 	}
 	if want := []string{"ClusterRole /reader", "RoleBinding team-a/reader"}; !slices.Equal(got, want) {
@@ -96,9 +96,9 @@ func TestScopeGrantsRewritesPlans(t *testing.T) {
 // and without spec.scopedGrants nothing changes.
 func TestScopeGrantsOutcomes(t *testing.T) {
 	chart := func(inst *v1alpha1.ExtensionInstallation, resource string) *scope {
-		return &scope{inst: inst, target: grantsTarget{}, rendered: &Release{
+		return &scope{inst: inst, target: grantsTarget{}, artifact: artifact{release: &Release{
 			ValuesDigest: "sha256:values", Objects: []*unstructured.Unstructured{readerRole(t, resource), readerBinding(t)},
-		}}
+		}}}
 	}
 	tests := []struct {
 		name     string
@@ -134,10 +134,10 @@ func TestScopeGrantsOutcomes(t *testing.T) {
 			if err != nil || s.block != nil {
 				t.Fatalf("scopeGrants: %v %v", err, s.block)
 			}
-			kind := s.rendered.Objects[1].GetKind()
-			moved := s.rendered.ValuesDigest != "sha256:values"
+			kind := s.artifact.release.Objects[1].GetKind()
+			moved := s.artifact.release.ValuesDigest != "sha256:values"
 			if scoped := kind == "RoleBinding"; scoped != tt.scoped || moved != tt.scoped {
-				t.Errorf("binding is a %s, digest %s; want scoped=%v", kind, s.rendered.ValuesDigest, tt.scoped)
+				t.Errorf("binding is a %s, digest %s; want scoped=%v", kind, s.artifact.release.ValuesDigest, tt.scoped)
 			}
 		})
 	}

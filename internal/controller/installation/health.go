@@ -23,27 +23,27 @@ func timeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
 // takes the health from what they saw instead of reading everything again.
 func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var h Health
-	if s.observedHealth != nil {
-		h = *s.observedHealth
+	if s.applied.health != nil {
+		h = *s.applied.health
 	} else {
 		var err error
-		if h, err = s.target.Applier().Health(ctx, s.inventory); err != nil {
+		if h, err = s.target.Applier().Health(ctx, s.applied.inventory); err != nil {
 			s.block = retry(v1alpha1.ReasonWaitingForHealth, fmt.Sprintf("reading the health of the applied objects: %v", err))
 			return ctrl.Result{}, s.block
 		}
 	}
-	if s.rendered.ResourcesTask != "" {
-		s.observeResources(h, s.inventory)
+	if s.artifact.release.ResourcesTask != "" {
+		s.observeResources(h, s.applied.inventory)
 	}
 	if h.Ready {
-		s.healthy = true
+		s.outcome.healthy = true
 		s.inst.Status.Failures, s.inst.Status.FailedTarget = 0, nil
 		s.inst.Status.LastHealthyRevision = s.inst.Status.History[0].Number
 		return ctrl.Result{}, nil
 	}
 	since := s.inst.Status.History[0].AppliedAt.Time
 	timeout := timeoutOf(s.inst)
-	if !s.rendered.RollsBack {
+	if !s.artifact.release.RollsBack {
 		// The release's plans waited for health step by step; what is
 		// not healthy now broke afterwards, and rolling back plans is not
 		// Annex's to decide.

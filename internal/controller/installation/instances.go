@@ -71,19 +71,19 @@ func (r *Reconciler) checkScope(_ context.Context, s *scope) (ctrl.Result, error
 // Annex creates is not content.
 func contentRefs(s *scope) ([]v1alpha1.ObjectReference, bool) {
 	a, ns := s.target.Applier(), s.targetNamespace()
-	if s.release == nil {
-		if s.rendered == nil {
+	if !s.artifact.release.Resumable() {
+		if s.artifact.release == nil {
 			return nil, false
 		}
-		objects := make([]*unstructured.Unstructured, 0, len(s.rendered.CRDs)+len(s.rendered.Objects))
-		for _, o := range slices.Concat(s.rendered.CRDs, s.rendered.Objects) {
+		objects := make([]*unstructured.Unstructured, 0, len(s.artifact.release.CRDs)+len(s.artifact.release.Objects))
+		for _, o := range slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects) {
 			objects = append(objects, withoutHook(o))
 		}
 		return a.Refs(objects, ns), true
 	}
-	refs := a.Refs(allApplied(s.release.plans), ns)
+	refs := a.Refs(allApplied(s.artifact.run.plans), ns)
 	var deletes []*unstructured.Unstructured
-	for _, p := range s.release.plans {
+	for _, p := range s.artifact.run.plans {
 		deletes = append(deletes, p.Objects(plan.TaskDelete)...)
 	}
 	deleted := map[v1alpha1.ObjectReference]bool{}
@@ -169,7 +169,7 @@ func otherVersions(s *scope) []otherVersion {
 		}
 		name, installed := nameOf(other), other.Status.InstalledVersion
 		resolved := ""
-		if sel, ok := s.plan.For(ext, name); ok && s.plan.Failed[name] == nil {
+		if sel, ok := s.cluster.resolution.For(ext, name); ok && s.cluster.resolution.Failed[name] == nil {
 			resolved = sel.Version.Version
 		}
 		text := ""

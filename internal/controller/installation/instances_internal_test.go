@@ -94,12 +94,12 @@ func TestFirstClusterScoped(t *testing.T) {
 // not delete, less the target namespace Annex created.
 func TestContentRefs(t *testing.T) {
 	inst := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "x"}}
-	chart := &scope{inst: inst, target: scopeTarget{}, rendered: &Release{
+	chart := &scope{inst: inst, target: scopeTarget{}, artifact: artifact{release: &Release{
 		Objects: []*unstructured.Unstructured{
 			object("v1", "ConfigMap", "config", nil),
 			object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", map[string]string{"helm.sh/hook": "pre-install"}),
 		},
-	}}
+	}}}
 	refs, ok := contentRefs(chart)
 	if got := firstClusterScoped(refs); !ok || got == nil || *got != crd {
 		t.Errorf("chart: a CRD created by a hook is content; got %+v", refs)
@@ -113,13 +113,13 @@ func TestContentRefs(t *testing.T) {
 		{Name: "config", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{object("v1", "ConfigMap", "config", nil)}},
 		{Name: "drop", Kind: plan.TaskDelete, Objects: []*unstructured.Unstructured{object("rbac.authorization.k8s.io/v1", "ClusterRole", "widget-reader", nil)}},
 	}}}}}}
-	pkg := &scope{inst: pkgInst, target: scopeTarget{}, release: &release{plans: []plan.Plan{update}}}
+	pkg := &scope{inst: pkgInst, target: scopeTarget{}, artifact: artifact{release: withPlans(), run: &planRun{plans: []plan.Plan{update}}}}
 	refs, ok = contentRefs(pkg)
 	if !ok || len(refs) != 2 || refs[0] != configMap || refs[1] != crd {
 		t.Errorf("package: got %+v, want the plan's ConfigMap and the installed CRD", refs)
 	}
 	// Without a plan to run, the installed revision decides.
-	pkg.release.plans = nil
+	pkg.artifact.run.plans = nil
 	refs, _ = contentRefs(pkg)
 	if got := firstClusterScoped(refs); got == nil || *got != crd {
 		t.Errorf("package without plans: got %+v", refs)
@@ -154,13 +154,13 @@ func TestCheckScopeConflict(t *testing.T) {
 	instance := version("2.0.0")
 	instance.Instance = "team-b/x"
 	shared := version("1.0.0")
-	p := &resolve.Plan{
+	p := &resolve.Resolution{
 		Selected: map[string]resolve.Selection{"x": shared, resolve.InstanceKey("x", "team-b/x"): instance, resolve.InstanceKey("x", "team-f/x"): version("2.0.0")},
 		Failed:   map[string]*resolve.Explanation{"team-d/x": {Message: "no"}},
 	}
-	s := &scope{inst: self, target: scopeTarget{}, plan: p, choice: instance,
-		cluster:  &clusterState{installations: append([]*v1alpha1.ExtensionInstallation{self}, others...)},
-		rendered: &Release{CRDs: []*unstructured.Unstructured{object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", nil)}},
+	s := &scope{inst: self, target: scopeTarget{}, choice: instance,
+		cluster:  &clusterState{installations: append([]*v1alpha1.ExtensionInstallation{self}, others...), resolution: p},
+		artifact: artifact{release: &Release{CRDs: []*unstructured.Unstructured{object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", nil)}}},
 	}
 	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestCheckScopeConflict(t *testing.T) {
 		t.Errorf("a shared installation was stopped: %v %+v", err, s.block)
 	}
 	// Namespaced only, apart: it says so.
-	s.rendered, s.choice = &Release{}, instance
+	s.artifact.release, s.choice = &Release{}, instance
 	setCondition(self, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "chose x 2.0.0")
 	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil || s.block != nil {
 		t.Fatalf("%v %+v", err, s.block)
@@ -194,3 +194,14 @@ func TestCheckScopeConflict(t *testing.T) {
 		t.Errorf("Resolved %q", c.Message)
 	}
 }
+
+// withPlans is a release that runs plans (Release.Resumable), for a
+// scope whose plans to run a test gives itself.
+func withPlans() *Release { return &Release{Plans: givenPlans{}} }
+
+// givenPlans is a PlanSet that offers nothing: the test sets the plans.
+type givenPlans struct{}
+
+func (givenPlans) Select(PlanChange) ([]string, string)           { return nil, "" }
+func (givenPlans) Render([]string) ([]plan.Plan, []string, error) { return nil, nil, nil }
+func (givenPlans) Cleanup() (*plan.Plan, []string)                { return nil, nil }

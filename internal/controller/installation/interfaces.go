@@ -26,9 +26,9 @@ import (
 // Resolver chooses versions for every installation of one cluster
 // together, over the Extensions on offer.
 type Resolver interface {
-	// Solve returns the plan; installations that cannot be satisfied are in
-	// Plan.Failed with an explanation.
-	Solve(extensions []v1alpha1.Extension, problem resolve.Problem) *resolve.Plan
+	// Solve returns the resolution; installations that cannot be
+	// satisfied are in Resolution.Failed with an explanation.
+	Solve(extensions []v1alpha1.Extension, problem resolve.Problem) *resolve.Resolution
 }
 
 // Fence admits work on a cluster only while this manager's shard of
@@ -176,7 +176,8 @@ type Release struct {
 	// checkpoints: its steps never wait, and the first error stops it.
 	OnePass func(crds, objects []*unstructured.Unstructured) plan.Plan
 	// Plans are the plans of a release that runs them across reconciles,
-	// resumed from the record; nil for a release applied in one pass.
+	// resumed from status.pending and status.plans; nil for a release
+	// applied in one pass (see Resumable).
 	Plans PlanSet
 	// PlanNames are every plan the release offers, listed in status
 	// (NEVER_RUN until they run); none for an engine that lists none.
@@ -200,6 +201,20 @@ type Release struct {
 	Resources     []*unstructured.Unstructured
 	ResourcesTask string
 }
+
+// Resumable reports whether the release runs plans across reconciles,
+// each pass's step states written to status.plans so that a manager that
+// stops anywhere resumes at the step it was in (a package's or a
+// bundle's plans: Plans), rather than in one pass within one reconcile
+// (OnePass: a chart). A chart runs in one pass because it is one Helm
+// install or upgrade: its hooks and phases are not plans a person runs,
+// abandons or resumes on their own, and applying it again from the start
+// is what Helm does with an interrupted upgrade; the revision's record,
+// written before the first object, keeps what a stopped pass applied
+// owned. A package's plans are named, long-running and have effects that
+// must not happen twice (Jobs, pipes), so each step is checkpointed. A
+// nil release is not resumable.
+func (r *Release) Resumable() bool { return r != nil && r.Plans != nil }
 
 // PlanSet is a release's plans, rendered on demand: a change renders
 // only the plans it runs.

@@ -105,13 +105,13 @@ var newsWhileWaiting = map[string]bool{
 	v1alpha1.ReasonDeletionHeld:     true,
 }
 
-// announce records what this reconcile applied (s.applied) and its
+// announce records what this reconcile applied (s.report.applied) and its
 // transitions, except those a step already told with the same reason (a
 // rollback, for one, records RolledBack where it happens and then stops
 // on it).
 func (r *Reconciler) announce(s *scope) {
-	for _, n := range news(s.applied, transitions(s.before, standingOf(s.inst), s.inst.Generation, s.block)) {
-		if !s.told[n.reason] {
+	for _, n := range news(s.report.applied, transitions(s.report.before, standingOf(s.inst), s.inst.Generation, s.block)) {
+		if !s.report.told[n.reason] {
 			r.event(s, n.eventType, n.reason, n.message)
 		}
 	}
@@ -142,13 +142,13 @@ func news(applied *note, trans []note) []note {
 const reasonBecameReady = "Ready"
 
 // event records an Event on the installation and logs it with the
-// installation's keys (s.log) and its revision.
+// installation's keys (s.report.log) and its revision.
 func (r *Reconciler) event(s *scope, eventType, reason, message string) {
-	if s.told == nil {
-		s.told = map[string]bool{}
+	if s.report.told == nil {
+		s.report.told = map[string]bool{}
 	}
-	s.told[reason] = true
-	s.log.Info(message, "event", reason, "type", eventType, "revision", revisionOf(s.inst), "version", s.inst.Status.InstalledVersion)
+	s.report.told[reason] = true
+	s.report.log.Info(message, "event", reason, "type", eventType, "revision", revisionOf(s.inst), "version", s.inst.Status.InstalledVersion)
 	if r.Events == nil {
 		return
 	}
@@ -173,6 +173,6 @@ func revisionOf(inst *v1alpha1.ExtensionInstallation) int64 {
 // reconcile has them.
 func (r *Reconciler) begin(ctx context.Context, inst *v1alpha1.ExtensionInstallation) (context.Context, *scope) {
 	s := newScope(inst)
-	s.log = log.FromContext(ctx).WithValues("installation", nameOf(inst), "cluster", metrics.ClusterLabel(inst.Spec.Cluster))
-	return log.IntoContext(ctx, s.log), s
+	s.report.log = log.FromContext(ctx).WithValues("installation", nameOf(inst), "cluster", metrics.ClusterLabel(inst.Spec.Cluster))
+	return log.IntoContext(ctx, s.report.log), s
 }

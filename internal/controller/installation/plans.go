@@ -29,7 +29,7 @@ func (r *Reconciler) runPackage(ctx context.Context, s *scope) (ctrl.Result, err
 			return res, err
 		}
 	}
-	if len(s.release.plans) > 0 && !resuming(s) {
+	if len(s.artifact.run.plans) > 0 && !resuming(s) {
 		if err := r.startRevision(ctx, s); err != nil {
 			return ctrl.Result{}, ignoreRefused(err)
 		}
@@ -43,8 +43,8 @@ func (r *Reconciler) runPackage(ctx context.Context, s *scope) (ctrl.Result, err
 // resuming reports whether the rendered plans are the pending revision's.
 func resuming(s *scope) bool {
 	p := s.inst.Status.Pending
-	return p != nil && p.Version == s.choice.Version.Version && p.ArtifactDigest == s.artifactDigest &&
-		p.ValuesDigest == s.rendered.ValuesDigest && s.release.request == nil && slices.Equal(p.Plans, planNames(s.release.plans))
+	return p != nil && p.Version == s.choice.Version.Version && p.ArtifactDigest == s.artifact.digest &&
+		p.ValuesDigest == s.artifact.release.ValuesDigest && s.artifact.run.request == nil && slices.Equal(p.Plans, planNames(s.artifact.run.plans))
 }
 func planNames(plans []plan.Plan) []string {
 	out := make([]string, len(plans))
@@ -54,10 +54,10 @@ func planNames(plans []plan.Plan) []string {
 	return out
 }
 
-// startRevision records the intent of a new revision running s.release's
-// plans: the state they leave (the last revision's set, changed by what
-// the plans apply and delete) and everything they may apply joins the
-// inventory. A revision still pending is superseded: its running plan is
+// startRevision records the intent of a new revision running the plans
+// of s.artifact.run: the state they leave (the last revision's set,
+// changed by what the plans apply and delete) and everything they may
+// apply joins the inventory. A revision still pending is superseded: its running plan is
 // marked ABANDONED.
 func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	inst := s.inst
@@ -65,15 +65,15 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	desired, appliedBy := stateAfter(slices.Concat(s.release.namespace, prev.objects), decodePackageRecord(prev.pkg).AppliedBy,
-		s.release.plans, s.target.Applier(), s.targetNamespace())
-	extra, err := json.Marshal(packageRecord{Params: s.release.params, Cleanup: s.release.cleanup, AppliedBy: appliedBy})
+	desired, appliedBy := stateAfter(slices.Concat(s.artifact.run.namespace, prev.objects), decodePackageRecord(prev.pkg).AppliedBy,
+		s.artifact.run.plans, s.target.Applier(), s.targetNamespace())
+	extra, err := json.Marshal(packageRecord{Params: s.artifact.run.params, Cleanup: s.artifact.run.cleanup, AppliedBy: appliedBy})
 	if err != nil {
 		return err
 	}
-	everything := slices.Concat(desired, allApplied(s.release.plans))
+	everything := slices.Concat(desired, allApplied(s.artifact.run.plans))
 	rev := r.nextRevision(s)
-	rev.Plans, rev.Trigger = planNames(s.release.plans), s.release.trigger
+	rev.Plans, rev.Trigger = planNames(s.artifact.run.plans), s.artifact.run.trigger
 	rev.ManifestDigest, err = values.ManifestDigest(nil, desired)
 	if err != nil {
 		return err
@@ -92,12 +92,12 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 			}
 		}
 	}
-	for _, p := range s.release.plans {
+	for _, p := range s.artifact.run.plans {
 		setPlanStatus(inst, plan.Start(p, rev.Trigger, rev.Number, now))
 	}
 	inst.Status.Pending = &rev
-	if s.release.request != nil {
-		markRequest(inst, s.release.request, nil)
+	if s.artifact.run.request != nil {
+		markRequest(inst, s.artifact.run.request, nil)
 	}
 	return r.persist(ctx, s)
 }
@@ -107,10 +107,10 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 func (r *Reconciler) advance(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
 	rev := *inst.Status.Pending
-	if b := r.ensureNamespace(ctx, s, s.release.namespace); b != nil {
+	if b := r.ensureNamespace(ctx, s, s.artifact.run.namespace); b != nil {
 		return r.stopAt(s, b, nil)
 	}
-	for _, p := range s.release.plans {
+	for _, p := range s.artifact.run.plans {
 		st := planStatus(inst, p.Name)
 		if st == nil || st.Revision != rev.Number {
 			started := plan.Start(p, rev.Trigger, rev.Number, metav1.NewTime(r.now()))
@@ -229,7 +229,7 @@ func (r *Reconciler) revisionDone(ctx context.Context, s *scope, rev v1alpha1.Re
 // says what stopped and what to do.
 func (r *Reconciler) revisionStopped(ctx context.Context, s *scope, rev v1alpha1.Revision, st v1alpha1.PlanStatus) (ctrl.Result, error) {
 	inst := s.inst
-	if p := findPlan(s.release.plans, st.Name); p != nil {
+	if p := findPlan(s.artifact.run.plans, st.Name); p != nil {
 		st.LeftBehind = leftBehind(*p, st, s.target.Applier(), s.targetNamespace())
 		setPlanStatus(inst, st)
 	}
@@ -274,7 +274,7 @@ func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, nil
 	}
 	last := inst.Status.History[0]
-	s.inventory = inst.Status.Inventory
+	s.applied.inventory = inst.Status.Inventory
 	for _, name := range last.Plans {
 		if st := planStatus(inst, name); st != nil && st.Revision == last.Number && st.State != v1alpha1.PlanComplete {
 			c := findCondition(inst, v1alpha1.ConditionInstalled)
@@ -303,147 +303,6 @@ func driftable(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 		out = append(out, o)
 	}
 	return out
-}
-
-// installedState is the set and package record of the installed revision.
-type installedState struct {
-	revision int64
-	found    bool
-	crds     []*unstructured.Unstructured // a chart's crds/ folder
-	objects  []*unstructured.Unstructured
-	pkg      []byte
-}
-
-// installedState reads the installed revision's record once per
-// reconcile (render, the start of a revision and the drift check all need
-// it); empty on install.
-func (r *Reconciler) installedState(ctx context.Context, s *scope) (installedState, error) {
-	if len(s.inst.Status.History) == 0 {
-		return installedState{}, nil
-	}
-	n := s.inst.Status.History[0].Number
-	if s.installed != nil && s.installed.revision == n {
-		return *s.installed, nil
-	}
-	set, found, err := r.recordOf(ctx, s.inst, n)
-	if err != nil {
-		return installedState{}, err
-	}
-	s.installed = &installedState{revision: n, found: found, crds: set.CRDs, objects: set.Objects, pkg: set.Package}
-	return *s.installed, nil
-}
-
-// stateAfter returns the objects a package leaves once plans ran, in
-// order, over prev (the installed revision's state, appliedBy saying which
-// plan applied each): each plan drops what it applied before, then its
-// tasks, in plan order, add what they apply and remove what they delete.
-func stateAfter(prev []*unstructured.Unstructured, appliedBy map[string]string, plans []plan.Plan, a Applier, ns string) ([]*unstructured.Unstructured, map[string]string) {
-	type entry struct {
-		obj  *unstructured.Unstructured
-		plan string
-	}
-	var order []string
-	state := map[string]entry{}
-	put := func(obj *unstructured.Unstructured, by string) {
-		key := refKey(a.Refs([]*unstructured.Unstructured{obj}, ns)[0])
-		if _, ok := state[key]; !ok {
-			order = append(order, key)
-		}
-		state[key] = entry{obj: obj, plan: by}
-	}
-	for _, o := range prev {
-		key := refKey(a.Refs([]*unstructured.Unstructured{o}, ns)[0])
-		put(o, appliedBy[key])
-	}
-	for _, p := range plans {
-		for key, e := range state {
-			if e.plan == p.Name {
-				delete(state, key)
-			}
-		}
-		// Tasks in plan order: a step that deletes what an earlier step
-		// applied (a Job run once) leaves it out.
-		for _, ph := range p.Phases {
-			for _, st := range ph.Steps {
-				for _, t := range st.Tasks {
-					switch t.Kind {
-					case plan.TaskApply:
-						for _, o := range t.Objects {
-							put(o, p.Name)
-						}
-					case plan.TaskDelete:
-						for _, o := range t.Objects {
-							delete(state, refKey(a.Refs([]*unstructured.Unstructured{o}, ns)[0]))
-						}
-					case plan.TaskPipe:
-						for _, o := range pipeOutputs(t.Pipe)[1:] { // the pod is gone once the pipe is done
-							put(o, p.Name)
-						}
-					}
-				}
-			}
-		}
-	}
-	var out []*unstructured.Unstructured
-	by := map[string]string{}
-	for _, key := range order {
-		if e, ok := state[key]; ok {
-			out = append(out, e.obj)
-			by[key] = e.plan
-			delete(state, key) // a key put twice is listed once
-		}
-	}
-	return out, by
-}
-
-// allApplied is every object the plans may write: what they apply, and
-// the pods and outputs of their pipes.
-func allApplied(plans []plan.Plan) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, p := range plans {
-		out = append(out, p.Objects(plan.TaskApply)...)
-		for _, t := range p.Tasks(plan.TaskPipe) {
-			out = append(out, pipeOutputs(t.Pipe)...)
-		}
-	}
-	return out
-}
-
-// leftBehind lists what the started steps of a stopped plan apply.
-func leftBehind(p plan.Plan, st v1alpha1.PlanStatus, a Applier, ns string) []v1alpha1.ObjectReference {
-	var objs []*unstructured.Unstructured
-	for _, ref := range plan.Started(p, st) {
-		for _, t := range p.Phases[ref.Phase].Steps[ref.Step].Tasks {
-			if t.Kind == plan.TaskApply {
-				objs = append(objs, t.Objects...)
-			}
-		}
-	}
-	refs, _ := unionRefs(nil, a.Refs(objs, ns))
-	return refs
-}
-func findPlan(plans []plan.Plan, name string) *plan.Plan {
-	for i := range plans {
-		if plans[i].Name == name {
-			return &plans[i]
-		}
-	}
-	return nil
-}
-func planStatus(inst *v1alpha1.ExtensionInstallation, name string) *v1alpha1.PlanStatus {
-	for i := range inst.Status.Plans {
-		if inst.Status.Plans[i].Name == name {
-			return &inst.Status.Plans[i]
-		}
-	}
-	return nil
-}
-func setPlanStatus(inst *v1alpha1.ExtensionInstallation, st v1alpha1.PlanStatus) {
-	if cur := planStatus(inst, st.Name); cur != nil {
-		*cur = st
-		return
-	}
-	inst.Status.Plans = append(inst.Status.Plans, st)
 }
 
 // cleanupTrigger marks the cleanup plan's run on deletion.

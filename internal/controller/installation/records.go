@@ -104,9 +104,9 @@ func (r *Reconciler) writeIntentWith(ctx context.Context, s *scope, rev *v1alpha
 	if err := store.Attach(ctx, enc.Pieces); err != nil {
 		return fmt.Errorf("writing the pieces of the record of revision %d: %w", rev.Number, err)
 	}
-	s.recordPieces = make([]string, 0, len(enc.Pieces))
+	s.records.pieces = make([]string, 0, len(enc.Pieces))
 	for _, p := range enc.Pieces {
-		s.recordPieces = append(s.recordPieces, p.Digest)
+		s.records.pieces = append(s.records.pieces, p.Digest)
 	}
 	s.inst.Status.Inventory, _ = unionRefs(s.inst.Status.Inventory, planned)
 	s.inst.Status.InventoryCount = int32(len(s.inst.Status.Inventory))
@@ -134,7 +134,7 @@ func (r *Reconciler) recordRefused(s *scope, rev *v1alpha1.Revision, err error) 
 	var tooLarge *record.TooLargeError
 	if !errors.As(err, &tooLarge) && !apierrors.IsInvalid(err) && !apierrors.IsRequestEntityTooLargeError(err) {
 		if errors.Is(err, errStaleView) {
-			s.stale = true
+			s.outcome.stale = true
 			return err
 		}
 		return fmt.Errorf("writing the record of revision %d: %w", rev.Number, err)
@@ -151,8 +151,8 @@ func (r *Reconciler) recordRefused(s *scope, rev *v1alpha1.Revision, err error) 
 // adds the inventory of every record above the recorded revision to the
 // status inventory and gives rev the number above all of them — unless
 // the highest holds exactly rev's content, which rev then takes as its own
-// (reused). The leftovers are kept in s.superseded, to be deleted once the
-// status recording rev is written.
+// (reused). The leftovers are kept in s.records.superseded, to be
+// deleted once the status recording rev is written.
 func (r *Reconciler) takeOverLeftovers(ctx context.Context, s *scope, store *record.Store, rev *v1alpha1.Revision, planned []v1alpha1.ObjectReference) (reused bool, err error) {
 	inst := s.inst
 	fresh := &v1alpha1.ExtensionInstallation{}
@@ -166,7 +166,7 @@ func (r *Reconciler) takeOverLeftovers(ctx context.Context, s *scope, store *rec
 	if err != nil {
 		return false, err
 	}
-	s.records = records
+	s.records.listed = records
 	recorded := recordedRevision(inst)
 	var leftovers []record.Stored
 	for _, rec := range records {
@@ -196,11 +196,11 @@ func (r *Reconciler) takeOverLeftovers(ctx context.Context, s *scope, store *rec
 	highest := leftovers[0] // List sorts newest first
 	if ix, err := highest.Index(); err == nil && sameContent(ix, *rev, planned) {
 		rev.Number = highest.Number
-		s.superseded = leftovers[1:]
+		s.records.superseded = leftovers[1:]
 		return true, nil
 	}
 	rev.Number = highest.Number + 1
-	s.superseded = leftovers
+	s.records.superseded = leftovers
 	return false, nil
 }
 
@@ -227,18 +227,18 @@ func sameContent(ix record.Index, rev v1alpha1.Revision, planned []v1alpha1.Obje
 // status recording that apply is written (rule 4). A failure is logged by
 // the caller and left to trimRecords.
 func (r *Reconciler) deleteSuperseded(ctx context.Context, s *scope) error {
-	if len(s.superseded) == 0 {
+	if len(s.records.superseded) == 0 {
 		return nil
 	}
-	doomed := s.superseded
-	s.superseded = nil
+	doomed := s.records.superseded
+	s.records.superseded = nil
 	var survivors []record.Stored
-	for _, rec := range s.records {
+	for _, rec := range s.records.listed {
 		if !slices.ContainsFunc(doomed, func(d record.Stored) bool { return d.Number == rec.Number }) {
 			survivors = append(survivors, rec)
 		}
 	}
-	return r.recordStore(s.inst).Delete(ctx, doomed, survivors, s.recordPieces)
+	return r.recordStore(s.inst).Delete(ctx, doomed, survivors, s.records.pieces)
 }
 
 // trimRecords deletes the records the history no longer keeps, once
@@ -261,7 +261,7 @@ func (r *Reconciler) trimRecords(ctx context.Context, s *scope, n int64) error {
 			survivors = append(survivors, rec)
 		}
 	}
-	return store.Delete(ctx, doomed, survivors, s.recordPieces)
+	return store.Delete(ctx, doomed, survivors, s.records.pieces)
 }
 
 // recordOf returns the rendered set of revision n, if its record exists.
@@ -282,4 +282,32 @@ func ignoreRefused(err error) error {
 		return nil
 	}
 	return err
+}
+
+// installedState is the set and package record of the installed revision.
+type installedState struct {
+	revision int64
+	found    bool
+	crds     []*unstructured.Unstructured // a chart's crds/ folder
+	objects  []*unstructured.Unstructured
+	pkg      []byte
+}
+
+// installedState reads the installed revision's record once per
+// reconcile (render, the start of a revision and the drift check all need
+// it); empty on install.
+func (r *Reconciler) installedState(ctx context.Context, s *scope) (installedState, error) {
+	if len(s.inst.Status.History) == 0 {
+		return installedState{}, nil
+	}
+	n := s.inst.Status.History[0].Number
+	if s.records.installed != nil && s.records.installed.revision == n {
+		return *s.records.installed, nil
+	}
+	set, found, err := r.recordOf(ctx, s.inst, n)
+	if err != nil {
+		return installedState{}, err
+	}
+	s.records.installed = &installedState{revision: n, found: found, crds: set.CRDs, objects: set.Objects, pkg: set.Package}
+	return *s.records.installed, nil
 }

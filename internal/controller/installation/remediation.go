@@ -58,7 +58,7 @@ func (r *Reconciler) attemptFailed(ctx context.Context, s *scope, reason, messag
 	}
 	failed := &v1alpha1.FailedTarget{
 		Generation: inst.Generation, Version: s.choice.Version.Version,
-		ArtifactDigest: s.artifactDigest, ValuesDigest: s.rendered.ValuesDigest,
+		ArtifactDigest: s.artifact.digest, ValuesDigest: s.artifact.release.ValuesDigest,
 	}
 	attempts := fmt.Sprintf("%d attempt", inst.Status.Failures)
 	if inst.Status.Failures > 1 {
@@ -128,7 +128,7 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 func isFailedTarget(s *scope) bool {
 	ft := s.inst.Status.FailedTarget
 	return ft != nil && ft.Generation == s.inst.Generation && ft.Version == s.choice.Version.Version &&
-		ft.ArtifactDigest == s.artifactDigest && ft.ValuesDigest == s.rendered.ValuesDigest
+		ft.ArtifactDigest == s.artifact.digest && ft.ValuesDigest == s.artifact.release.ValuesDigest
 }
 
 // holdFailed keeps a remediated failure as it is until the spec changes; a

@@ -27,8 +27,8 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 	inst := s.inst
 	facts := &engineFacts{ctx: ctx, r: r, s: s}
 	rel, err := r.engine(s.choice.Version.Engine).Render(ctx, EngineInput{
-		Artifact:        s.archive,
-		ArtifactDigest:  s.artifactDigest,
+		Artifact:        s.artifact.data,
+		ArtifactDigest:  s.artifact.digest,
 		Ref:             inst.Spec.Extension + " " + s.choice.Version.Version,
 		Name:            inst.Name,
 		Namespace:       s.targetNamespace(),
@@ -39,7 +39,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		Facts:           facts,
 	})
 	if rel != nil {
-		s.artifactDigest = rel.ArtifactDigest
+		s.artifact.digest = rel.ArtifactDigest
 		listPlans(inst, rel.PlanNames)
 	}
 	switch {
@@ -69,9 +69,9 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 			return ctrl.Result{}, err
 		}
 	}
-	s.rendered = rel
-	s.resources = s.resourceRefs(rel.Resources)
-	if rel.Plans != nil {
+	s.artifact.release = rel
+	s.artifact.resources = s.resourceRefs(rel.Resources)
+	if rel.Resumable() {
 		if res, err := r.renderPlans(ctx, s); err != nil || s.block != nil {
 			return res, err
 		}

@@ -27,6 +27,9 @@ import (
 type clusterState struct {
 	installations []*v1alpha1.ExtensionInstallation // same spec.cluster, including the reconciled one
 	extensions    []v1alpha1.Extension
+	// resolution is the resolver's answer for every installation on the
+	// cluster; nil until the resolve step ran (and on uninstall).
+	resolution *resolve.Resolution
 }
 
 // loadCluster reads the installations on s's cluster and the Extensions.
@@ -59,17 +62,17 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 func nameOf(inst *v1alpha1.ExtensionInstallation) string { return inst.Namespace + "/" + inst.Name }
 
 // resolve solves every installation on the cluster together and takes this
-// installation's version from the plan.
+// installation's version from the resolution.
 func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.loadCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	start := time.Now()
-	plan := r.Resolver.Solve(s.cluster.extensions, resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations))
+	resolution := r.Resolver.Solve(s.cluster.extensions, resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations))
 	metrics.ObserveResolve(time.Since(start))
-	s.plan = plan
-	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, s.cluster.extensions, plan)
-	if ex := plan.Failed[nameOf(s.inst)]; ex != nil {
+	s.cluster.resolution = resolution
+	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, s.cluster.extensions, resolution)
+	if ex := resolution.Failed[nameOf(s.inst)]; ex != nil {
 		s.block = terminal(ex.Reason, ex.Message)
 		if s.inst.Status.InstalledVersion != "" {
 			s.block.message += fmt.Sprintf(" %s %s keeps running as it is.", s.inst.Spec.Extension, s.inst.Status.InstalledVersion)
@@ -77,7 +80,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 		setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.reason, s.block.message)
 		return ctrl.Result{}, nil
 	}
-	sel, ok := plan.For(s.inst.Spec.Extension, nameOf(s.inst))
+	sel, ok := resolution.For(s.inst.Spec.Extension, nameOf(s.inst))
 	if !ok {
 		return ctrl.Result{}, fmt.Errorf("the resolver chose no version of %s and gave no reason", s.inst.Spec.Extension)
 	}
@@ -104,13 +107,13 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 // requiredBy lists the installations whose chosen version depends on inst's
 // extension, sorted. An instance of an extension serves no dependency
 // (the shared version does), so nothing requires it.
-func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.ExtensionInstallation, extensions []v1alpha1.Extension, plan *resolve.Plan) []string {
-	if sel, ok := plan.For(inst.Spec.Extension, nameOf(inst)); ok && sel.Instance != "" {
+func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.ExtensionInstallation, extensions []v1alpha1.Extension, resolution *resolve.Resolution) []string {
+	if sel, ok := resolution.For(inst.Spec.Extension, nameOf(inst)); ok && sel.Instance != "" {
 		return nil
 	}
 	dependentExts := map[string]bool{} // shared versions that depend on it
 	dependentInstances := map[string]bool{}
-	for _, sel := range plan.Selected {
+	for _, sel := range resolution.Selected {
 		for _, dep := range sel.Version.Dependencies {
 			switch {
 			case dep.Name != inst.Spec.Extension:
@@ -127,8 +130,8 @@ func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.Extensio
 			continue
 		}
 		name := nameOf(other)
-		_, isInstance := plan.Selected[resolve.InstanceKey(other.Spec.Extension, name)]
-		if dependentInstances[name] || dependentExts[other.Spec.Extension] && !isInstance || keepsNeeding(other, plan, extensions, inst.Spec.Extension) {
+		_, isInstance := resolution.Selected[resolve.InstanceKey(other.Spec.Extension, name)]
+		if dependentInstances[name] || dependentExts[other.Spec.Extension] && !isInstance || keepsNeeding(other, resolution, extensions, inst.Spec.Extension) {
 			out = append(out, name)
 		}
 	}
@@ -138,10 +141,10 @@ func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.Extensio
 
 // keepsNeeding reports whether other, which no version fits any more,
 // keeps running an installed version that depends on extension: what it
-// runs still needs its dependencies, though the plan selects nothing for
+// runs still needs its dependencies, though the resolution selects nothing for
 // it.
-func keepsNeeding(other *v1alpha1.ExtensionInstallation, plan *resolve.Plan, extensions []v1alpha1.Extension, extension string) bool {
-	if plan.Failed[nameOf(other)] == nil || other.Status.InstalledVersion == "" {
+func keepsNeeding(other *v1alpha1.ExtensionInstallation, resolution *resolve.Resolution, extensions []v1alpha1.Extension, extension string) bool {
+	if resolution.Failed[nameOf(other)] == nil || other.Status.InstalledVersion == "" {
 		return false
 	}
 	for _, ext := range extensions {
@@ -181,7 +184,7 @@ func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Res
 	// which only instances run gets an installation of its own.
 	present := map[string]bool{}
 	for _, other := range s.cluster.installations {
-		if sel, ok := s.plan.For(other.Spec.Extension, nameOf(other)); !ok || sel.Instance == "" {
+		if sel, ok := s.cluster.resolution.For(other.Spec.Extension, nameOf(other)); !ok || sel.Instance == "" {
 			present[other.Spec.Extension] = true
 		}
 	}

@@ -22,7 +22,7 @@ func (s *scope) resourceRefs(objs []*unstructured.Unstructured) []v1alpha1.Objec
 // covered them: each resource is ready unless h lists it, and then it
 // carries its own message. Resources h did not cover keep their state.
 func (s *scope) observeResources(h Health, covered []v1alpha1.ObjectReference) {
-	if len(s.resources) == 0 {
+	if len(s.artifact.resources) == 0 {
 		s.inst.Status.Resources = nil
 		return
 	}
@@ -38,8 +38,8 @@ func (s *scope) observeResources(h Health, covered []v1alpha1.ObjectReference) {
 	for _, st := range s.inst.Status.Resources {
 		previous[st.Kind+"/"+st.Namespace+"/"+st.Name] = st
 	}
-	statuses := make([]v1alpha1.ResourceStatus, 0, len(s.resources))
-	for _, ref := range s.resources {
+	statuses := make([]v1alpha1.ResourceStatus, 0, len(s.artifact.resources))
+	for _, ref := range s.artifact.resources {
 		st := v1alpha1.ResourceStatus{
 			APIVersion: apiVersionOf(ref), Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
 			Ready: metav1.ConditionUnknown, Message: "not created yet: it is created once the operator is up",

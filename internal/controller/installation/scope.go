@@ -14,59 +14,90 @@ import (
 )
 
 // scope holds what one reconcile fetched and observed; later steps and the
-// status code read it instead of fetching again.
+// status code read it instead of fetching again. Every step reads the
+// installation, its target and the chosen version; what one step makes
+// for the next is grouped by the step that owns it.
 type scope struct {
 	inst    *v1alpha1.ExtensionInstallation
 	written *v1alpha1.ExtensionInstallation // the object as last written, for status patches
 
 	target  Target
-	cluster *clusterState // every installation on the target cluster, and the Extensions
-	plan    *resolve.Plan // the cluster-wide resolution
-	choice  resolve.Selection
-	archive []byte // the artifact, as the engine fetched it
-	// artifactDigest is the sha256 of archive, recorded with the revision
-	// (or the release's digest of every archive it was made from).
-	artifactDigest string
-	rendered       *Release                   // what the engine made of the artifact
-	release        *release                   // the plans this reconcile's inputs run, for a release with plans
-	installed      *installedState            // the installed revision's record, once read
-	inventory      []v1alpha1.ObjectReference // after apply: what the installed revision owns
-	observedHealth *Health                    // the inventory's health as this reconcile's apply or drift check saw it
-	resources      []v1alpha1.ObjectReference // spec.resources as the engine places them
-	change         *change                    // what this reconcile would apply, as the gates judged it; nil when nothing
+	cluster *clusterState     // every installation on the target cluster, the Extensions, and the resolver's answer
+	choice  resolve.Selection // this installation's version, as the resolver chose it
 
-	// Records: those listed by a takeover, the leftovers it superseded
-	// (deleted once the status recording this apply is written), and the
-	// pieces of the record this reconcile wrote.
-	records      []record.Stored
-	superseded   []record.Stored
-	recordPieces []string
-	recorded     bool // this reconcile recorded a revision in the status
-	stale        bool // the reconcile read an outdated installation: no status write
+	artifact artifact     // fetch and render: the chosen version's artifact and what its engine made of it
+	change   *change      // what this reconcile would apply, as the gates judged it; nil when nothing
+	applied  appliedState // apply and drift check: what the installed revision owns and how healthy it was seen
+	records  recordsState // revision records: the installed one as read, and those a takeover lists, supersedes and writes
 
-	wasReady  bool   // Ready for the current generation when the reconcile began
-	block     *block // why the installation cannot go on, if it cannot
-	healthy   bool   // every applied object is healthy
+	block   *block    // why the installation cannot go on, if it cannot
+	outcome outcome   // how the reconcile ended, for the status write
+	report  reporting // what the reconcile tells in logs and Events
+}
+
+// artifact is what the fetch and render steps made of the chosen version.
+type artifact struct {
+	data []byte // the artifact, as the engine fetched it
+	// digest is the sha256 of data, recorded with the revision (or the
+	// release's digest of every archive it was made from).
+	digest  string
+	release *Release // what the engine made of the artifact
+	// run is what this reconcile's inputs run of a release with plans;
+	// nil for a release applied in one pass (see Release.Resumable).
+	run       *planRun
+	resources []v1alpha1.ObjectReference // spec.resources as the engine places them
+}
+
+// appliedState is what the apply step, or the drift check, left and saw.
+type appliedState struct {
+	inventory []v1alpha1.ObjectReference // what the installed revision owns
+	// health is the inventory's health as this reconcile's apply or drift
+	// check saw it, for waitHealthy; nil when it must be read.
+	health *Health
+}
+
+// recordsState is this reconcile's part in the revision records.
+type recordsState struct {
+	installed *installedState // the installed revision's record, once read
+	// listed are the records a takeover listed; superseded the leftovers
+	// it superseded (deleted once the status recording this apply is
+	// written); pieces the pieces of the record this reconcile wrote.
+	listed     []record.Stored
+	superseded []record.Stored
+	pieces     []string
+	recorded   bool // this reconcile recorded a revision in the status
+}
+
+// outcome is how the reconcile ended, beside s.block: what summarize and
+// finish make of it.
+type outcome struct {
+	healthy   bool // every applied object is healthy
 	suspended bool
 	gone      bool // the object was deleted during this reconcile
+	stale     bool // the reconcile read an outdated installation: no status write
+}
 
-	log    logr.Logger     // carries the installation and its cluster
-	before standing        // where the installation stood when the reconcile began
-	told   map[string]bool // the reasons of the Events recorded so far
+// reporting is what the reconcile tells: the Events it records and the
+// log lines that go with them (observe.go).
+type reporting struct {
+	log      logr.Logger     // carries the installation and its cluster
+	before   standing        // where the installation stood when the reconcile began
+	wasReady bool            // Ready for the current generation when the reconcile began
+	told     map[string]bool // the reasons of the Events recorded so far
 	// applied is the Event telling the revision this reconcile applied,
 	// recorded when the reconcile ends (see announce).
 	applied *note
 }
 
 func newScope(inst *v1alpha1.ExtensionInstallation) *scope {
-	return &scope{inst: inst, written: inst.DeepCopy(), wasReady: isReady(inst), before: standingOf(inst)}
+	return &scope{inst: inst, written: inst.DeepCopy(), report: reporting{wasReady: isReady(inst), before: standingOf(inst)}}
 }
 
 // observe keeps h, the health an apply or drift check has just seen, for
 // waitHealthy, when it covers the whole inventory.
 func (s *scope) observe(h Health) {
-	if h.Total == len(s.inventory) {
-		s.observedHealth = &h
+	if h.Total == len(s.applied.inventory) {
+		s.applied.health = &h
 	}
 }
 
@@ -90,10 +121,10 @@ func (s *scope) presentOthers() map[string][]resolve.Present {
 // isInstance reports whether other runs a version of its own, apart from
 // its extension's shared one: it meets no dependency.
 func (s *scope) isInstance(other *v1alpha1.ExtensionInstallation) bool {
-	if s.plan == nil {
+	if s.cluster == nil || s.cluster.resolution == nil {
 		return false
 	}
-	sel, ok := s.plan.For(other.Spec.Extension, nameOf(other))
+	sel, ok := s.cluster.resolution.For(other.Spec.Extension, nameOf(other))
 	return ok && sel.Instance != ""
 }
 
@@ -164,11 +195,11 @@ func summarize(s *scope, err error) {
 		b = retry(v1alpha1.ReasonProgressing, err.Error())
 	}
 	switch {
-	case s.suspended:
+	case s.outcome.suspended:
 		setCondition(inst, v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "spec.suspend is true: Annex leaves the installed objects as they are; set spec.suspend to false to reconcile it again")
 		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionStalled)
 		inst.Status.ObservedGeneration = inst.Generation
-	case b == nil && s.healthy:
+	case b == nil && s.outcome.healthy:
 		msg := fmt.Sprintf("%s %s is installed and healthy (%d objects)", inst.Spec.Extension, inst.Status.InstalledVersion, len(inst.Status.Inventory))
 		if len(inst.Status.Resources) > 0 {
 			msg += resourcesSummary(inst.Status.Resources)

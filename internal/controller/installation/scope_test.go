@@ -25,7 +25,7 @@ func TestSummarize(t *testing.T) {
 		{
 			// Everything applied and healthy: Ready, nothing in progress.
 			name:  "healthy",
-			scope: scope{healthy: true},
+			scope: scope{outcome: outcome{healthy: true}},
 			want:  want{ready: "True", reason: v1alpha1.ReasonSucceeded, observed: 3},
 		},
 		{

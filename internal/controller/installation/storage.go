@@ -23,7 +23,7 @@ import (
 // crash or an error runs again from the start on the next reconcile.
 // Costs one read per CRD of the inventory when nothing is to migrate.
 func (r *Reconciler) migrateStorage(ctx context.Context, s *scope) (ctrl.Result, error) {
-	names := inventoryCRDs(s.inventory)
+	names := inventoryCRDs(s.applied.inventory)
 	if len(names) == 0 {
 		return ctrl.Result{}, nil
 	}

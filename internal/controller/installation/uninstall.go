@@ -32,7 +32,7 @@ func uninstallStarted(inst *v1alpha1.ExtensionInstallation) bool {
 func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
 	if !controllerutil.ContainsFinalizer(inst, v1alpha1.FinalizerUninstall) {
-		s.gone = true
+		s.outcome.gone = true
 		return ctrl.Result{}, nil
 	}
 	if err := r.loadCluster(ctx, s); err != nil {
@@ -131,7 +131,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	if err := r.patchMeta(ctx, s, func() { controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall) }); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s.gone = true
+	s.outcome.gone = true
 	return ctrl.Result{}, nil
 }
 
@@ -303,6 +303,6 @@ func (r *Reconciler) releaseIfNeverApplied(ctx context.Context, s *scope) (gone 
 	if err := r.patchMeta(ctx, s, func() { controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall) }); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	s.gone = true
+	s.outcome.gone = true
 	return true, nil
 }

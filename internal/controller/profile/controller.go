@@ -140,10 +140,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		moves[m.Cluster] = m.To
 	}
 	view.moves = moves
-	pl := decide(p, profiles.Items, clusters, installations.Items, view)
+	decided := decide(p, profiles.Items, clusters, installations.Items, view)
 	// The rollout's place is written before any cluster is changed: a
 	// manager killed in between resumes at the same step.
-	if err := r.writeStatus(ctx, p, pl, owned(p, installations.Items), ro, len(pl.actions) > 0); err != nil {
+	if err := r.writeStatus(ctx, p, decided, owned(p, installations.Items), ro, len(decided.actions) > 0); err != nil {
 		return ctrl.Result{}, err
 	}
 	for _, e := range ro.Events {
@@ -160,7 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	metrics.RolloutMoved(p.Name, forward, len(ro.Moves)-forward)
-	if err := r.carryOut(ctx, p, mcs, pl.actions, ro, moves); err != nil {
+	if err := r.carryOut(ctx, p, mcs, decided.actions, ro, moves); err != nil {
 		return ctrl.Result{}, err
 	}
 	inUse := map[int64]bool{newest: true, ro.State.StableRevision: true}
@@ -252,14 +252,14 @@ func defaultsIn(annotations map[string]string, profile string) []string {
 // the hub's API server round trip each time.
 const writers = 16
 
-// carryOut carries out the plan's actions once the rollout's state ro is
+// carryOut carries out the decision's actions once the rollout's state ro is
 // written: each cluster's in order (its record of Default extensions
 // after the installation), up to writers clusters at once. The
 // failpoints mark where a crash is hardest to survive: the state written
 // and no cluster changed; one installation of a cluster the rollout
 // moves (forward, or back in a rollback) written and the others not.
 func (r *Reconciler) carryOut(ctx context.Context, p *v1alpha1.ExtensionProfile, mcs map[string]*v1alpha1.ManagedCluster,
-	actions []action, ro rollout.Plan, moves map[string]int64) error {
+	actions []action, ro rollout.Decision, moves map[string]int64) error {
 	if len(ro.Moves) > 0 {
 		failpoint.Hit(failpoint.RolloutAfterState, p.Name)
 	}
@@ -327,7 +327,7 @@ func movePoint(phase v1alpha1.RolloutPhase) string {
 	return failpoint.RolloutAfterFirstMove
 }
 
-// act carries out one action of the plan. It does not change p: actions
+// act carries out one action of the decision. It does not change p: actions
 // of several clusters run at once. record is the object that records the
 // cluster's Default extensions (its ManagedCluster, or the profile for
 // the hub): a copy of the cluster's own, changed in place.
@@ -547,15 +547,15 @@ const maxNotReady = 10
 // The write is conditional on the profile's resourceVersion whenever
 // clusters are about to be changed (fenced): a manager that read an old
 // rollout state changes nothing.
-func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfile, pl plan, installations []*v1alpha1.ExtensionInstallation,
-	ro rollout.Plan, fenced bool) error {
+func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfile, decided decision, installations []*v1alpha1.ExtensionInstallation,
+	ro rollout.Decision, fenced bool) error {
 	before := p.DeepCopy()
 	st := &p.Status
 	st.Rollout = ro.State.DeepCopy()
-	st.Rollout.HeldBack, st.Rollout.HeldBackClusters = heldBack(pl.heldBack)
+	st.Rollout.HeldBack, st.Rollout.HeldBackClusters = heldBack(decided.heldBack)
 	rolloutConditions(p, ro.State)
 	st.ObservedGeneration = p.Generation
-	st.MatchingClusters = int32(pl.matching)
+	st.MatchingClusters = int32(decided.matching)
 	st.Installations = int32(len(installations))
 	st.ReadyInstallations = 0
 	st.NotReady = nil
@@ -579,9 +579,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 	cond := func(t string, status metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: p.Generation})
 	}
-	if len(pl.invalid) > 0 {
+	if len(decided.invalid) > 0 {
 		var msgs []string
-		for _, m := range pl.invalid {
+		for _, m := range decided.invalid {
 			msgs = append(msgs, m)
 		}
 		sort.Strings(msgs)
@@ -590,21 +590,21 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStalled)
 	}
-	if len(pl.conflicts) > 0 {
-		shown := pl.conflicts
+	if len(decided.conflicts) > 0 {
+		shown := decided.conflicts
 		if len(shown) > 5 {
-			shown = append(slices.Clone(shown[:5]), fmt.Sprintf("and %d more", len(pl.conflicts)-5))
+			shown = append(slices.Clone(shown[:5]), fmt.Sprintf("and %d more", len(decided.conflicts)-5))
 		}
 		cond(v1alpha1.ConditionConflict, metav1.ConditionTrue, v1alpha1.ReasonConflict, fmt.Sprintf(
 			"%d extensions on selected clusters are given by another profile (higher spec.priority, or the same priority and an earlier name): %s; "+
 				"raise spec.priority of the profile that should give them, or remove them from one of the profiles",
-			len(pl.conflicts), strings.Join(shown, "; ")))
+			len(decided.conflicts), strings.Join(shown, "; ")))
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionConflict)
 	}
 	// Installations this reconcile created or changed are not Ready yet.
 	pending, created := 0, int32(0)
-	for _, a := range pl.actions {
+	for _, a := range decided.actions {
 		switch a.kind {
 		case actCreate:
 			pending, created = pending+1, created+1
@@ -613,7 +613,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ExtensionProfi
 		}
 	}
 	switch {
-	case len(pl.invalid) > 0:
+	case len(decided.invalid) > 0:
 		cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonValuesInvalid, "spec.extensions[].values of some extensions do not expand; the Stalled condition names them: fix those values")
 	case pending == 0 && st.ReadyInstallations == st.Installations:
 		cond(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,

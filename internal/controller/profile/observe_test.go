@@ -111,14 +111,14 @@ func TestRecordOfAMove(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.c.labels = map[string]string{"env": "prod"}
 			now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-			pl := decide(&p, []v1alpha1.ExtensionProfile{p}, []cluster{tc.c}, nil,
+			decided := decide(&p, []v1alpha1.ExtensionProfile{p}, []cluster{tc.c}, nil,
 				revisionView{data: data, moves: map[string]int64{"edge": tc.to}, now: now, memo: versionMemo{}})
-			last := pl.actions[len(pl.actions)-1]
+			last := decided.actions[len(decided.actions)-1]
 			tc.want.At = now
 			if last.kind != actRecordRevision || last.record != tc.want {
-				t.Errorf("last action %v, want the record %+v", kinds(pl), tc.want)
+				t.Errorf("last action %v, want the record %+v", kinds(decided), tc.want)
 			}
-			for _, a := range pl.actions[:len(pl.actions)-1] {
+			for _, a := range decided.actions[:len(decided.actions)-1] {
 				if a.want.move != tc.want.Move {
 					t.Errorf("%s written by move %d, want %d", a.name, a.want.move, tc.want.Move)
 				}

@@ -80,7 +80,7 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// stepApprovalState answers the planner's questions about approvals of
+// stepApprovalState answers Decide's questions about approvals of
 // one revision's steps.
 type stepApprovalState struct {
 	byStep map[string]gate.StepDecision

@@ -50,15 +50,15 @@ func TestDecideExpandsPerCluster(t *testing.T) {
 	p.Spec.Extensions[0].Values = &apiextensionsv1.JSON{Raw: []byte(`{"region":"{{ .cluster.labels.region }}"}`)}
 	eu := cluster{name: "eu-1", labels: map[string]string{"env": "prod", "region": "eu"}}
 	bare := cluster{name: "bare", labels: map[string]string{"env": "prod"}}
-	pl := decide(&p, []v1alpha1.ExtensionProfile{p}, []cluster{eu, bare}, nil, allAtOnce(&p, []cluster{eu, bare}))
-	if got := kinds(pl); len(got) != 2 || got[0] != "create:hello-eu-1" || got[1] != "revision:eu-1@1" {
+	decided := decide(&p, []v1alpha1.ExtensionProfile{p}, []cluster{eu, bare}, nil, allAtOnce(&p, []cluster{eu, bare}))
+	if got := kinds(decided); len(got) != 2 || got[0] != "create:hello-eu-1" || got[1] != "revision:eu-1@1" {
 		t.Fatalf("actions %v, want only hello-eu-1 created and eu-1's record", got)
 	}
-	spec, err := desiredSpec(&p, pl.actions[0].want)
+	spec, err := desiredSpec(&p, decided.actions[0].want)
 	if err != nil || string(spec.Values.Raw) != `{"region":"eu"}` {
 		t.Fatalf("values %s (%v)", spec.Values.Raw, err)
 	}
-	if msg := pl.invalid["hello"]; !strings.Contains(msg, "spec.extensions[hello].values") || !strings.Contains(msg, "region") {
-		t.Fatalf("invalid %v: want the field and the missing label", pl.invalid)
+	if msg := decided.invalid["hello"]; !strings.Contains(msg, "spec.extensions[hello].values") || !strings.Contains(msg, "region") {
+		t.Fatalf("invalid %v: want the field and the missing label", decided.invalid)
 	}
 }

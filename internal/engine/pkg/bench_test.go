@@ -9,7 +9,7 @@ import (
 // a ConfigMap document, using parameters and Sprig), in steps of ten.
 func benchPackage(n int) *Package {
 	p := &Package{
-		Operator: Operator{Name: "bench", OperatorVersion: "1.0.0", AppVersion: "2.0", Plans: map[string]Plan{}},
+		Operator: Operator{Name: "bench", OperatorVersion: "1.0.0", AppVersion: "2.0", Plans: map[string]PlanSpec{}},
 		Params: Params{Parameters: []Param{
 			{Name: "REPLICAS", Type: TypeInteger, Default: "3"},
 			{Name: "IMAGE", Default: "nginx:1.27"},
@@ -17,7 +17,7 @@ func benchPackage(n int) *Package {
 		}},
 		Templates: map[string]string{},
 	}
-	deploy := Plan{Strategy: "serial"}
+	deploy := PlanSpec{Strategy: "serial"}
 	phase := Phase{Name: "main", Strategy: "serial"}
 	for i := range n {
 		name := fmt.Sprintf("svc-%02d", i)

@@ -187,7 +187,7 @@ func NormalizeOperator(op *Operator) ([]string, error) {
 			if p.Strategy == "parallel" {
 				strategy = "parallel"
 			}
-			p = Plan{Strategy: "serial", Phases: []Phase{{Name: name, Strategy: strategy, Steps: p.Steps}}}
+			p = PlanSpec{Strategy: "serial", Phases: []Phase{{Name: name, Strategy: strategy, Steps: p.Steps}}}
 		}
 		for i := range p.Phases {
 			for j := range p.Phases[i].Steps {
@@ -513,8 +513,8 @@ func overlay(base, own []string) []string {
 }
 
 // plans are the base's, with the extension's replacing or joining them.
-func (m *merger) plans() (map[string]Plan, error) {
-	out := make(map[string]Plan, len(m.base.Operator.Plans)+len(m.ext.Operator.Plans))
+func (m *merger) plans() (map[string]PlanSpec, error) {
+	out := make(map[string]PlanSpec, len(m.base.Operator.Plans)+len(m.ext.Operator.Plans))
 	for name, p := range m.base.Operator.Plans {
 		out[name] = p
 	}
@@ -790,7 +790,7 @@ func clonePackage(p *Package) *Package {
 		}
 	}
 	if p.Operator.Plans != nil {
-		op.Plans = make(map[string]Plan, len(p.Operator.Plans))
+		op.Plans = make(map[string]PlanSpec, len(p.Operator.Plans))
 		for name, pl := range p.Operator.Plans {
 			op.Plans[name] = clonePlan(pl)
 		}
@@ -816,7 +816,7 @@ func cloneTask(t Task) Task {
 	return t
 }
 
-func clonePlan(p Plan) Plan {
+func clonePlan(p PlanSpec) PlanSpec {
 	p.Steps = cloneSteps(p.Steps)
 	p.Phases = slices.Clone(p.Phases)
 	for i := range p.Phases {

@@ -31,7 +31,7 @@ func kepBase() *Package {
 				kepApply("restore", "restore.yaml"),
 				kepApply("pv", "backup-pv.yaml"),
 			},
-			Plans: map[string]Plan{
+			Plans: map[string]PlanSpec{
 				"deploy":  kepPlan("deploy", "init", "deploy"),
 				"backup":  kepPlan("backup", "backup"),
 				"restore": kepPlan("restore", "restore"),
@@ -64,12 +64,12 @@ func kepApply(name string, resources ...string) Task {
 }
 
 // kepPlan is a plan of one serial phase with one step per task.
-func kepPlan(name string, tasks ...string) Plan {
+func kepPlan(name string, tasks ...string) PlanSpec {
 	ph := Phase{Name: name, Strategy: "serial"}
 	for _, t := range tasks {
 		ph.Steps = append(ph.Steps, Step{Name: t, Tasks: []string{t}})
 	}
-	return Plan{Strategy: "serial", Phases: []Phase{ph}}
+	return PlanSpec{Strategy: "serial", Phases: []Phase{ph}}
 }
 
 func mergedTask(t *testing.T, p *Package, name string) Task {
@@ -287,7 +287,7 @@ func TestMerge(t *testing.T) {
 			// A step must name a task of one of the two packages.
 			name: "step names a task neither package defines",
 			ext: func(e *Package) {
-				e.Operator.Plans = map[string]Plan{"load": kepPlan("load", "load-data")}
+				e.Operator.Plans = map[string]PlanSpec{"load": kepPlan("load", "load-data")}
 			},
 			wantErr: []string{"plan load, phase load, step load-data: task load-data", "neither mysql-analytics 1.0.0 nor its base mysql 0.3.0 defines it", "tasks are init, deploy"},
 		},
@@ -320,7 +320,7 @@ func TestMerge(t *testing.T) {
 			name: "plans replace and join",
 			ext: func(e *Package) {
 				e.Operator.Tasks = []Task{kepApply("load-data", "base/init.yaml")}
-				e.Operator.Plans = map[string]Plan{"backup": kepPlan("backup", "pv", "backup"), "load": kepPlan("load", "load-data")}
+				e.Operator.Plans = map[string]PlanSpec{"backup": kepPlan("backup", "pv", "backup"), "load": kepPlan("load", "load-data")}
 			},
 			check: func(t *testing.T, p *Package, _ []string) {
 				mergeEqual(t, "backup", p.Operator.Plans["backup"], kepPlan("backup", "pv", "backup"))
@@ -333,7 +333,7 @@ func TestMerge(t *testing.T) {
 			// base plan keeps the base's phases; its strategy wins.
 			name: "plan without phases keeps the base plan's",
 			ext: func(e *Package) {
-				e.Operator.Plans = map[string]Plan{"backup": {Strategy: "parallel"}}
+				e.Operator.Plans = map[string]PlanSpec{"backup": {Strategy: "parallel"}}
 			},
 			check: func(t *testing.T, p *Package, _ []string) {
 				want := kepPlan("backup", "backup")
@@ -344,7 +344,7 @@ func TestMerge(t *testing.T) {
 		{
 			// ...and one that names no base plan is an error.
 			name:    "new plan without phases",
-			ext:     func(e *Package) { e.Operator.Plans = map[string]Plan{"load": {}} },
+			ext:     func(e *Package) { e.Operator.Plans = map[string]PlanSpec{"load": {}} },
 			wantErr: []string{"plan load has no phases or steps", "the base mysql 0.3.0 has no plan load"},
 		},
 		{
@@ -352,10 +352,10 @@ func TestMerge(t *testing.T) {
 			// phase named after the plan, steps serial (load, then clean up).
 			name: "plan of steps becomes one serial phase",
 			ext: func(e *Package) {
-				e.Operator.Plans = map[string]Plan{"resize-pv": {Steps: []Step{{Name: "resize", Tasks: []string{"pv"}}}}}
+				e.Operator.Plans = map[string]PlanSpec{"resize-pv": {Steps: []Step{{Name: "resize", Tasks: []string{"pv"}}}}}
 			},
 			check: func(t *testing.T, p *Package, _ []string) {
-				want := Plan{Strategy: "serial", Phases: []Phase{{Name: "resize-pv", Strategy: "serial", Steps: []Step{{Name: "resize", Tasks: []string{"pv"}}}}}}
+				want := PlanSpec{Strategy: "serial", Phases: []Phase{{Name: "resize-pv", Strategy: "serial", Steps: []Step{{Name: "resize", Tasks: []string{"pv"}}}}}}
 				mergeEqual(t, "resize-pv", p.Operator.Plans["resize-pv"], want)
 			},
 		},
@@ -366,7 +366,7 @@ func TestMerge(t *testing.T) {
 			name: "delete: true steps run cleanup Delete tasks",
 			ext: func(e *Package) {
 				e.Operator.Tasks = []Task{kepApply("load-data", "base/init.yaml")}
-				e.Operator.Plans = map[string]Plan{"load": {Steps: []Step{
+				e.Operator.Plans = map[string]PlanSpec{"load": {Steps: []Step{
 					{Name: "load", Tasks: []string{"load-data"}},
 					{Name: "cleanup", Tasks: []string{"load-data", "restore"}, Delete: true},
 				}}}
@@ -524,7 +524,7 @@ func TestMergeDoesNotModifyItsInputs(t *testing.T) {
 	base, ext := kepBase(), kepExtension()
 	base.Params.Parameters[0].Required = mergeBool(true)
 	ext.Operator.Tasks = []Task{{Name: "backup", From: "base/backup", PatchAlias: []string{"p.yaml"}}}
-	ext.Operator.Plans = map[string]Plan{"load": {Steps: []Step{{Name: "s", Tasks: []string{"backup"}, Delete: true}}}}
+	ext.Operator.Plans = map[string]PlanSpec{"load": {Steps: []Step{{Name: "s", Tasks: []string{"backup"}, Delete: true}}}}
 	ext.Params.Parameters = []Param{{Name: "BACKUP", Default: map[string]any{"a": []any{1}}}}
 	ext.Templates = map[string]string{"p.yaml": "patch"}
 	baseBefore, extBefore := clonePackage(base), clonePackage(ext)
@@ -551,14 +551,14 @@ func TestMergeChain(t *testing.T) {
 	grand := &Package{
 		Operator: Operator{Name: "core", OperatorVersion: "1.0.0", KubernetesVersion: "1.28.0",
 			Tasks: []Task{kepApply("app", "x.yaml")},
-			Plans: map[string]Plan{"deploy": kepPlan("deploy", "app")}},
+			Plans: map[string]PlanSpec{"deploy": kepPlan("deploy", "app")}},
 		Params:    Params{Parameters: []Param{{Name: "A", Default: "1", Description: "from core"}}},
 		Templates: map[string]string{"x.yaml": "core x"},
 	}
 	mid := &Package{
 		Operator: Operator{Name: "mid", OperatorVersion: "2.0.0", Extends: &Extends{Operator: "core", Version: "^1"},
 			Tasks: []Task{kepApply("orig", "base/x.yaml")},
-			Plans: map[string]Plan{"orig": kepPlan("orig", "orig")}},
+			Plans: map[string]PlanSpec{"orig": kepPlan("orig", "orig")}},
 		Params:    Params{Parameters: []Param{{Name: "A", Default: "2"}}},
 		Templates: map[string]string{"x.yaml": "mid x"},
 	}
@@ -680,12 +680,12 @@ func TestMergeNormalizeOperator(t *testing.T) {
 		{
 			// strategy: parallel on a plan of steps is the steps'.
 			name: "parallel plan of steps",
-			op:   Operator{Plans: map[string]Plan{"p": {Strategy: "parallel", Steps: []Step{{Name: "s"}}}}},
-			want: Operator{Plans: map[string]Plan{"p": {Strategy: "serial", Phases: []Phase{{Name: "p", Strategy: "parallel", Steps: []Step{{Name: "s"}}}}}}},
+			op:   Operator{Plans: map[string]PlanSpec{"p": {Strategy: "parallel", Steps: []Step{{Name: "s"}}}}},
+			want: Operator{Plans: map[string]PlanSpec{"p": {Strategy: "serial", Phases: []Phase{{Name: "p", Strategy: "parallel", Steps: []Step{{Name: "s"}}}}}}},
 		},
 		{
 			name:    "plan with phases and steps",
-			op:      Operator{Plans: map[string]Plan{"p": {Phases: []Phase{{Name: "x"}}, Steps: []Step{{Name: "s"}}}}},
+			op:      Operator{Plans: map[string]PlanSpec{"p": {Phases: []Phase{{Name: "x"}}, Steps: []Step{{Name: "s"}}}}},
 			wantErr: "plan p: has both phases and steps",
 		},
 		{
@@ -693,11 +693,11 @@ func TestMergeNormalizeOperator(t *testing.T) {
 			name: "delete step reuses a cleanup task",
 			op: Operator{
 				Tasks: []Task{kepApply("t", "t.yaml"), {Name: "t-cleanup", Kind: KindDelete, Spec: TaskSpec{Resources: []string{"other.yaml"}}}},
-				Plans: map[string]Plan{"p": {Phases: []Phase{{Name: "x", Steps: []Step{{Name: "s", Tasks: []string{"t"}, Delete: true}}}}}},
+				Plans: map[string]PlanSpec{"p": {Phases: []Phase{{Name: "x", Steps: []Step{{Name: "s", Tasks: []string{"t"}, Delete: true}}}}}},
 			},
 			want: Operator{
 				Tasks: []Task{kepApply("t", "t.yaml"), {Name: "t-cleanup", Kind: KindDelete, Spec: TaskSpec{Resources: []string{"other.yaml"}}}},
-				Plans: map[string]Plan{"p": {Phases: []Phase{{Name: "x", Steps: []Step{{Name: "s", Tasks: []string{"t-cleanup"}}}}}}},
+				Plans: map[string]PlanSpec{"p": {Phases: []Phase{{Name: "x", Steps: []Step{{Name: "s", Tasks: []string{"t-cleanup"}}}}}}},
 			},
 			wantMergeWarning: "plan p, step s: delete: true is read as Delete tasks t-cleanup",
 		},
@@ -706,14 +706,14 @@ func TestMergeNormalizeOperator(t *testing.T) {
 			name: "delete step with an Apply task of the cleanup name",
 			op: Operator{
 				Tasks: []Task{kepApply("t", "t.yaml"), kepApply("t-cleanup", "t.yaml")},
-				Plans: map[string]Plan{"p": {Phases: []Phase{{Name: "x", Steps: []Step{{Name: "s", Tasks: []string{"t"}, Delete: true}}}}}},
+				Plans: map[string]PlanSpec{"p": {Phases: []Phase{{Name: "x", Steps: []Step{{Name: "s", Tasks: []string{"t"}, Delete: true}}}}}},
 			},
 			wantErr: `plan p, step s: delete: true runs task t as a Delete task "t-cleanup", but that task is of kind "Apply"`,
 		},
 		{
 			// Outside an extension, a delete step's task must exist.
 			name:    "delete step names a missing task",
-			op:      Operator{Plans: map[string]Plan{"p": {Steps: []Step{{Name: "s", Tasks: []string{"t"}, Delete: true}}}}},
+			op:      Operator{Plans: map[string]PlanSpec{"p": {Steps: []Step{{Name: "s", Tasks: []string{"t"}, Delete: true}}}}},
 			wantErr: "plan p, step s: delete: true names task t, which the package does not define",
 		},
 	}
@@ -962,7 +962,7 @@ func BenchmarkMergeRender(b *testing.B) {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-cm-%02d\ndata:\n  from: %s\n  greeting: {{ .Params.GREETING | quote }}\n", i, from)
 	}
 	root := &Package{
-		Operator:  Operator{Name: "root", OperatorVersion: "1.0.0", KubernetesVersion: "1.30.0", Plans: map[string]Plan{}},
+		Operator:  Operator{Name: "root", OperatorVersion: "1.0.0", KubernetesVersion: "1.30.0", Plans: map[string]PlanSpec{}},
 		Params:    Params{Parameters: []Param{{Name: "GREETING", Default: "hello", Description: "what every ConfigMap says"}}},
 		Templates: map[string]string{},
 	}
@@ -977,7 +977,7 @@ func BenchmarkMergeRender(b *testing.B) {
 		last := &deploy.Steps[len(deploy.Steps)-1]
 		last.Tasks = append(last.Tasks, name)
 	}
-	root.Operator.Plans[PlanDeploy] = Plan{Strategy: "serial", Phases: []Phase{deploy}}
+	root.Operator.Plans[PlanDeploy] = PlanSpec{Strategy: "serial", Phases: []Phase{deploy}}
 
 	mid := &Package{
 		Operator: Operator{Name: "mid", OperatorVersion: "1.0.0", Extends: &Extends{Operator: "root", Version: "^1.0.0"},

@@ -14,7 +14,7 @@ func boolPtr(b bool) *bool { return &b }
 // them (scalar defaults as written text).
 func paramsPackage() *Package {
 	return &Package{
-		Operator: Operator{Name: "db", OperatorVersion: "1.0.0", Plans: map[string]Plan{"deploy": {}}},
+		Operator: Operator{Name: "db", OperatorVersion: "1.0.0", Plans: map[string]PlanSpec{"deploy": {}}},
 		Params: Params{Parameters: []Param{
 			{Name: "REPLICAS", Type: TypeInteger, Default: "3"},
 			{Name: "VERSION", Default: "5.10"},

@@ -211,7 +211,7 @@ func (r *planRenderer) warnKubeVersion(kube string) {
 // name order. KUDO showed only the running plan's, so a template shared
 // by deploy (which runs the Pipe) and update failed in update; the
 // objects deploy filled are still there, so Annex names them.
-func (r *planRenderer) pipes(src Plan, instance string) (map[string]string, error) {
+func (r *planRenderer) pipes(src PlanSpec, instance string) (map[string]string, error) {
 	pipes, err := r.planPipes(r.plan, src, instance, true)
 	if err != nil {
 		return nil, err
@@ -239,7 +239,7 @@ func (r *planRenderer) pipes(src Plan, instance string) (map[string]string, erro
 
 // planPipes names the objects of one plan's pipe keys; strict refuses a
 // key used twice.
-func (r *planRenderer) planPipes(planName string, src Plan, instance string, strict bool) (map[string]string, error) {
+func (r *planRenderer) planPipes(planName string, src PlanSpec, instance string, strict bool) (map[string]string, error) {
 	pipes := map[string]string{}
 	for _, ph := range src.Phases {
 		for _, st := range ph.Steps {

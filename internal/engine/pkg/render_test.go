@@ -114,7 +114,7 @@ func renderPackage() *Package {
 			Tasks: []Task{
 				{Name: "app", Kind: KindApply, Spec: TaskSpec{Resources: []string{"deploy.yaml"}}},
 			},
-			Plans: map[string]Plan{
+			Plans: map[string]PlanSpec{
 				"deploy": {Strategy: "serial", Phases: []Phase{{Name: "main", Steps: []Step{{Name: "app", Tasks: []string{"app"}}}}}},
 			},
 		},
@@ -236,7 +236,7 @@ func TestRenderPlanShapes(t *testing.T) {
 		check  func(t *testing.T, got plan.Plan, warnings []string)
 	}{
 		// A plan without phases is complete at once.
-		{"no phases", func(p *Package) { p.Operator.Plans["deploy"] = Plan{} }, func(t *testing.T, got plan.Plan, _ []string) {
+		{"no phases", func(p *Package) { p.Operator.Plans["deploy"] = PlanSpec{} }, func(t *testing.T, got plan.Plan, _ []string) {
 			if !reflect.DeepEqual(got, plan.Plan{Name: "deploy", Strategy: plan.Parallel}) {
 				t.Errorf("plan = %+v", got)
 			}

@@ -9,11 +9,11 @@ func TestSelectPlans(t *testing.T) {
 	// plans builds a package with the given plans and parameters
 	// A (no trigger), B (-> backup), C (-> restore), D (-> backup).
 	plans := func(names ...string) *Package {
-		p := &Package{Operator: Operator{Plans: map[string]Plan{}}, Params: Params{Parameters: []Param{
+		p := &Package{Operator: Operator{Plans: map[string]PlanSpec{}}, Params: Params{Parameters: []Param{
 			{Name: "A"}, {Name: "B", Trigger: "backup"}, {Name: "C", Trigger: "restore"}, {Name: "D", Trigger: "backup"},
 		}}}
 		for _, n := range names {
-			p.Operator.Plans[n] = Plan{}
+			p.Operator.Plans[n] = PlanSpec{}
 		}
 		return p
 	}

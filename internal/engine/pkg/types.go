@@ -44,10 +44,10 @@ type Operator struct {
 	URL               string       `json:"url,omitempty"`
 	// Extends names the base package (KEP-0012). Merge's result has none:
 	// it is self-contained.
-	Extends           *Extends        `json:"extends,omitempty"`
-	Tasks             []Task          `json:"tasks,omitempty"`
-	Plans             map[string]Plan `json:"plans,omitempty"`
-	NamespaceManifest string          `json:"namespaceManifest,omitempty"`
+	Extends           *Extends            `json:"extends,omitempty"`
+	Tasks             []Task              `json:"tasks,omitempty"`
+	Plans             map[string]PlanSpec `json:"plans,omitempty"`
+	NamespaceManifest string              `json:"namespaceManifest,omitempty"`
 }
 
 // Maintainer is one maintainer of a package.
@@ -124,8 +124,9 @@ type PipeSpec struct {
 	Key     string `json:"key"`
 }
 
-// Plan is one plan of operator.yaml.
-type Plan struct {
+// PlanSpec is one plan of operator.yaml as written; RenderPlan makes the
+// executor's plan.Plan of it.
+type PlanSpec struct {
 	Strategy string  `json:"strategy,omitempty"`
 	Phases   []Phase `json:"phases,omitempty"`
 	// Steps is the KEP-0012 shorthand for a plan of one phase.

@@ -44,10 +44,10 @@ func allAtOnce(p *v1alpha1.ExtensionProfile, clusters []cluster) revisionView {
 	return v
 }
 
-// kinds summarises a plan's actions as "kind:name".
-func kinds(pl plan) []string {
+// kinds summarises a decision's actions as "kind:name".
+func kinds(decided decision) []string {
 	var out []string
-	for _, a := range pl.actions {
+	for _, a := range decided.actions {
 		switch a.kind {
 		case actRecordRevision:
 			out = append(out, fmt.Sprintf("revision:%s@%d", clusterLabel(a.want.cluster), a.record.Revision))
@@ -160,8 +160,8 @@ func TestDecide(t *testing.T) {
 			if tc.view != nil {
 				view = *tc.view
 			}
-			pl := decide(&tc.p, all, tc.clusters, tc.existing, view)
-			got := kinds(pl)
+			decided := decide(&tc.p, all, tc.clusters, tc.existing, view)
+			got := kinds(decided)
 			if len(got) != len(tc.want) {
 				t.Fatalf("actions %v, want %v", got, tc.want)
 			}
@@ -170,15 +170,15 @@ func TestDecide(t *testing.T) {
 					t.Fatalf("actions %v, want %v", got, tc.want)
 				}
 			}
-			if len(pl.conflicts) != tc.conflicts {
-				t.Errorf("conflicts %v, want %d", pl.conflicts, tc.conflicts)
+			if len(decided.conflicts) != tc.conflicts {
+				t.Errorf("conflicts %v, want %d", decided.conflicts, tc.conflicts)
 			}
 		})
 	}
 }
 
 // A cluster whose Kubernetes version cannot run a revision's target gets
-// the highest version of the range that fits it, and the plan says so;
+// the highest version of the range that fits it, and the decision says so;
 // a cluster that can run it gets the target, and one the catalog has
 // nothing for gets the target (its installation says why).
 func TestDecideHeldBackByKubernetesVersion(t *testing.T) {
@@ -202,9 +202,9 @@ func TestDecideHeldBackByKubernetesVersion(t *testing.T) {
 	if got := view.data[1].Extensions[0].Target; got != "1.2.0" {
 		t.Fatalf("the revision's target is %q, want 1.2.0", got)
 	}
-	pl := decide(&p, []v1alpha1.ExtensionProfile{p}, clusters, nil, view)
+	decided := decide(&p, []v1alpha1.ExtensionProfile{p}, clusters, nil, view)
 	versions := map[string]string{}
-	for _, a := range pl.actions {
+	for _, a := range decided.actions {
 		if a.kind == actCreate {
 			versions[a.want.cluster] = a.want.ext.Version
 		}
@@ -213,7 +213,7 @@ func TestDecideHeldBackByKubernetesVersion(t *testing.T) {
 	if !maps.Equal(versions, want) {
 		t.Errorf("versions by cluster %v, want %v", versions, want)
 	}
-	n, named := heldBack(pl.heldBack)
+	n, named := heldBack(decided.heldBack)
 	if n != 1 || len(named) != 1 || named[0].Cluster != "old" || named[0].Reason != v1alpha1.ReasonKubernetesVersion ||
 		named[0].Message != `hello 1.2.0 needs Kubernetes >=1.37.0-0 and the cluster runs 1.36.4: it gets 1.1.0, the highest version within "1.x" that fits` {
 		t.Errorf("held back: %d %+v", n, named)
@@ -221,8 +221,8 @@ func TestDecideHeldBackByKubernetesVersion(t *testing.T) {
 
 	// Held back on an older revision than the one rolled out: not named.
 	view.newest = 2
-	if pl := decide(&p, []v1alpha1.ExtensionProfile{p}, clusters, nil, view); len(pl.heldBack) != 0 {
-		t.Errorf("held back from an older revision: %+v", pl.heldBack)
+	if decided := decide(&p, []v1alpha1.ExtensionProfile{p}, clusters, nil, view); len(decided.heldBack) != 0 {
+		t.Errorf("held back from an older revision: %+v", decided.heldBack)
 	}
 }
 

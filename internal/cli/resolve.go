@@ -19,9 +19,9 @@ import (
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
-// PlanOptions configure Plan.
-type PlanOptions struct {
-	// Cluster is the ManagedCluster to plan for; "" is the hub cluster.
+// ResolveOptions configure Resolve.
+type ResolveOptions struct {
+	// Cluster is the ManagedCluster to resolve for; "" is the hub cluster.
 	Cluster string
 	// KubeVersion, when set, replaces the observed Kubernetes version: what
 	// would happen if the cluster ran it.
@@ -30,7 +30,7 @@ type PlanOptions struct {
 	// of that extension's installations, or adds an installation if there is
 	// none.
 	Set []string
-	// Output is table (the default), yaml or json (a PlanView).
+	// Output is table (the default), yaml or json (a ResolutionView).
 	Output Output
 	Out    io.Writer
 }
@@ -38,18 +38,18 @@ type PlanOptions struct {
 // VersionObserver reads a cluster's Kubernetes version.
 type VersionObserver func(ctx context.Context, cluster string) (string, error)
 
-// Plan prints what Annex would install on a cluster — versions, install
+// Resolve prints what Annex would install on a cluster — versions, install
 // order, what each change is — or why an installation cannot be satisfied,
 // for the current state or a hypothetical change. It changes nothing.
-func Plan(ctx context.Context, c client.Reader, observe VersionObserver, o PlanOptions) error {
+func Resolve(ctx context.Context, c client.Reader, observe VersionObserver, o ResolveOptions) error {
 	r, err := solve(ctx, c, observe, o)
 	if err != nil {
 		return err
 	}
 	if o.Output == OutputYAML || o.Output == OutputJSON {
-		return writeData(o.Out, o.Output, planViewOf(o, r))
+		return writeData(o.Out, o.Output, resolutionViewOf(o, r))
 	}
-	printPlan(o.Out, o, r.observed, r.kubeVersion, r.problem, r.plan)
+	printResolution(o.Out, o, r.observed, r.kubeVersion, r.problem, r.resolution)
 	printHeld(o.Out, r.installations)
 	return nil
 }
@@ -97,10 +97,10 @@ type solved struct {
 	observed, kubeVersion string
 	installations         []*v1alpha1.ExtensionInstallation
 	problem               resolve.Problem
-	plan                  *resolve.Plan
+	resolution            *resolve.Resolution
 }
 
-func solve(ctx context.Context, c client.Reader, observe VersionObserver, o PlanOptions) (*solved, error) {
+func solve(ctx context.Context, c client.Reader, observe VersionObserver, o ResolveOptions) (*solved, error) {
 	var exts v1alpha1.ExtensionList
 	if err := c.List(ctx, &exts); err != nil {
 		return nil, fmt.Errorf("listing Extensions: %w", err)
@@ -121,8 +121,8 @@ func solve(ctx context.Context, c client.Reader, observe VersionObserver, o Plan
 	if err := applySets(&problem, o.Set); err != nil {
 		return nil, err
 	}
-	plan := resolve.IndexOf(exts.Items).Solve(problem)
-	return &solved{observed: observed, kubeVersion: kubeVersion, installations: insts, problem: problem, plan: plan}, nil
+	resolution := resolve.IndexOf(exts.Items).Solve(problem)
+	return &solved{observed: observed, kubeVersion: kubeVersion, installations: insts, problem: problem, resolution: resolution}, nil
 }
 
 // installationsOn lists the installations that target cluster.
@@ -163,12 +163,12 @@ func applySets(p *resolve.Problem, sets []string) error {
 	return nil
 }
 
-func printPlan(out io.Writer, o PlanOptions, observed, kubeVersion string, p resolve.Problem, plan *resolve.Plan) {
+func printResolution(out io.Writer, o ResolveOptions, observed, kubeVersion string, p resolve.Problem, resolution *resolve.Resolution) {
 	cluster := o.Cluster
 	if cluster == "" {
 		cluster = "the hub cluster"
 	}
-	fmt.Fprintf(out, "Plan for %s, Kubernetes %s", cluster, kubeVersion)
+	fmt.Fprintf(out, "Resolution for %s, Kubernetes %s", cluster, kubeVersion)
 	if o.KubeVersion != "" && observed != "" && observed != kubeVersion {
 		fmt.Fprintf(out, " (hypothetical; it runs %s)", observed)
 	}
@@ -182,7 +182,7 @@ func printPlan(out io.Writer, o PlanOptions, observed, kubeVersion string, p res
 	requested := map[string][]string{}
 	for _, inst := range p.Installations {
 		key := inst.Extension
-		if _, apart := plan.Selected[resolve.InstanceKey(inst.Extension, inst.Name)]; apart {
+		if _, apart := resolution.Selected[resolve.InstanceKey(inst.Extension, inst.Name)]; apart {
 			key = resolve.InstanceKey(inst.Extension, inst.Name)
 		}
 		if inst.Installed != "" {
@@ -193,8 +193,8 @@ func printPlan(out io.Writer, o PlanOptions, observed, kubeVersion string, p res
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ORDER\tEXTENSION\tVERSION\tINSTALLED\tCHANGE\tFOR")
-	for i, key := range plan.InstallOrder {
-		sel := plan.Selected[key]
+	for i, key := range resolution.InstallOrder {
+		sel := resolution.Selected[key]
 		why := strings.Join(requested[key], ", ")
 		switch {
 		case why == "":
@@ -205,17 +205,17 @@ func printPlan(out io.Writer, o PlanOptions, observed, kubeVersion string, p res
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, sel.Extension, sel.Version.Version, orDash(installed[key]), change(installed[key], sel), why)
 	}
 	_ = w.Flush()
-	if len(plan.Failed) == 0 {
+	if len(resolution.Failed) == 0 {
 		return
 	}
 	fmt.Fprintln(out, "\nCannot be satisfied:")
-	names := make([]string, 0, len(plan.Failed))
-	for name := range plan.Failed {
+	names := make([]string, 0, len(resolution.Failed))
+	for name := range resolution.Failed {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		fmt.Fprintf(out, "  %s: %s\n", name, plan.Failed[name].Message)
+		fmt.Fprintf(out, "  %s: %s\n", name, resolution.Failed[name].Message)
 	}
 }
 

@@ -15,10 +15,10 @@ import (
 )
 
 // Two installations of an extension whose content is namespaced only run
-// different versions side by side: the plan lists the one that cannot
+// different versions side by side: the resolution lists the one that cannot
 // share the cluster's version as an instance with its own, and nothing
 // fails.
-func TestPlanInstances(t *testing.T) {
+func TestResolveInstances(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
 	src := func(v string) v1alpha1.ArtifactSource {
@@ -51,7 +51,7 @@ func TestPlanInstances(t *testing.T) {
 	}
 	observe := func(context.Context, string) (string, error) { return "v1.31.5", nil }
 	var out bytes.Buffer
-	if err := cli.Plan(ctx, env.Client, observe, cli.PlanOptions{Out: &out}); err != nil {
+	if err := cli.Resolve(ctx, env.Client, observe, cli.ResolveOptions{Out: &out}); err != nil {
 		t.Fatal(err)
 	}
 	var rows []string
@@ -62,6 +62,6 @@ func TestPlanInstances(t *testing.T) {
 	}
 	want := []string{"1 app 1.0.0 1.0.0 none team-a/app", "2 app 2.0.0 2.0.0 none team-b/app (instance)"}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") || strings.Contains(out.String(), "Cannot be satisfied") {
-		t.Errorf("plan:\n%s\nwant rows:\n%s", out.String(), strings.Join(want, "\n"))
+		t.Errorf("resolve:\n%s\nwant rows:\n%s", out.String(), strings.Join(want, "\n"))
 	}
 }

@@ -51,12 +51,12 @@ func fleetInputs(clusters, extensions int) (*v1alpha1.ExtensionProfile, []cluste
 	return p, cs, insts, view
 }
 
-// BenchmarkPlanFleet is the pure part of one reconcile of a converged
-// profile at fleet size: observe, the rollout's decision and decide. The
+// BenchmarkDecideFleet is the pure part of one reconcile of a converged
+// profile at fleet size: observe, rollout.Decide and decide. The
 // profile reconciles on every change of one of its installations, so
 // this is paid per event (make bench-fleet's version bump is about a
 // thousand of them).
-func BenchmarkPlanFleet(b *testing.B) {
+func BenchmarkDecideFleet(b *testing.B) {
 	for _, size := range []struct{ clusters, extensions int }{{100, 10}, {1000, 10}} {
 		b.Run(fmt.Sprintf("C%d-E%d", size.clusters, size.extensions), func(b *testing.B) {
 			p, clusters, insts, view := fleetInputs(size.clusters, size.extensions)
@@ -71,8 +71,8 @@ func BenchmarkPlanFleet(b *testing.B) {
 				for _, m := range ro.Moves {
 					v.moves[m.Cluster] = m.To
 				}
-				if pl := decide(p, all, clusters, insts, v); len(pl.actions) != 0 {
-					b.Fatalf("a converged profile plans %d actions, first %+v", len(pl.actions), pl.actions[0])
+				if decided := decide(p, all, clusters, insts, v); len(decided.actions) != 0 {
+					b.Fatalf("a converged profile decides %d actions, first %+v", len(decided.actions), decided.actions[0])
 				}
 			}
 		})

@@ -15,28 +15,28 @@ import (
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
-// PlanView is what `annexctl plan -o yaml|json` prints: the versions and
+// ResolutionView is what `annexctl resolve -o yaml|json` prints: the versions and
 // install order Annex would choose for a cluster, what cannot be
 // satisfied, and the changes a gate holds.
-type PlanView struct {
+type ResolutionView struct {
 	// Cluster is the ManagedCluster, or HubCluster.
 	Cluster string `json:"cluster"`
 	// KubeVersion is the version planned for; ObservedVersion the one the
-	// cluster runs (they differ for a hypothetical plan).
+	// cluster runs (they differ for a hypothetical resolution).
 	KubeVersion     string `json:"kubeVersion"`
 	ObservedVersion string `json:"observedVersion,omitempty"`
 	// Set are the hypothetical ranges (--set extension=range).
 	Set []string `json:"set,omitempty"`
 	// Steps in install order, dependencies first.
-	Steps []PlanStep `json:"steps"`
+	Steps []ResolutionStep `json:"steps"`
 	// Unsatisfiable maps installations to why they cannot be satisfied.
 	Unsatisfiable []Unsatisfiable `json:"unsatisfiable,omitempty"`
 	// Held are the changes a gate holds (status.change).
 	Held []HeldChange `json:"held,omitempty"`
 }
 
-// PlanStep is one extension (or instance) in install order.
-type PlanStep struct {
+// ResolutionStep is one extension (or instance) in install order.
+type ResolutionStep struct {
 	Order     int    `json:"order"`
 	Extension string `json:"extension"`
 	Version   string `json:"version"`
@@ -71,18 +71,8 @@ type HeldChange struct {
 	PermissionsShrink []string `json:"permissionsShrink,omitempty"`
 }
 
-// PlanData is Plan's result as data (for -o yaml|json).
-// It changes nothing.
-func PlanData(ctx context.Context, c client.Reader, observe VersionObserver, o PlanOptions) (*PlanView, error) {
-	r, err := solve(ctx, c, observe, o)
-	if err != nil {
-		return nil, err
-	}
-	return planViewOf(o, r), nil
-}
-
-func planViewOf(o PlanOptions, r *solved) *PlanView {
-	v := &PlanView{Cluster: o.Cluster, KubeVersion: r.kubeVersion, ObservedVersion: r.observed, Set: o.Set, Steps: []PlanStep{}}
+func resolutionViewOf(o ResolveOptions, r *solved) *ResolutionView {
+	v := &ResolutionView{Cluster: o.Cluster, KubeVersion: r.kubeVersion, ObservedVersion: r.observed, Set: o.Set, Steps: []ResolutionStep{}}
 	if v.Cluster == "" {
 		v.Cluster = HubCluster
 	}
@@ -90,7 +80,7 @@ func planViewOf(o PlanOptions, r *solved) *PlanView {
 	requested := map[string][]string{}
 	for _, inst := range r.problem.Installations {
 		key := inst.Extension
-		if _, apart := r.plan.Selected[resolve.InstanceKey(inst.Extension, inst.Name)]; apart {
+		if _, apart := r.resolution.Selected[resolve.InstanceKey(inst.Extension, inst.Name)]; apart {
 			key = resolve.InstanceKey(inst.Extension, inst.Name)
 		}
 		if inst.Installed != "" {
@@ -98,16 +88,16 @@ func planViewOf(o PlanOptions, r *solved) *PlanView {
 		}
 		requested[key] = append(requested[key], inst.Name)
 	}
-	for i, key := range r.plan.InstallOrder {
-		sel := r.plan.Selected[key]
-		step := PlanStep{Order: i + 1, Extension: sel.Extension, Version: sel.Version.Version, Installed: installed[key],
+	for i, key := range r.resolution.InstallOrder {
+		sel := r.resolution.Selected[key]
+		step := ResolutionStep{Order: i + 1, Extension: sel.Extension, Version: sel.Version.Version, Installed: installed[key],
 			Change: change(installed[key], sel), For: requested[key], Instance: sel.Instance}
 		if len(step.For) == 0 {
 			step.RequiredBy = sel.RequiredBy
 		}
 		v.Steps = append(v.Steps, step)
 	}
-	for name, ex := range r.plan.Failed {
+	for name, ex := range r.resolution.Failed {
 		v.Unsatisfiable = append(v.Unsatisfiable, Unsatisfiable{Installation: name, Reason: ex.Reason, Message: ex.Message})
 	}
 	sort.Slice(v.Unsatisfiable, func(i, j int) bool { return v.Unsatisfiable[i].Installation < v.Unsatisfiable[j].Installation })
@@ -129,7 +119,9 @@ func planViewOf(o PlanOptions, r *solved) *PlanView {
 
 // PreflightView is what `annexctl preflight -o yaml|json` prints.
 type PreflightView struct {
-	Plan *PlanView `json:"plan"`
+	// Resolution is what annexctl resolve would print for the target
+	// version; its key stays "plan", the name of that command before.
+	Resolution *ResolutionView `json:"plan"`
 	// Removed are installed objects whose API version the target
 	// Kubernetes version no longer serves.
 	Removed []RemovedAPIObject `json:"removed,omitempty"`
@@ -156,16 +148,16 @@ func PreflightData(ctx context.Context, c client.Reader, observe VersionObserver
 	if o.KubeVersion == "" {
 		return nil, Usagef("--kube-version is required: the version the cluster is going to run")
 	}
-	po := PlanOptions{Cluster: o.Cluster, KubeVersion: o.KubeVersion}
+	po := ResolveOptions{Cluster: o.Cluster, KubeVersion: o.KubeVersion}
 	r, err := solve(ctx, c, observe, po)
 	if err != nil {
 		return nil, err
 	}
-	report := preflight.Report{KubeVersion: o.KubeVersion, Problem: r.problem, Plan: r.plan}
+	report := preflight.Report{KubeVersion: o.KubeVersion, Problem: r.problem, Resolution: r.resolution}
 	if report.Removed, err = preflight.RemovedObjects(o.KubeVersion, r.installations); err != nil {
 		return nil, fmt.Errorf("--kube-version: %w", err)
 	}
-	v := &PreflightView{Plan: planViewOf(po, r), OK: report.OK(), CRDChanges: crdChangesOf(r.installations)}
+	v := &PreflightView{Resolution: resolutionViewOf(po, r), OK: report.OK(), CRDChanges: crdChangesOf(r.installations)}
 	for _, f := range report.Removed {
 		name := f.Object.Name
 		if f.Object.Namespace != "" {

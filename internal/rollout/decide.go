@@ -84,7 +84,7 @@ type Cluster struct {
 	Extension, Reason, Message string
 }
 
-// Input is what one plan is made from.
+// Input is what one Decision is made from.
 type Input struct {
 	// Profile names the profile, for the messages.
 	Profile string
@@ -121,14 +121,14 @@ type Event struct {
 	Message string
 }
 
-// Plan is what to do now.
-type Plan struct {
+// Decision is what Decide decides: what to do now.
+type Decision struct {
 	// State is the status.rollout to write before any Move is carried out.
 	State v1alpha1.RolloutStatus
 	Moves []Move
 	// Events happened in this step of the state machine.
 	Events []Event
-	// RequeueAfter is when the plan changes with time alone (a timeout,
+	// RequeueAfter is when the decision changes with time alone (a timeout,
 	// the end of a soak, a window opening); 0: only an event changes it.
 	RequeueAfter time.Duration
 }
@@ -144,13 +144,13 @@ type step struct {
 }
 
 // Decide decides the next state of the rollout of in.Revision.
-func Decide(in Input) Plan {
+func Decide(in Input) Decision {
 	st := start(in)
 	steps, stepOf := assign(in)
 	st.Steps = int32(len(steps))
-	p := &planner{in: in, st: st, steps: steps, stepOf: stepOf}
+	p := &decider{in: in, st: st, steps: steps, stepOf: stepOf}
 	p.run()
-	return Plan{State: p.st, Moves: p.moves, Events: p.events, RequeueAfter: p.requeue}
+	return Decision{State: p.st, Moves: p.moves, Events: p.events, RequeueAfter: p.requeue}
 }
 
 // start is the state to continue from: the one written, or a new rollout

@@ -192,9 +192,9 @@ func TestPlan(t *testing.T) {
 			if ns == "" {
 				ns = "apps"
 			}
-			got := describeSteps(Plan(set, ns, tt.isUpgrade))
+			got := describeSteps(ChartSteps(set, ns, tt.isUpgrade))
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("Plan =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+				t.Errorf("ChartSteps =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
 	}

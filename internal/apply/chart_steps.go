@@ -62,7 +62,7 @@ type Step struct {
 	phase phase
 }
 
-// Plan orders set into the steps of an install (or, with isUpgrade, an
+// ChartSteps orders set into the steps of an install (or, with isUpgrade, an
 // upgrade) of a release in namespace, the way Helm does:
 //
 //  0. the release's namespace, when set brings a Namespace named namespace
@@ -85,9 +85,9 @@ type Step struct {
 // admission ServiceAccount and RBAC, deleted once its pre-install Job
 // succeeded, are created again for its post-install Job). Within a hook step objects
 // are ordered by phase, kind and name; within a regular step they keep the
-// order of set. Steps without objects are left out. Plan does not modify
+// order of set. Steps without objects are left out. ChartSteps does not modify
 // set.
-func Plan(set Set, namespace string, isUpgrade bool) []Step {
+func ChartSteps(set Set, namespace string, isUpgrade bool) []Step {
 	pre, post := HookPreInstall, HookPostInstall
 	if isUpgrade {
 		pre, post = HookPreUpgrade, HookPostUpgrade
@@ -130,7 +130,7 @@ func Plan(set Set, namespace string, isUpgrade bool) []Step {
 }
 
 // planHooks returns the steps of the hooks of set for event alone, as
-// Plan orders them, after the release's namespace when set brings it, so
+// ChartSteps orders them, after the release's namespace when set brings it, so
 // that a delete hook finds its namespace even if someone deleted it.
 func planHooks(set Set, namespace string, event HookEvent) []Step {
 	all := slices.Concat(set.CRDs, set.Objects)

@@ -81,7 +81,7 @@ type want struct {
 	now                      time.Time
 }
 
-// action is one change the planner asks for.
+// action is one change the profile's decision asks for.
 type action struct {
 	kind     actionKind
 	name     string // installation name
@@ -108,8 +108,8 @@ const (
 	actDropRecord
 )
 
-// plan is what one reconcile of a profile decides: pure, from values.
-type plan struct {
+// decision is what one reconcile of a profile decides: pure, from values.
+type decision struct {
 	actions   []action
 	matching  int
 	conflicts []string // "<extension> on <cluster>: profile <winner>"
@@ -128,8 +128,8 @@ type plan struct {
 // revs says which revision each selected cluster is written from. A
 // cluster that runs no revision and is not moved keeps what it has.
 func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clusters []cluster,
-	installations []v1alpha1.ExtensionInstallation, revs revisionView) plan {
-	var out plan
+	installations []v1alpha1.ExtensionInstallation, revs revisionView) decision {
+	var out decision
 	out.invalid = map[string]string{}
 	byName := make(map[string]*v1alpha1.ExtensionInstallation, len(installations))
 	onCluster := make(map[string][]*v1alpha1.ExtensionInstallation, len(clusters))

@@ -9,7 +9,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// The plan lists the changes a gate holds, with their permission diff.
+// annexctl resolve lists the changes a gate holds, with their permission diff.
 func TestPrintHeld(t *testing.T) {
 	held := &v1alpha1.ExtensionInstallation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"},
