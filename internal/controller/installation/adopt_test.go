@@ -418,6 +418,13 @@ func TestAdoptHelmReleaseRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := liveObjects(t, ns, "refused")
+	// The API server refuses an installation not named after its release
+	// (the chart is rendered with the installation's name).
+	misnamed := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"},
+		Spec: v1alpha1.ExtensionInstallationSpec{Extension: "refused", Adopt: &v1alpha1.Adoption{Helm: &v1alpha1.HelmReleaseAdoption{Release: "web"}}}}
+	if err := env.Client.Create(ctx, misnamed); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.adopt.helm.release must be the installation's metadata.name") {
+		t.Errorf("an installation not named after its release: %v", err)
+	}
 	inst := install(t, ns, "web", "refused", "1.0.0", adoptInstallation(`{}`))
 	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAdoptionRefused)
 	c := findCond(got, v1alpha1.ConditionReady)
