@@ -81,6 +81,11 @@ const (
 	ReasonRecordTooLarge      = "RecordTooLarge"
 	ReasonValuesNotShared     = "ValuesNotShared"
 	ReasonUpgradeBlocked      = "UpgradeBlocked"
+	// ReasonAdoptionRefused: spec.adopt names something Annex cannot
+	// take over as it is (a pending Helm release, another chart or
+	// version, an object of another installation); the message says
+	// what to do.
+	ReasonAdoptionRefused = "AdoptionRefused"
 
 	// ReasonUnsafeCRDChange: a change would apply a CRD whose difference
 	// from the installed one can break stored objects or clients, and

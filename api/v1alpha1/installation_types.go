@@ -135,6 +135,18 @@ type ExtensionInstallationSpec struct {
 	// +optional
 	TakeOwnership bool `json:"takeOwnership,omitempty"`
 
+	// Adopt names what another tool installed that this installation
+	// takes over in place on its first install: every object keeps its
+	// UID, an object is written only where Annex's render differs from it
+	// (one that is the same gets Annex's labels and loses the other
+	// tool's field managers, in one write), and the other tool's
+	// bookkeeping is deleted once revision 1 is recorded. It does nothing
+	// once a revision is installed. annexctl adopt helm writes it, with
+	// spec.version pinned to the release's chart version and spec.values
+	// set to its user-supplied values.
+	// +optional
+	Adopt *Adoption `json:"adopt,omitempty"`
+
 	// Interval is how often Annex looks at a healthy installation again:
 	// health, drift, and new versions in range.
 	// +kubebuilder:default="10m"
@@ -725,10 +737,82 @@ type ExtensionInstallationStatus struct {
 	// op-manager: configmaps, pods)".
 	// +optional
 	ScopedGrants []string `json:"scopedGrants,omitempty"`
+
+	// AdoptedFrom says what the installation took over in place
+	// (spec.adopt), set when its revision 1 is recorded.
+	// +optional
+	AdoptedFrom *AdoptedFrom `json:"adoptedFrom,omitempty"`
+}
+
+// Adoption is what an installation takes over in place.
+type Adoption struct {
+	// Helm is a Helm release, as Helm 3 and 4 (the CLI or Flux's
+	// helm-controller) store it: Secrets, else ConfigMaps, named
+	// sh.helm.release.v1.RELEASE.vN.
+	// +required
+	Helm *HelmReleaseAdoption `json:"helm"`
+}
+
+// HelmReleaseAdoption names the Helm release an installation adopts. The
+// chart is rendered with the installation's name as the release name, so
+// the installation must be named after the release, and its target
+// namespace must be the release's namespace.
+type HelmReleaseAdoption struct {
+	// Release is the Helm release's name; it must be the installation's
+	// metadata.name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=53
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	Release string `json:"release"`
+	// StorageNamespace is the namespace of the release's storage (what
+	// helm -n names); default: the target namespace. Flux's
+	// helm-controller may store a release elsewhere
+	// (spec.storageNamespace).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	StorageNamespace string `json:"storageNamespace,omitempty"`
+	// FieldManagers are the field managers whose fields Annex takes over
+	// (their managedFields entries are removed once Annex owns the
+	// fields): the name the release's Helm used.
+	// +kubebuilder:default={"helm","helm-controller"}
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=128
+	// +optional
+	FieldManagers []string `json:"fieldManagers,omitempty"`
+}
+
+// AdoptedFrom is what an installation took over (spec.adopt).
+type AdoptedFrom struct {
+	// Kind is what was adopted: HelmRelease (a release of Helm's own
+	// storage).
+	Kind string `json:"kind"`
+	// Name and Namespace name it; for a Helm release, its name and the
+	// namespace of its objects.
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// StorageNamespace is where its storage was, when not Namespace.
+	// +optional
+	StorageNamespace string `json:"storageNamespace,omitempty"`
+	// Revision is the release revision adopted.
+	Revision int64 `json:"revision"`
+	// Chart and Version are the release's chart and chart version.
+	Chart   string `json:"chart"`
+	Version string `json:"version"`
+	// At is when Annex recorded the adoption as its revision 1.
+	At metav1.Time `json:"at"`
+	// StorageRemoved: the release's storage (every revision of it) was
+	// deleted, so that helm list no longer shows it. Its last manifest is
+	// in the record of revision 1.
+	// +optional
+	StorageRemoved bool `json:"storageRemoved,omitempty"`
 }
 
 // ExtensionInstallation installs one Extension into one cluster and keeps it
 // there.
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.adopt) || self.spec.adopt.helm.release == self.metadata.name",message="spec.adopt.helm.release must be the installation's metadata.name: Annex renders the chart with the installation's name as the release name"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=annex,shortName=exti
@@ -741,6 +825,7 @@ type ExtensionInstallationStatus struct {
 // +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.inventoryCount`,priority=1
 // +kubebuilder:printcolumn:name="Signer",type=string,JSONPath=`.status.artifact.verification.identity`,priority=1
 // +kubebuilder:printcolumn:name="Required By",type=string,JSONPath=`.status.requiredBy`,priority=1
+// +kubebuilder:printcolumn:name="Adopted From",type=string,JSONPath=`.status.adoptedFrom.kind`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ExtensionInstallation struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -166,7 +166,7 @@ func TestAdoptHelm(t *testing.T) {
 	cfg := helmInstall(t, kubeconfig, "secret", "team-a", "web", webChart, map[string]any{"replicas": 2, "message": "hi"})
 
 	// Unchanged: every object is the same; the hook is counted.
-	out, code := annexctl("adopt", "helm", "web", "-n", "team-a")
+	out, code := annexctl("adopt", "helm", "web", "-n", "team-a", "--dry-run")
 	want := `Helm release team-a/web on the hub cluster: revision 1, deployed (Secret team-a/sh.helm.release.v1.web.v1)
 Chart web 1.0.0: Extension web 1.0.0, catalog charts, rendered with the release's user-supplied values (message, replicas)
 
@@ -175,7 +175,7 @@ same     Service team-a/web
 same     Deployment.apps team-a/web
 
 3 same, 0 differ, 0 missing, 0 extra; 1 Helm hook not compared (adoption does not run it again).
-Nothing was changed: adopting the release in place is not built yet.
+Nothing was changed (dry run); without --dry-run, annexctl adopt helm adopts the release in place.
 `
 	if code != 0 || out != want {
 		t.Fatalf("adopt helm of an unchanged release: exit %d\n%s\nwant\n%s", code, out, want)
@@ -201,7 +201,7 @@ Nothing was changed: adopting the release in place is not built yet.
 	if err := env.Client.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web"}}); err != nil {
 		t.Fatal(err)
 	}
-	out, code = annexctl("adopt", "helm", "web", "-n", "team-a")
+	out, code = annexctl("adopt", "helm", "web", "-n", "team-a", "--dry-run")
 	if code != 0 || !strings.Contains(out, `
 differs  ConfigMap team-a/web
            .data.message: "edited" → "hi"
@@ -213,7 +213,7 @@ differs  Deployment.apps team-a/web
 		t.Errorf("adopt helm of an edited release: exit %d\n%s", code, out)
 	}
 	// -o yaml carries the same comparison for scripts.
-	out, code = annexctl("adopt", "helm", "web", "-n", "team-a", "-o", "yaml")
+	out, code = annexctl("adopt", "helm", "web", "-n", "team-a", "-o", "yaml", "--dry-run")
 	if code != 0 || !strings.Contains(out, "- fields:\n  - live: edited\n    path: .data.message\n    render: hi\n  object:\n    kind: ConfigMap\n") ||
 		!strings.Contains(out, "values:\n  message: hi\n  replicas: 2\n") {
 		t.Errorf("adopt helm -o yaml: exit %d\n%s", code, out)
@@ -232,7 +232,7 @@ differs  Deployment.apps team-a/web
 	if err := cfg.Releases.Create(&pending); err != nil {
 		t.Fatal(err)
 	}
-	out, code = annexctl("adopt", "helm", "web", "-n", "team-a")
+	out, code = annexctl("adopt", "helm", "web", "-n", "team-a", "--dry-run")
 	if code != cli.ExitError || !strings.Contains(out, "Helm release team-a/web: its latest revision 2 is pending-upgrade (Secret team-a/sh.helm.release.v1.web.v2)") ||
 		!strings.Contains(out, "(kubectl delete secret sh.helm.release.v1.web.v2 -n team-a), or roll back to it (helm rollback web 1 -n team-a") {
 		t.Errorf("adopt helm of a pending-upgrade release: exit %d\n%s", code, out)
@@ -240,13 +240,13 @@ differs  Deployment.apps team-a/web
 	if err := env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sh.helm.release.v1.web.v2"}}); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := annexctl("adopt", "helm", "web", "-n", "team-a"); code != 0 || !strings.Contains(out, "revision 1, deployed") {
+	if out, code := annexctl("adopt", "helm", "web", "-n", "team-a", "--dry-run"); code != 0 || !strings.Contains(out, "revision 1, deployed") {
 		t.Errorf("adopt helm after deleting the pending revision: exit %d\n%s", code, out)
 	}
 
 	// The ConfigMap storage driver, on a ManagedCluster.
 	helmInstall(t, kubeconfig, "configmap", "team-b", "site", webChart, nil)
-	out, code = annexctl("adopt", "helm", "site", "-n", "team-b", "--cluster", "member")
+	out, code = annexctl("adopt", "helm", "site", "-n", "team-b", "--cluster", "member", "--dry-run")
 	if code != 0 || !strings.HasPrefix(out, "Helm release team-b/site on ManagedCluster member: revision 1, deployed (ConfigMap team-b/sh.helm.release.v1.site.v1)\n") ||
 		!strings.Contains(out, "3 same, 0 differ, 0 missing, 0 extra;") {
 		t.Errorf("adopt helm of a ConfigMap-driver release on a managed cluster: exit %d\n%s", code, out)
@@ -256,21 +256,21 @@ differs  Deployment.apps team-a/web
 	// storageNamespace): -n names the storage; the objects are compared
 	// in the release's namespace.
 	helmInstallStored(t, kubeconfig, "secret", "platform", "team-b", "flux-web", webChart, map[string]any{"message": "from flux"})
-	out, code = annexctl("adopt", "helm", "flux-web", "-n", "platform")
+	out, code = annexctl("adopt", "helm", "flux-web", "-n", "platform", "--dry-run")
 	if code != 0 || !strings.HasPrefix(out, "Helm release team-b/flux-web on the hub cluster: revision 1, deployed (Secret platform/sh.helm.release.v1.flux-web.v1)\n") ||
 		!strings.Contains(out, "same     ConfigMap team-b/flux-web\n") || !strings.Contains(out, "3 same, 0 differ, 0 missing, 0 extra;") {
 		t.Errorf("adopt helm of a release stored in another namespace: exit %d\n%s", code, out)
 	}
 
 	// A release that does not exist: the namespace's releases are listed.
-	if out, code := annexctl("adopt", "helm", "nope", "-n", "team-a"); code != cli.ExitError ||
+	if out, code := annexctl("adopt", "helm", "nope", "-n", "team-a", "--dry-run"); code != cli.ExitError ||
 		!strings.Contains(out, `no Helm release "nope" in namespace team-a of the hub cluster; its releases are: web`) {
 		t.Errorf("adopt helm of a missing release: exit %d\n%s", code, out)
 	}
 	// A chart in no catalog: the catalogs searched are named.
 	other := helmrepo.Chart{Name: "other", Version: "0.1.0", Files: map[string]string{"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n"}}
 	helmInstall(t, kubeconfig, "secret", "team-a", "other", other, nil)
-	if out, code := annexctl("adopt", "helm", "other", "-n", "team-a"); code != cli.ExitError ||
+	if out, code := annexctl("adopt", "helm", "other", "-n", "team-a", "--dry-run"); code != cli.ExitError ||
 		!strings.Contains(out, `chart other 0.1.0 of Helm release team-a/other is in no catalog: searched catalogs charts, none offers Extension "other"`) {
 		t.Errorf("adopt helm of a chart in no catalog: exit %d\n%s", code, out)
 	}
@@ -278,7 +278,7 @@ differs  Deployment.apps team-a/web
 	old := webChart
 	old.Version = "0.9.0"
 	helmInstall(t, kubeconfig, "secret", "team-b", "old", old, nil)
-	if out, code := annexctl("adopt", "helm", "old", "-n", "team-b"); code != cli.ExitError ||
+	if out, code := annexctl("adopt", "helm", "old", "-n", "team-b", "--dry-run"); code != cli.ExitError ||
 		!strings.Contains(out, `Extension "web" offers 1.0.0 but not 0.9.0`) {
 		t.Errorf("adopt helm of a version in no catalog: exit %d\n%s", code, out)
 	}
@@ -288,7 +288,7 @@ differs  Deployment.apps team-a/web
 	fork := strict
 	fork.Files = map[string]string{"values.yaml": "message: forked\n", "templates/cm.yaml": strict.Files["templates/cm.yaml"]}
 	helmInstall(t, kubeconfig, "secret", "team-b", "strict", fork, nil)
-	if out, code := annexctl("adopt", "helm", "strict", "-n", "team-b"); code != cli.ExitError ||
+	if out, code := annexctl("adopt", "helm", "strict", "-n", "team-b", "--dry-run"); code != cli.ExitError ||
 		!strings.Contains(out, "chart strict 1.0.0 does not render with the values of Helm release team-b/strict revision 1 (helm get values strict -n team-b --revision 1 shows them)") ||
 		!strings.Contains(out, "message is required") {
 		t.Errorf("adopt helm of a chart that does not render: exit %d\n%s", code, out)
@@ -303,7 +303,7 @@ differs  Deployment.apps team-a/web
 		forked.Files[p] = content
 	}
 	helmInstall(t, kubeconfig, "secret", "team-b", "forked", forked, nil)
-	if out, code := annexctl("adopt", "helm", "forked", "-n", "team-b"); code != 0 ||
+	if out, code := annexctl("adopt", "helm", "forked", "-n", "team-b", "--dry-run"); code != 0 ||
 		!strings.Contains(out, "\nextra    Secret team-b/forked-extra\n") || !strings.Contains(out, "3 same, 0 differ, 0 missing, 1 extra;") {
 		t.Errorf("adopt helm of a release with an object the chart does not render: exit %d\n%s", code, out)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -101,6 +102,8 @@ type ObjectComparison struct {
 	State  State `json:"state"`
 	// Fields are set when State is Differs, sorted by path.
 	Fields []FieldDiff `json:"fields,omitempty"`
+	// UID is the live object's, when it exists: adoption keeps it.
+	UID types.UID `json:"uid,omitempty"`
 }
 
 // Comparison is the outcome for every object, ordered by group, kind,
@@ -157,9 +160,9 @@ func Compare(rendered, live, released []*unstructured.Unstructured) Comparison {
 			out.Objects = append(out.Objects, ObjectComparison{Object: ref, State: Missing})
 		default:
 			if fields := Diff(r, l); len(fields) > 0 {
-				out.Objects = append(out.Objects, ObjectComparison{Object: ref, State: Differs, Fields: fields})
+				out.Objects = append(out.Objects, ObjectComparison{Object: ref, State: Differs, Fields: fields, UID: l.GetUID()})
 			} else {
-				out.Objects = append(out.Objects, ObjectComparison{Object: ref, State: Same})
+				out.Objects = append(out.Objects, ObjectComparison{Object: ref, State: Same, UID: l.GetUID()})
 			}
 		}
 	}

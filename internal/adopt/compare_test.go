@@ -136,10 +136,10 @@ func TestCompare(t *testing.T) {
 		// Secret the chart no longer renders.
 		[]*unstructured.Unstructured{cm, dep, old})
 	want := Comparison{Hooks: 1, Objects: []ObjectComparison{
-		{Object: Ref{Kind: "ConfigMap", Namespace: "team-a", Name: "web"}, State: Differs, Fields: []FieldDiff{{Path: ".data.a", Live: "z", Render: "x"}}},
+		{Object: Ref{Kind: "ConfigMap", Namespace: "team-a", Name: "web"}, State: Differs, Fields: []FieldDiff{{Path: ".data.a", Live: "z", Render: "x"}}, UID: "u"},
 		{Object: Ref{Kind: "Secret", Namespace: "team-a", Name: "web-old"}, State: Extra},
 		{Object: Ref{Kind: "Service", Namespace: "team-a", Name: "web"}, State: Missing},
-		{Object: Ref{Group: "apps", Kind: "Deployment", Namespace: "team-a", Name: "web"}, State: Same},
+		{Object: Ref{Group: "apps", Kind: "Deployment", Namespace: "team-a", Name: "web"}, State: Same, UID: depLive.GetUID()},
 	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Compare:\n got %+v\nwant %+v", got, want)
@@ -206,5 +206,49 @@ metadata:
 	}
 	if _, err := ParseManifest("kind: ConfigMap\n---\n- a\n"); err == nil || !strings.Contains(err.Error(), "manifest document 1: kind and metadata.name are required") {
 		t.Errorf("ParseManifest of a nameless object: %v", err)
+	}
+}
+
+// Check refuses, with what to change, an installation that would not
+// render the release as it is; Foreign names the objects of other
+// installations; Summary counts the comparison in words.
+func TestCheckForeignSummary(t *testing.T) {
+	rel := &Release{Name: "web", Namespace: "team-a", Revision: 3, Chart: "web", ChartVersion: "1.2.0"}
+	self := Installation{Extension: "web", Version: "v1.2.0", TargetNamespace: "team-a", Name: "web", Namespace: "team-a"}
+	for _, c := range []struct {
+		name   string
+		change func(*Installation)
+		want   string // "" for no error
+	}{
+		// The same chart, version (as semver: v1.2.0 is 1.2.0) and namespace.
+		{"matches", func(*Installation) {}, ""},
+		{"another chart", func(i *Installation) { i.Extension = "site" },
+			`Helm release team-a/web revision 3 is chart "web", not spec.extension "site"; set spec.extension to "web"`},
+		{"another version", func(i *Installation) { i.Version = "1.3.0" },
+			`Helm release team-a/web revision 3 is chart web 1.2.0, but spec.version resolved 1.3.0; pin spec.version to "1.2.0"`},
+		{"another namespace", func(i *Installation) { i.TargetNamespace = "platform" },
+			`Helm release team-a/web revision 3 runs in namespace team-a, but the installation renders into platform; set spec.targetNamespace to "team-a"`},
+	} {
+		inst := self
+		c.change(&inst)
+		err := Check(rel, inst)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%s: got %v\nwant %s…", c.name, err, c.want)
+		}
+	}
+
+	mine := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: team-a, labels: {app.kubernetes.io/managed-by: annex, annex.dev/installation: web, annex.dev/installation-namespace: team-a}}")
+	theirs := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: team-a, labels: {app.kubernetes.io/managed-by: annex, annex.dev/installation: site, annex.dev/installation-namespace: team-b}}")
+	helms := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: team-a, labels: {app.kubernetes.io/managed-by: Helm}}")
+	if got := Foreign([]*unstructured.Unstructured{mine, theirs, helms}, self); !reflect.DeepEqual(got, []string{"ConfigMap team-a/b (installation team-b/site)"}) {
+		t.Errorf("Foreign: %q", got)
+	}
+
+	cmp := Comparison{Objects: []ObjectComparison{{State: Same}, {State: Same}, {State: Differs}, {State: Extra}}}
+	if got := cmp.Summary(); got != "2 same, 1 differ (corrected), 1 extra (left alone, not adopted)" {
+		t.Errorf("Summary: %q", got)
 	}
 }

@@ -153,6 +153,14 @@ type ApplyOptions struct {
 	// no installation's labels. An object labelled for another
 	// installation is refused even then.
 	TakeOwnership bool
+	// HandOver names field managers (another tool's: helm,
+	// helm-controller) whose objects an adoption takes over in place:
+	// an existing object one of them manages is applied with force and
+	// their managedFields entries are removed, so that Annex alone owns
+	// what it applies (see handOverOne). An object that already matches
+	// gets Annex's labels and the new managedFields in one write, which
+	// leaves its spec, and so its generation, alone.
+	HandOver []string
 }
 
 // Result is what an apply did.
@@ -415,7 +423,7 @@ func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace str
 	if st.Hook != "" {
 		return a.runHookStep(ctx, owner, st, opts, succeeded)
 	}
-	applied, err := a.applyConcurrently(ctx, owner, st.Objects, opts.TakeOwnership)
+	applied, err := a.applyConcurrently(ctx, owner, st.Objects, opts.ApplyOptions)
 	if err == nil && st.phase == phaseCRDs {
 		err = a.waitEstablished(ctx, applied)
 	}
@@ -467,11 +475,15 @@ func (a *Applier) workers() int {
 // applyConcurrently applies objs with at most a.workers() at once and
 // returns those applied, in the order of objs, and the joined errors of
 // the others in the same order.
-func (a *Applier) applyConcurrently(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, force bool) ([]appliedObject, error) {
+func (a *Applier) applyConcurrently(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, opts ApplyOptions) ([]appliedObject, error) {
 	errs := make([]error, len(objs))
 	live := make([]*unstructured.Unstructured, len(objs))
 	forEach(a.workers(), len(objs), func(i int) {
-		live[i], errs[i] = a.applyOne(ctx, owner, objs[i], force)
+		if len(opts.HandOver) > 0 {
+			live[i], errs[i] = a.handOverOne(ctx, owner, objs[i], opts.HandOver)
+			return
+		}
+		live[i], errs[i] = a.applyOne(ctx, owner, objs[i], opts.TakeOwnership)
 	})
 	var applied []appliedObject
 	for i, o := range objs {

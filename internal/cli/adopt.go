@@ -39,6 +39,12 @@ type AdoptOptions struct {
 	// Output is table (the default), yaml or json (an AdoptView).
 	Output Output
 	Out    io.Writer
+	// DryRun prints the comparison and changes nothing; otherwise
+	// AdoptHelmInPlace writes the installation that adopts the release.
+	DryRun bool
+	// InstallationNamespace is the hub namespace of the installation
+	// AdoptHelmInPlace writes; default: the release's namespace.
+	InstallationNamespace string
 }
 
 // AdoptView is what `annexctl adopt helm` found: the release revision it
@@ -83,7 +89,11 @@ func AdoptHelm(ctx context.Context, hub client.Reader, clusters *cluster.Registr
 	if o.Output == OutputYAML || o.Output == OutputJSON {
 		return writeData(o.Out, o.Output, v)
 	}
-	return WriteAdopt(o.Out, v)
+	if err := WriteAdopt(o.Out, v); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(o.Out, "Nothing was changed (dry run); without --dry-run, annexctl adopt helm adopts the release in place.")
+	return err
 }
 
 // AdoptHelmData is AdoptHelm without the printing.
@@ -384,8 +394,7 @@ func WriteAdopt(w io.Writer, v *AdoptView) error {
 	}
 	fmt.Fprintln(w, ".")
 	if v.Count(adopt.Differs) > 0 {
-		fmt.Fprintln(w, "A difference reads live → Annex: adopting would write Annex's value.")
+		fmt.Fprintln(w, "A difference reads live → Annex: adopting writes Annex's value.")
 	}
-	_, err := fmt.Fprintln(w, "Nothing was changed: adopting the release in place is not built yet.")
-	return err
+	return nil
 }

@@ -215,6 +215,9 @@ func WriteStatus(w io.Writer, o Output, tree *StatusTree, now time.Time) error {
 				}
 				sub = append(sub, line)
 			}
+			if in.AdoptedFrom != "" {
+				sub = append(sub, "adopted from "+in.AdoptedFrom)
+			}
 			for _, d := range in.Dependencies {
 				line := "needs " + strings.TrimSpace(d.Extension+" "+d.Range) + ": "
 				if d.Installation == "" {

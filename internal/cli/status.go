@@ -99,6 +99,9 @@ type InstallationStatus struct {
 	// its own when it stopped, else that of a dependency it waits for,
 	// else "" (it is healthy, or moving on its own).
 	Action string `json:"action,omitempty"`
+	// AdoptedFrom says what the installation took over in place
+	// (status.adoptedFrom), e.g. "Helm release team-a/web revision 3".
+	AdoptedFrom string `json:"adoptedFrom,omitempty"`
 	// AddedFor is set on installations Annex added for dependencies.
 	AddedFor string    `json:"addedFor,omitempty"`
 	Created  time.Time `json:"created"`
@@ -315,6 +318,9 @@ func (b *builder) nodeAt(in *v1alpha1.ExtensionInstallation, depth int) *Install
 		Ready: metav1.ConditionUnknown, Progress: p, RequiredBy: in.Status.RequiredBy,
 		AddedFor: in.Labels[v1alpha1.LabelAddedFor], Created: in.CreationTimestamp.Time,
 	}
+	if a := in.Status.AdoptedFrom; a != nil {
+		n.AdoptedFrom = adoptedFromText(a)
+	}
 	if ready := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionReady); ready != nil && ready.ObservedGeneration >= in.Generation {
 		n.Ready = ready.Status
 	}
@@ -415,4 +421,14 @@ func withApproveAdvice(msg, namespace, name string) string {
 		return msg
 	}
 	return fmt.Sprintf("%s; someone other than its requester runs: annexctl approve %s -n %s", msg, name, namespace)
+}
+
+// adoptedFromText is status.adoptedFrom for people: "Helm release
+// team-a/web revision 3 (web 1.2.0)".
+func adoptedFromText(a *v1alpha1.AdoptedFrom) string {
+	what := a.Kind
+	if a.Kind == "HelmRelease" {
+		what = "Helm release"
+	}
+	return fmt.Sprintf("%s %s/%s revision %d (%s %s)", what, a.Namespace, a.Name, a.Revision, a.Chart, a.Version)
 }

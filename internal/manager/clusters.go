@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/adopt"
 	"github.com/annex-platform/annex/internal/apply"
 	"github.com/annex-platform/annex/internal/catalog"
 	"github.com/annex-platform/annex/internal/catalog/sources"
@@ -104,19 +105,31 @@ func (w applierAdapter) Refs(objects []*unstructured.Unstructured, ns string) []
 }
 
 func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, set installation.Set, opts installation.ApplyOptions) (installation.Applied, error) {
-	res, err := w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, applySet(set), apply.ApplyOptions{TakeOwnership: opts.TakeOwnership})
+	res, err := w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, applySet(set), apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver})
 	return appliedOf(res), err
 }
 
 func (w applierAdapter) Start(o installation.Owner, ns string, p plan.Plan, opts installation.ApplyOptions) (installation.StepRunner, error) {
 	run, err := w.a.Start(apply.Owner(o), ns, p, apply.HookOptions{
-		ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership},
+		ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver},
 		HookTimeout:  opts.HookTimeout,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return stepRunner{run}, nil
+}
+
+func (w applierAdapter) HelmRelease(ctx context.Context, namespace, name string) ([]*adopt.Release, string, error) {
+	return w.a.HelmRelease(ctx, namespace, name)
+}
+
+func (w applierAdapter) RetireHelmRelease(ctx context.Context, namespace, name string) (int, error) {
+	return w.a.RetireHelmRelease(ctx, namespace, name)
+}
+
+func (w applierAdapter) Live(ctx context.Context, ns string, objects []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	return w.a.Live(ctx, ns, objects)
 }
 
 // stepRunner lets apply.Run serve the controller's StepRunner.

@@ -60,6 +60,25 @@ type Record struct {
 	// Package is the package engine's own part of the record (its
 	// parameters, its cleanup plan): opaque here, always in the index.
 	Package json.RawMessage `json:"package,omitempty"`
+	// Adopted is, in the record of the revision that adopted what another
+	// tool installed (spec.adopt), what it took over, with the other
+	// tool's last manifest: the release's storage is deleted afterwards,
+	// and this is what remains of it.
+	Adopted *Adopted `json:"adopted,omitempty"`
+}
+
+// Adopted is a Helm release a revision adopted: its name, namespace,
+// revision, chart, and its last manifest as Helm applied it (hooks
+// excluded).
+type Adopted struct {
+	Kind             string `json:"kind"`
+	Name             string `json:"name"`
+	Namespace        string `json:"namespace"`
+	StorageNamespace string `json:"storageNamespace,omitempty"`
+	Revision         int64  `json:"revision"`
+	Chart            string `json:"chart"`
+	Version          string `json:"version"`
+	Manifest         string `json:"manifest,omitempty"`
 }
 
 // Encoded is a record ready to be stored. Index is stored under the

@@ -59,10 +59,11 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if inst.Status.InstalledVersion != "" {
 		op = metrics.OpUpgrade
 	}
-	applied, st, err := r.applyOnePass(ctx, s, s.artifact.release.OnePass(set.CRDs, set.Objects), ApplyOptions{
+	objects, opts := s.artifact.adoption.applying(set.Objects, ApplyOptions{
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 	})
+	applied, st, err := r.applyOnePass(ctx, s, s.artifact.release.OnePass(set.CRDs, objects), opts)
 	metrics.ObserveApply(op, time.Since(start))
 	recordChartPlan(inst, st, rev)
 	if b := r.permissionBlock(inst, err); b != nil {
@@ -71,7 +72,9 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	if err != nil {
 		b := applyBlock(err)
-		if b.kind == blockRetry && countsAsFailedAttempt(err) {
+		// An adoption that fails is retried, never remediated: the
+		// objects are the release's, not Annex's to uninstall.
+		if b.kind == blockRetry && countsAsFailedAttempt(err) && s.artifact.adoption == nil {
 			return r.attemptFailed(ctx, s, b.reason, b.message)
 		}
 		s.block = b
@@ -91,6 +94,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	s.showPermissions(set)
 	r.record(s, applied.Inventory, rev, "")
+	r.adopted(s)
 	failpoint.Hit(failpoint.AfterEvent, s.owner().String())
 	s.observe(applied.Health)
 	return ctrl.Result{}, nil

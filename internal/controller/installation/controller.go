@@ -6,7 +6,8 @@
 // resolve.go, steps.go (connect, checkDependencies), verify.go, fetch.go, render.go
 // (values, and the chosen version's Engine making its release), choose.go
 // (which plans of a release a change runs), gate.go with
-// gate_approval.go and gate_hooks.go, apply.go, drift.go, health.go,
+// gate_approval.go and gate_hooks.go, adopt.go (spec.adopt: a first install
+// that takes a Helm release over in place), apply.go, drift.go, health.go,
 // plans.go (the resumable driver of plans) with plan_state.go (what plans
 // leave, from the plans and their status alone), records.go (revision
 // records: what to write, keep and delete), uninstall.go. Their state is
@@ -135,10 +136,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		r.verify,
 		r.fetch,
 		r.render,
+		r.adoptRelease,
 		r.scopeGrants,
 		r.checkScope,
 		r.gate,
 		r.apply,
+		r.retireAdopted,
 		r.waitHealthy,
 		r.migrateStorage,
 		r.scheduleResync,

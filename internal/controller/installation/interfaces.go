@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/adopt"
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
@@ -325,6 +326,18 @@ type Applier interface {
 	// and deletes it. An error with a Permanent() method returning true
 	// cannot succeed as the pipe is written.
 	RunPipe(ctx context.Context, owner Owner, defaultNamespace string, p plan.Pipe) (PipeResult, error)
+	// Live reads the objects (placed as Apply places them) and returns
+	// those that exist, hooks left out; a kind the cluster does not serve
+	// has none.
+	Live(ctx context.Context, defaultNamespace string, objects []*unstructured.Unstructured) ([]*unstructured.Unstructured, error)
+	// HelmRelease reads every revision of a Helm release from its
+	// storage in namespace (Secrets, else ConfigMaps: driver "secret" or
+	// "configmap"); none when it has none. Undecodable storage is an
+	// error naming it.
+	HelmRelease(ctx context.Context, namespace, name string) (revisions []*adopt.Release, driver string, err error)
+	// RetireHelmRelease deletes the storage of every revision of a Helm
+	// release and returns how many objects it deleted.
+	RetireHelmRelease(ctx context.Context, namespace, name string) (int, error)
 }
 
 // StepRunner runs the steps of one release's one-pass plan (Applier.Start).
@@ -366,6 +379,10 @@ type ApplyOptions struct {
 	HookTimeout time.Duration
 	// TakeOwnership adopts existing objects and fields of other managers.
 	TakeOwnership bool
+	// HandOver names the field managers (another tool's) whose objects an
+	// adoption takes over in place: each is written only as taking it
+	// over needs, and their managedFields entries are removed.
+	HandOver []string
 }
 
 // Drift is one object that differs from the installed revision.

@@ -85,14 +85,14 @@ func (r *Reconciler) writeIntent(ctx context.Context, s *scope, rev *v1alpha1.Re
 func (r *Reconciler) writeIntentWith(ctx context.Context, s *scope, rev *v1alpha1.Revision, set Set, everything []*unstructured.Unstructured) error {
 	store := r.recordStore(s.inst)
 	planned := s.target.Applier().Refs(everything, s.targetNamespace())
-	enc, err := record.Encode(newRecord(*rev, planned, set))
+	enc, err := record.Encode(newRecord(*rev, planned, set, s.artifact.adoption.recordOf()))
 	if err == nil {
 		err = store.Create(ctx, rev.Number, enc.Index)
 	}
 	if apierrors.IsAlreadyExists(err) {
 		var reused bool
 		if reused, err = r.takeOverLeftovers(ctx, s, store, rev, planned); err == nil && !reused {
-			if enc, err = record.Encode(newRecord(*rev, planned, set)); err == nil {
+			if enc, err = record.Encode(newRecord(*rev, planned, set, s.artifact.adoption.recordOf())); err == nil {
 				err = store.Create(ctx, rev.Number, enc.Index)
 			}
 		}
@@ -114,13 +114,13 @@ func (r *Reconciler) writeIntentWith(ctx context.Context, s *scope, rev *v1alpha
 }
 
 // newRecord is the record of rev: planned is the inventory it is about to
-// apply, set its rendered set.
-func newRecord(rev v1alpha1.Revision, planned []v1alpha1.ObjectReference, set Set) record.Record {
+// apply, set its rendered set, adopted what it adopts (nil for none).
+func newRecord(rev v1alpha1.Revision, planned []v1alpha1.ObjectReference, set Set, adopted *record.Adopted) record.Record {
 	return record.Record{
 		Revision: rev.Number, Version: rev.Version,
 		ValuesDigest: rev.ValuesDigest, ManifestDigest: rev.ManifestDigest,
 		Inventory: planned, CRDs: set.CRDs, Objects: set.Objects,
-		Package: set.Package,
+		Package: set.Package, Adopted: adopted,
 	}
 }
 

@@ -27,13 +27,15 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 	inst := s.inst
 	facts := &engineFacts{ctx: ctx, r: r, s: s}
 	rel, err := r.engine(s.choice.Version.Engine).Render(ctx, EngineInput{
-		Artifact:        s.artifact.data,
-		ArtifactDigest:  s.artifact.digest,
-		Ref:             inst.Spec.Extension + " " + s.choice.Version.Version,
-		Name:            inst.Name,
-		Namespace:       s.targetNamespace(),
-		KubeVersion:     inst.Status.ClusterVersion,
-		IsUpgrade:       inst.Status.InstalledVersion != "",
+		Artifact:       s.artifact.data,
+		ArtifactDigest: s.artifact.digest,
+		Ref:            inst.Spec.Extension + " " + s.choice.Version.Version,
+		Name:           inst.Name,
+		Namespace:      s.targetNamespace(),
+		KubeVersion:    inst.Status.ClusterVersion,
+		// An adoption renders the chart as the release's next helm
+		// upgrade would.
+		IsUpgrade:       inst.Status.InstalledVersion != "" || adopting(inst),
 		WatchNamespaces: inst.Spec.WatchNamespaces,
 		Resources:       inst.Spec.Resources,
 		Facts:           facts,
@@ -57,6 +59,10 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		switch {
 		case errors.As(err, &refused) && refused.Retry:
 			return r.stop(s, retry(refused.Reason, refused.Message), ctrl.Result{})
+		case errors.As(err, &refused) && adopting(inst):
+			return r.stop(s, terminal(refused.Reason, fmt.Sprintf(
+				"%s; the chart does not render with the values of Helm release %s (spec.values, copied from it) that spec.adopt names: change spec.values, or fix the release with helm upgrade and adopt it again",
+				refused.Message, inst.Spec.Adopt.Helm.Release)), ctrl.Result{})
 		case errors.As(err, &refused):
 			return r.stop(s, terminal(refused.Reason, refused.Message), ctrl.Result{})
 		case errors.As(err, &b):

@@ -46,6 +46,9 @@ type artifact struct {
 	// nil for a release applied in one pass (see Release.Resumable).
 	run       *planRun
 	resources []v1alpha1.ObjectReference // spec.resources as the engine places them
+	// adoption is what this reconcile's first install takes over
+	// (spec.adopt), once adoptRelease checked it; nil otherwise.
+	adoption *adoption
 }
 
 // appliedState is what the apply step, or the drift check, left and saw.

@@ -1,0 +1,482 @@
+package installation_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
+	"helm.sh/helm/v4/pkg/release/common"
+	rspb "helm.sh/helm/v4/pkg/release/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/record"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
+)
+
+// adoptChart has a Deployment (scaled to 0: healthy without
+// controllers), a Service, a ConfigMap, a CRD in crds/ and a
+// post-install hook. 1.1.0 writes its version into the ConfigMap.
+func adoptChart(name, version string) helmrepo.Chart {
+	return helmrepo.Chart{Name: name, Version: version, AppVersion: version, Files: map[string]string{
+		"values.yaml": "replicas: 0\nmessage: hello\n",
+		"crds/gadget.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.` + name + `.annex.dev
+spec:
+  group: ` + name + `.annex.dev
+  names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+`,
+		"templates/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  labels: {app: {{ .Release.Name }}}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      containers: [{name: web, image: "ghcr.io/stefanprodan/podinfo:6.5.0", ports: [{name: http, containerPort: 9898}]}]
+`,
+		"templates/svc.yaml": `apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  selector: {app: {{ .Release.Name }}}
+  ports: [{name: http, port: 80, targetPort: http}]
+`,
+		"templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+data:
+  message: {{ .Values.message | quote }}
+  version: {{ .Chart.Version | quote }}
+`,
+		"templates/hook.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-installed
+  annotations: {helm.sh/hook: post-install, helm.sh/hook-delete-policy: before-hook-creation}
+data: {at: install}
+`,
+	}}
+}
+
+var helmManager sync.Once
+
+// helmInstall installs chart c as release name in ns with the Helm v4
+// SDK's install action, as `helm install` does (server-side apply, field
+// manager "helm", Secret storage), and returns its configuration.
+func helmInstall(t *testing.T, ns, name string, c helmrepo.Chart, values map[string]any) *action.Configuration {
+	t.Helper()
+	// The helm CLI's field manager; the SDK would name it after the test
+	// binary.
+	helmManager.Do(func() { kube.ManagedFieldsManager = "helm" })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	data, err := helmrepo.Archive(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
+	cfg := action.NewConfiguration()
+	if err := cfg.Init(flags, ns, "secret"); err != nil {
+		t.Fatal(err)
+	}
+	in := action.NewInstall(cfg)
+	in.ReleaseName, in.Namespace = name, ns
+	in.WaitStrategy, in.Timeout = kube.HookOnlyStrategy, time.Minute
+	if _, err := in.RunWithContext(context.Background(), ch, values); err != nil {
+		t.Fatalf("helm install %s -n %s: %v", name, ns, err)
+	}
+	return cfg
+}
+
+// releaseObjects are the objects of release web of adoptChart chart in
+// ns.
+func releaseObjects(ns, chart string) map[string]client.ObjectKey {
+	return map[string]client.ObjectKey{
+		"Deployment":               {Namespace: ns, Name: "web"},
+		"Service":                  {Namespace: ns, Name: "web"},
+		"ConfigMap":                {Namespace: ns, Name: "web-config"},
+		"CustomResourceDefinition": {Name: "gadgets." + chart + ".annex.dev"},
+	}
+}
+
+var releaseGVKs = map[string]schema.GroupVersionKind{
+	"Deployment":               deploymentGVK,
+	"Service":                  serviceGVK,
+	"ConfigMap":                configMapGVK,
+	"CustomResourceDefinition": {Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},
+}
+
+// liveObjects reads the release's objects.
+func liveObjects(t *testing.T, ns, chart string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out := map[string]*unstructured.Unstructured{}
+	for kind, key := range releaseObjects(ns, chart) {
+		u, err := get(t, releaseGVKs[kind], key.Namespace, key.Name)
+		if err != nil {
+			t.Fatalf("%s %s: %v", kind, key, err)
+		}
+		out[kind] = u
+	}
+	return out
+}
+
+// countWrites watches the release's objects and counts, per kind, the
+// writes the API server reports (MODIFIED events) until stop is called.
+func countWrites(t *testing.T, ns, chart string) (stop func() map[string]int) {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var wg sync.WaitGroup
+	for kind, key := range releaseObjects(ns, chart) {
+		list := &unstructured.UnstructuredList{}
+		gvk := releaseGVKs[kind]
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		opts := []client.ListOption{client.MatchingFields{"metadata.name": key.Name}}
+		if key.Namespace != "" {
+			opts = append(opts, client.InNamespace(key.Namespace))
+		}
+		w, err := wc.Watch(ctx, list, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					if ev.Type == watch.Modified {
+						mu.Lock()
+						counts[kind]++
+						mu.Unlock()
+					}
+				}
+			}
+		})
+	}
+	return func() map[string]int {
+		time.Sleep(time.Second) // let the last events arrive
+		cancel()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return counts
+	}
+}
+
+func adoptInstallation(values string) func(*v1alpha1.ExtensionInstallation) {
+	return func(i *v1alpha1.ExtensionInstallation) {
+		i.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(values)}
+		i.Spec.Adopt = &v1alpha1.Adoption{Helm: &v1alpha1.HelmReleaseAdoption{Release: i.Name}}
+	}
+}
+
+// waitAdopted waits until the installation is Ready and the release's
+// storage is deleted.
+func waitAdopted(t *testing.T, inst *v1alpha1.ExtensionInstallation) *v1alpha1.ExtensionInstallation {
+	t.Helper()
+	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded)
+	eventually(t, 30*time.Second, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(inst), got); err != nil {
+			return err
+		}
+		if got.Status.AdoptedFrom == nil || !got.Status.AdoptedFrom.StorageRemoved {
+			return fmt.Errorf("status.adoptedFrom: %+v", got.Status.AdoptedFrom)
+		}
+		return nil
+	})
+	return got
+}
+
+// helmManaged lists the field managers of obj named helm.
+func helmManaged(obj *unstructured.Unstructured) bool {
+	return slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return e.Manager == "helm" })
+}
+
+// A Helm release adopted in place: every object keeps its UID, the
+// unchanged ones are written once (Annex's labels and Helm's fields
+// handed to Annex), the Deployment keeps its generation, the hook does
+// not run again, Helm's storage is gone and its manifest is in revision
+// 1's record; then Annex upgrades it and uninstalls it.
+func TestAdoptHelmReleaseInPlace(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, adoptChart("adoptee", "1.0.0"), adoptChart("adoptee", "1.1.0"))
+	cfg := helmInstall(t, ns, "web", adoptChart("adoptee", "1.0.0"), map[string]any{"message": "hi"})
+	// The hook ran at helm install; were it run again, it would be back.
+	if err := env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-installed"}}); err != nil {
+		t.Fatal(err)
+	}
+	before := liveObjects(t, ns, "adoptee")
+	for kind, o := range before {
+		if !helmManaged(o) {
+			t.Fatalf("%s: not managed by helm: %v", kind, o.GetManagedFields())
+		}
+	}
+
+	writes := countWrites(t, ns, "adoptee")
+	inst := install(t, ns, "web", "adoptee", "1.0.0", adoptInstallation(`{"message":"hi"}`))
+	got := waitAdopted(t, inst)
+	counted := writes()
+
+	after := liveObjects(t, ns, "adoptee")
+	for kind, o := range after {
+		b := before[kind]
+		if o.GetUID() != b.GetUID() {
+			t.Errorf("%s: UID %s, was %s: it was recreated", kind, o.GetUID(), b.GetUID())
+		}
+		if o.GetGeneration() != b.GetGeneration() {
+			t.Errorf("%s: generation %d, was %d", kind, o.GetGeneration(), b.GetGeneration())
+		}
+		if counted[kind] != 1 {
+			t.Errorf("%s: %d writes, want 1 (Annex's labels and managedFields)", kind, counted[kind])
+		}
+		if helmManaged(o) {
+			t.Errorf("%s: helm still manages fields: %+v", kind, o.GetManagedFields())
+		}
+		if o.GetLabels()[v1alpha1.LabelInstallationName] != "web" || o.GetLabels()[v1alpha1.LabelInstallationNamespace] != ns {
+			t.Errorf("%s: labels %v", kind, o.GetLabels())
+		}
+	}
+	if _, err := get(t, configMapGVK, ns, "web-installed"); !apierrors.IsNotFound(err) {
+		t.Errorf("the post-install hook ran again (err=%v)", err)
+	}
+	want := v1alpha1.AdoptedFrom{Kind: "HelmRelease", Name: "web", Namespace: ns, Revision: 1, Chart: "adoptee", Version: "1.0.0", StorageRemoved: true}
+	if a := got.Status.AdoptedFrom; a == nil || a.At.IsZero() {
+		t.Fatalf("status.adoptedFrom: %+v", a)
+	} else if a.At = (metav1.Time{}); *a != want {
+		t.Errorf("status.adoptedFrom: %+v, want %+v", *a, want)
+	}
+	if len(got.Status.History) != 1 || got.Status.InstalledVersion != "1.0.0" || got.Status.InventoryCount != 4 {
+		t.Errorf("history %+v, installed %q, inventory %+v", got.Status.History, got.Status.InstalledVersion, got.Status.Inventory)
+	}
+	var storage corev1.SecretList
+	if err := env.Client.List(ctx, &storage, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": "web"}); err != nil || len(storage.Items) != 0 {
+		t.Errorf("Helm's storage is still there: %d Secrets (err=%v)", len(storage.Items), err)
+	}
+	list := action.NewList(cfg)
+	list.All = true
+	if rels, err := list.Run(); err != nil || len(rels) != 0 {
+		t.Errorf("helm list shows %d releases (err=%v)", len(rels), err)
+	}
+	rec, found, err := record.NewStore(env.Client, env.Client, got).Read(ctx, 1)
+	if err != nil || !found || rec.Adopted == nil || rec.Adopted.Name != "web" || !strings.Contains(rec.Adopted.Manifest, "name: web-config") {
+		t.Errorf("revision 1's record: found %v, adopted %+v (err=%v)", found, rec.Adopted, err)
+	}
+
+	// Upgrade through Annex: a new version and new values, applied in
+	// place (Annex alone owns the fields now: no conflict with helm).
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Version = "1.1.0"
+	got.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"message":"bye"}`)}
+	if err := env.Client.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	got = waitCondition(t, got, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded)
+	if got.Status.InstalledVersion != "1.1.0" || len(got.Status.History) != 2 {
+		t.Fatalf("after upgrade: version %q history %+v", got.Status.InstalledVersion, got.Status.History)
+	}
+	upgraded := liveObjects(t, ns, "adoptee")
+	if d := upgraded["ConfigMap"].Object["data"]; fmt.Sprint(d) != "map[message:bye version:1.1.0]" {
+		t.Errorf("ConfigMap after upgrade: %v", d)
+	}
+	for kind, o := range upgraded {
+		if o.GetUID() != before[kind].GetUID() {
+			t.Errorf("%s recreated by the upgrade", kind)
+		}
+	}
+
+	// Uninstall: the release's objects go (the CRD stays, as always).
+	if err := env.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, "web")
+	for kind, key := range releaseObjects(ns, "adoptee") {
+		_, err := get(t, releaseGVKs[kind], key.Namespace, key.Name)
+		if kind == "CustomResourceDefinition" {
+			if err != nil {
+				t.Errorf("the CRD was deleted: %v", err)
+			}
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%s %s still exists after uninstall (err=%v)", kind, key, err)
+		}
+	}
+}
+
+// A release whose objects were edited by hand: adoption writes Annex's
+// values back, and only where they differ.
+func TestAdoptHelmReleaseEditedByHand(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, adoptChart("edited", "1.0.0"))
+	helmInstall(t, ns, "web", adoptChart("edited", "1.0.0"), nil)
+	cm := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["message"] = "edited"
+	if err := env.Client.Update(ctx, cm, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	before := liveObjects(t, ns, "edited")
+
+	writes := countWrites(t, ns, "edited")
+	inst := install(t, ns, "web", "edited", "1.0.0", adoptInstallation(`{}`))
+	waitAdopted(t, inst)
+	counted := writes()
+
+	after := liveObjects(t, ns, "edited")
+	if msg, _, _ := unstructured.NestedString(after["ConfigMap"].Object, "data", "message"); msg != "hello" {
+		t.Errorf("ConfigMap message %q, want the chart's hello", msg)
+	}
+	for kind, o := range after {
+		if o.GetUID() != before[kind].GetUID() {
+			t.Errorf("%s recreated", kind)
+		}
+		if helmManaged(o) {
+			t.Errorf("%s: helm still manages fields", kind)
+		}
+	}
+	// The edited ConfigMap: applied, then Helm's entry removed; the
+	// others: one write each.
+	if want := map[string]int{"ConfigMap": 2, "Deployment": 1, "Service": 1, "CustomResourceDefinition": 1}; fmt.Sprint(counted) != fmt.Sprint(want) {
+		t.Errorf("writes %v, want %v", counted, want)
+	}
+	if after["Deployment"].GetGeneration() != before["Deployment"].GetGeneration() {
+		t.Errorf("Deployment generation %d, was %d", after["Deployment"].GetGeneration(), before["Deployment"].GetGeneration())
+	}
+}
+
+// Refusals: a pending-upgrade release (with its fix, which works once the
+// installation is asked again), and a release with an object of another
+// installation. Neither writes anything to the release's objects.
+func TestAdoptHelmReleaseRefused(t *testing.T) {
+	ctx := context.Background()
+	ns, _ := setup(t, adoptChart("refused", "1.0.0"))
+	cfg := helmInstall(t, ns, "web", adoptChart("refused", "1.0.0"), nil)
+	last, err := cfg.Releases.Last("web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := *last.(*rspb.Release)
+	info := *pending.Info
+	info.Status = common.StatusPendingUpgrade
+	pending.Info, pending.Version = &info, 2
+	if err := cfg.Releases.Create(&pending); err != nil {
+		t.Fatal(err)
+	}
+	before := liveObjects(t, ns, "refused")
+	// The API server refuses an installation not named after its release
+	// (the chart is rendered with the installation's name).
+	misnamed := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"},
+		Spec: v1alpha1.ExtensionInstallationSpec{Extension: "refused", Adopt: &v1alpha1.Adoption{Helm: &v1alpha1.HelmReleaseAdoption{Release: "web"}}}}
+	if err := env.Client.Create(ctx, misnamed); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.adopt.helm.release must be the installation's metadata.name") {
+		t.Errorf("an installation not named after its release: %v", err)
+	}
+	inst := install(t, ns, "web", "refused", "1.0.0", adoptInstallation(`{}`))
+	got := waitCondition(t, inst, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAdoptionRefused)
+	c := findCond(got, v1alpha1.ConditionReady)
+	if !strings.Contains(c.Message, "its latest revision 2 is pending-upgrade") ||
+		!strings.Contains(c.Message, fmt.Sprintf("kubectl delete secret sh.helm.release.v1.web.v2 -n %s", ns)) {
+		t.Errorf("message: %s", c.Message)
+	}
+	if findCond(got, v1alpha1.ConditionStalled) == nil {
+		t.Errorf("a refusal is terminal (Stalled): %s", describeConditions(got))
+	}
+	for kind, o := range liveObjects(t, ns, "refused") {
+		if o.GetResourceVersion() != before[kind].GetResourceVersion() {
+			t.Errorf("%s was written although the adoption was refused", kind)
+		}
+	}
+	// The fix, then the installation is asked again.
+	if err := env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sh.helm.release.v1.web.v2"}}); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(got.DeepCopy())
+	got.SetAnnotations(map[string]string{"example.com/retry": "1"})
+	if err := env.Client.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitAdopted(t, inst)
+
+	// Another release whose ConfigMap belongs to installation web.
+	helmInstall(t, ns, "site", adoptChart("refused", "1.0.0"), nil)
+	other := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-config"}, other); err != nil {
+		t.Fatal(err)
+	}
+	other.Labels = map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelInstallationName: "web", v1alpha1.LabelInstallationNamespace: ns}
+	if err := env.Client.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	site := install(t, ns, "site", "refused", "1.0.0", adoptInstallation(`{}`))
+	got = waitCondition(t, site, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAdoptionRefused)
+	if c := findCond(got, v1alpha1.ConditionReady); !strings.Contains(c.Message, fmt.Sprintf("ConfigMap %s/site-config (installation %s/web)", ns, ns)) {
+		t.Errorf("message: %s", c.Message)
+	}
+	dep, err := get(t, deploymentGVK, ns, "site")
+	if err != nil || dep.GetLabels()[v1alpha1.LabelInstallationName] != "" {
+		t.Errorf("the Deployment of release site was taken although the adoption was refused: %v (err=%v)", dep.GetLabels(), err)
+	}
+}
+
+func findCond(inst *v1alpha1.ExtensionInstallation, t string) *metav1.Condition {
+	for i := range inst.Status.Conditions {
+		if inst.Status.Conditions[i].Type == t {
+			return &inst.Status.Conditions[i]
+		}
+	}
+	return &metav1.Condition{}
+}
