@@ -18,7 +18,7 @@ func newAdoptCommand(kubeconfig *string) *cobra.Command {
 		Use:   "adopt",
 		Short: "Take over in place what another tool installed (a Helm release)",
 	}
-	cmd.AddCommand(newAdoptHelmCommand(kubeconfig))
+	cmd.AddCommand(newAdoptHelmCommand(kubeconfig), newAdoptHelmReleaseCommand(kubeconfig))
 	return cmd
 }
 
@@ -71,37 +71,7 @@ does not render with the release's values.`,
 			}
 			o.Release, o.Namespace = a[0], namespaceOr(o.Namespace, *kubeconfig)
 			o.Out = cmd.OutOrStdout()
-			c, clusters, err := hubClients(*kubeconfig)
-			if err != nil {
-				return err
-			}
-			fetch := sources.Artifacts{Fetcher: &catalog.Fetcher{Lookup: catalog.KubeLookup{Reader: c}, Builtin: builtin.Archive}}
-			if o.DryRun {
-				return cli.AdoptHelm(cmd.Context(), c, clusters, fetch, o)
-			}
-			inst, view, err := cli.AdoptHelmInPlace(cmd.Context(), c, clusters, fetch, o)
-			if err != nil {
-				return err
-			}
-			if o.Output != cli.OutputTable {
-				// Only the outcome: the installation, once Ready.
-				if _, err := cli.Wait(cmd.Context(), c, cli.WaitOptions{Namespace: inst.Namespace, Name: inst.Name, Timeout: w.timeout}); err != nil {
-					return err
-				}
-			} else if err := w.follow(cmd, c, inst.Namespace, inst.Name, false); err != nil {
-				return err
-			}
-			if err := c.Get(cmd.Context(), client.ObjectKeyFromObject(inst), inst); err != nil {
-				return err
-			}
-			if o.Output != cli.OutputTable {
-				return cli.WriteObject(o.Out, o.Output, inst, "")
-			}
-			kept, err := cli.KeptObjects(cmd.Context(), clusters, o.Cluster, view)
-			if err != nil {
-				return err
-			}
-			return cli.WriteAdopted(o.Out, inst, kept)
+			return adoptHelm(cmd, *kubeconfig, o, w)
 		},
 	}
 	outputFlag(cmd, &output)
@@ -112,6 +82,43 @@ does not render with the release's values.`,
 	f.StringVar(&o.InstallationNamespace, "installation-namespace", "", "hub namespace of the ExtensionInstallation (default: the release's namespace)")
 	f.DurationVar(&w.timeout, "timeout", 5*time.Minute, "how long to wait for the adopting installation to be Ready")
 	return cmd
+}
+
+// adoptHelm runs an adoption of o.Release as adopt helm does: the
+// comparison only with --dry-run, otherwise the adopting installation,
+// followed until Ready, and what was kept.
+func adoptHelm(cmd *cobra.Command, kubeconfig string, o cli.AdoptOptions, w waitFlags) error {
+	c, clusters, err := hubClients(kubeconfig)
+	if err != nil {
+		return err
+	}
+	fetch := sources.Artifacts{Fetcher: &catalog.Fetcher{Lookup: catalog.KubeLookup{Reader: c}, Builtin: builtin.Archive}}
+	if o.DryRun {
+		return cli.AdoptHelm(cmd.Context(), c, clusters, fetch, o)
+	}
+	inst, view, err := cli.AdoptHelmInPlace(cmd.Context(), c, clusters, fetch, o)
+	if err != nil {
+		return err
+	}
+	if o.Output != cli.OutputTable {
+		// Only the outcome: the installation, once Ready.
+		if _, err := cli.Wait(cmd.Context(), c, cli.WaitOptions{Namespace: inst.Namespace, Name: inst.Name, Timeout: w.timeout}); err != nil {
+			return err
+		}
+	} else if err := w.follow(cmd, c, inst.Namespace, inst.Name, false); err != nil {
+		return err
+	}
+	if err := c.Get(cmd.Context(), client.ObjectKeyFromObject(inst), inst); err != nil {
+		return err
+	}
+	if o.Output != cli.OutputTable {
+		return cli.WriteObject(o.Out, o.Output, inst, "")
+	}
+	kept, err := cli.KeptObjects(cmd.Context(), clusters, o.Cluster, view)
+	if err != nil {
+		return err
+	}
+	return cli.WriteAdopted(o.Out, inst, kept)
 }
 
 // helmReleaseNames lists the Helm releases of the command's --namespace
