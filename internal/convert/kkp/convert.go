@@ -297,12 +297,16 @@ func (c *converter) installation(in *installation) error {
 	if namespace == "" {
 		namespace = in.Metadata.Namespace
 	}
+	// The installation adopts the release KKP made in place, so it is
+	// named after it (spec.adopt.helm.release must be its name).
+	release := ReleaseName(in.Metadata.Namespace, in.Metadata.Name)
 	inst := &v1alpha1.ExtensionInstallation{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ExtensionInstallation"},
-		ObjectMeta: metav1.ObjectMeta{Name: in.Metadata.Name, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: release, Namespace: namespace},
 		Spec: v1alpha1.ExtensionInstallationSpec{
 			Extension: ch.extension, Version: ch.version, Cluster: c.o.Cluster,
 			TargetNamespace: target, Values: values,
+			Adopt: &v1alpha1.Adoption{Helm: &v1alpha1.HelmReleaseAdoption{Release: release}},
 		},
 	}
 	if err := c.deployOptions(where, inst, in, d); err != nil {
@@ -320,7 +324,7 @@ func (c *converter) installation(in *installation) error {
 	}
 	c.res.Installations = append(c.res.Installations, inst)
 	c.res.Adoptions = append(c.res.Adoptions, Adoption{
-		Installation: namespace + "/" + in.Metadata.Name, Release: ReleaseName(in.Metadata.Namespace, in.Metadata.Name), Namespace: target,
+		Installation: namespace + "/" + release, Release: release, Namespace: target,
 	})
 	return nil
 }

@@ -71,10 +71,11 @@ func (r *Result) Report() string {
 		}
 	}
 	if len(r.Adoptions) > 0 {
-		b.WriteString("Helm releases KKP made, to adopt in place once the Catalogs are synced:\n")
+		b.WriteString("each installation adopts the Helm release KKP made, in place (spec.adopt.helm), once the Catalogs are synced:\n")
 		for _, a := range r.Adoptions {
 			fmt.Fprintf(&b, "  - %s: helm release %s in namespace %s\n", a.Installation, a.Release, a.Namespace)
 		}
+		b.WriteString("Annex takes over the fields of the field managers helm and helm-controller; if KKP's controller wrote the objects under another name (kubectl get -o yaml --show-managed-fields shows it), add it to spec.adopt.helm.fieldManagers.\n")
 	}
 	return b.String()
 }
