@@ -86,6 +86,14 @@ type requestMeter interface {
 // proxy (which also reaches the API server's profiles) and the manager.
 func startSystem(b *testing.B) (client.WithWatch, requestMeter, *countingProxy, *manager) {
 	b.Helper()
+	c, meter, proxy, mgr, _ := startSystemAt(b)
+	return c, meter, proxy, mgr
+}
+
+// startSystemAt is startSystem that also returns the path of an admin
+// kubeconfig of the API server, for clients of the benchmark's own.
+func startSystemAt(b *testing.B) (client.WithWatch, requestMeter, *countingProxy, *manager, string) {
+	b.Helper()
 	env := testenv.Start(b)
 	work := b.TempDir()
 	c, err := client.NewWithWatch(unlimited(env.Config), client.Options{Scheme: env.Scheme})
@@ -111,7 +119,11 @@ func startSystem(b *testing.B) (client.WithWatch, requestMeter, *countingProxy, 
 	createNamespace(b, c, benchNamespace)
 	mgr := startManager(b, work, kubeconfig, extra...)
 	createCatalog(b, c, repo.URL())
-	return c, meter, proxy, mgr
+	admin := filepath.Join(work, "admin.kubeconfig")
+	if err := env.WriteKubeconfig(admin); err != nil {
+		b.Fatal(err)
+	}
+	return c, meter, proxy, mgr, admin
 }
 
 // benchAnnex installs n ExtensionInstallations of the benchmark chart
