@@ -120,8 +120,8 @@ func ensureCatalog(ctx context.Context, hub client.Client, c client.Reader, hr *
 		fmt.Fprintln(o.Out, "note:", n)
 	}
 	if o.DryRun {
-		fmt.Fprintf(o.Out, "would create Catalog %s for %s %s/%s (%s) (dry run)\n", cat.Name, ref.Kind, ref.Namespace, ref.Name, src.Spec.URL)
-		return nil
+		return fmt.Errorf("no Catalog serves %s %s/%s (%s): without --dry-run, adopt helmrelease creates Catalog %s; the comparison needs the chart from a catalog, so create that Catalog first (or run without --dry-run) to see it",
+			ref.Kind, ref.Namespace, ref.Name, src.Spec.URL, cat.Name)
 	}
 	if err := hub.Create(ctx, cat); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Catalog %s for %s %s/%s: %w", cat.Name, ref.Kind, ref.Namespace, ref.Name, err)

@@ -131,7 +131,19 @@ func TestAdoptFluxHelmRelease(t *testing.T) {
 	generation := before["Deployment"].obj.GetGeneration()
 
 	annexctl := buildAnnexctl(t)
-	out, err := exec.Command(annexctl, "--kubeconfig", kubeconfig, "adopt", "helmrelease", "web", "-n", "flux-system", "--timeout", "3m").CombinedOutput()
+	// A dry run changes nothing; without a Catalog of the source it says
+	// which one the real run creates.
+	out, err := exec.Command(annexctl, "--kubeconfig", kubeconfig, "adopt", "helmrelease", "web", "-n", "flux-system", "--dry-run").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no Catalog serves HelmRepository flux-system/charts") || !strings.Contains(string(out), "creates Catalog flux-flux-system-charts") {
+		t.Errorf("adopt helmrelease --dry-run without a Catalog: %v\n%s", err, out)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(hr), hr); err != nil {
+		t.Fatal(err)
+	}
+	if suspended, _, _ := unstructured.NestedBool(hr.Object, "spec", "suspend"); suspended {
+		t.Errorf("the dry run suspended HelmRelease flux-system/web")
+	}
+	out, err = exec.Command(annexctl, "--kubeconfig", kubeconfig, "adopt", "helmrelease", "web", "-n", "flux-system", "--timeout", "3m").CombinedOutput()
 	t.Logf("annexctl adopt helmrelease web -n flux-system:\n%s", out)
 	if err != nil {
 		t.Fatalf("adopt helmrelease: %v", err)
