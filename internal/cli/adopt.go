@@ -20,6 +20,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/adopt"
+	"github.com/annex-platform/annex/internal/apply"
 	"github.com/annex-platform/annex/internal/cluster"
 	helmengine "github.com/annex-platform/annex/internal/engine/helm"
 )
@@ -110,7 +111,7 @@ func AdoptHelmData(ctx context.Context, hub client.Reader, clusters *cluster.Reg
 		return nil, fmt.Errorf("reaching %s: %w; check --cluster (annexctl status lists the clusters and whether they are reachable)", where, err)
 	}
 	c := target.Applier().Client
-	rel, err := readRelease(ctx, c, o.Release, o.Namespace, where)
+	rel, err := readRelease(ctx, target.Applier(), o.Release, o.Namespace, where)
 	if err != nil {
 		return nil, err
 	}
@@ -180,45 +181,13 @@ var helmStorageLabels = client.MatchingLabels{adopt.LabelOwner: adopt.Owner}
 
 // readRelease reads every revision of the release (Secret driver first,
 // as Helm's default, then ConfigMap) and picks the deployed one.
-func readRelease(ctx context.Context, c client.Reader, name, namespace, where string) (*adopt.Release, error) {
-	selector := client.MatchingLabels{adopt.LabelOwner: adopt.Owner, adopt.LabelName: name}
-	var secrets corev1.SecretList
-	if err := c.List(ctx, &secrets, client.InNamespace(namespace), selector); err != nil {
-		return nil, fmt.Errorf("listing the Helm release Secrets of namespace %s in %s: %w", namespace, where, err)
-	}
-	var revisions []*adopt.Release
-	driver := "secret"
-	for i := range secrets.Items {
-		s := &secrets.Items[i]
-		if s.Type != adopt.SecretType || !adopt.IsStorage(s.Name, s.Labels) {
-			continue
-		}
-		r, err := adopt.DecodeSecret(s)
-		if err != nil {
-			return nil, fmt.Errorf("Helm release %s/%s: %w; Helm cannot read it either (helm history %s -n %s)", namespace, name, err, name, namespace)
-		}
-		revisions = append(revisions, r)
+func readRelease(ctx context.Context, a *apply.Applier, name, namespace, where string) (*adopt.Release, error) {
+	revisions, driver, err := a.HelmRelease(ctx, namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading Helm release %s/%s in %s: %w (helm history %s -n %s shows what Helm reads)", namespace, name, where, err, name, namespace)
 	}
 	if len(revisions) == 0 {
-		driver = "configmap"
-		var cms corev1.ConfigMapList
-		if err := c.List(ctx, &cms, client.InNamespace(namespace), selector); err != nil {
-			return nil, fmt.Errorf("listing the Helm release ConfigMaps of namespace %s in %s: %w", namespace, where, err)
-		}
-		for i := range cms.Items {
-			cm := &cms.Items[i]
-			if !adopt.IsStorage(cm.Name, cm.Labels) {
-				continue
-			}
-			r, err := adopt.DecodeConfigMap(cm)
-			if err != nil {
-				return nil, fmt.Errorf("Helm release %s/%s: %w; Helm cannot read it either (HELM_DRIVER=configmap helm history %s -n %s)", namespace, name, err, name, namespace)
-			}
-			revisions = append(revisions, r)
-		}
-	}
-	if len(revisions) == 0 {
-		names, err := HelmReleaseNames(ctx, c, namespace)
+		names, err := HelmReleaseNames(ctx, a.Client, namespace)
 		if err != nil {
 			return nil, err
 		}
