@@ -1,23 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/release/common"
 	rspb "helm.sh/helm/v4/pkg/release/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -85,25 +81,9 @@ func helmInstall(t *testing.T, kubeconfig, driver, ns, name string, c helmrepo.C
 // storage, as Flux's helm-controller does with spec.storageNamespace.
 func helmInstallStored(t *testing.T, kubeconfig, driver, storage, ns, name string, c helmrepo.Chart, values map[string]any) *action.Configuration {
 	t.Helper()
-	data, err := helmrepo.Archive(c)
+	cfg, err := helmrepo.Install(context.Background(), kubeconfig, driver, storage, ns, name, kube.ManagedFieldsManager, c, values)
 	if err != nil {
 		t.Fatal(err)
-	}
-	ch, err := loader.LoadArchive(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
-	cfg := action.NewConfiguration()
-	if err := cfg.Init(flags, storage, driver); err != nil {
-		t.Fatal(err)
-	}
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace = name, ns
-	install.WaitStrategy, install.Timeout = kube.HookOnlyStrategy, time.Minute
-	if _, err := install.RunWithContext(context.Background(), ch, values); err != nil {
-		t.Fatalf("helm install %s -n %s: %v", name, ns, err)
 	}
 	return cfg
 }

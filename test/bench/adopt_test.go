@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/kube"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -137,29 +132,9 @@ func adopting(i int) *v1alpha1.ExtensionInstallation {
 // `helm install` does.
 func helmInstallAll(b *testing.B, kubeconfig string, n int) {
 	b.Helper()
-	// The field manager the helm CLI writes under (the SDK's default is
-	// the process's name).
-	kube.ManagedFieldsManager = "helm"
-	data, err := helmrepo.Archive(benchChart())
-	if err != nil {
-		b.Fatal(err)
-	}
 	if err := parallelOn(10, n, func(i int) error {
-		ch, err := loader.LoadArchive(bytes.NewReader(data))
-		if err != nil {
-			return err
-		}
-		ns := benchNamespace
-		flags := genericclioptions.NewConfigFlags(false)
-		flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
-		cfg := action.NewConfiguration()
-		if err := cfg.Init(flags, ns, "secret"); err != nil {
-			return err
-		}
-		install := action.NewInstall(cfg)
-		install.ReleaseName, install.Namespace = fmt.Sprintf("app-%d", i), ns
-		install.WaitStrategy, install.Timeout = kube.HookOnlyStrategy, time.Minute
-		_, err = install.RunWithContext(context.Background(), ch, nil)
+		// The field manager the helm CLI writes under.
+		_, err := helmrepo.Install(context.Background(), kubeconfig, "secret", benchNamespace, benchNamespace, fmt.Sprintf("app-%d", i), "helm", benchChart(), nil)
 		return err
 	}); err != nil {
 		b.Fatal(err)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -91,7 +88,10 @@ func TestAdoptFluxHelmRelease(t *testing.T) {
 		}
 	}
 	repo := helmrepo.NewServer(t, fluxWeb)
-	helmCfg := helmInstallStored(t, kubeconfig, "flux-system", "apps", "apps-web", fluxWeb, map[string]any{"message": "from flux"})
+	helmCfg, err := helmrepo.Install(ctx, kubeconfig, "secret", "flux-system", "apps", "apps-web", "helm-controller", fluxWeb, map[string]any{"message": "from flux"})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	hr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
@@ -249,34 +249,6 @@ func minimalCRD(group, version, kind, plural string) *apiextensionsv1.CustomReso
 			}},
 		},
 	}
-}
-
-// helmInstallStored installs chart ch as release name in namespace ns,
-// its storage (Secrets) in namespace storage, with the Helm v4 SDK, as
-// helm-controller does, and returns the configuration for later actions.
-func helmInstallStored(t *testing.T, kubeconfig, storage, ns, name string, ch helmrepo.Chart, values map[string]any) *action.Configuration {
-	t.Helper()
-	data, err := helmrepo.Archive(ch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := loader.LoadArchive(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
-	cfg := action.NewConfiguration()
-	if err := cfg.Init(flags, storage, "secret"); err != nil {
-		t.Fatal(err)
-	}
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace = name, ns
-	install.WaitStrategy, install.Timeout = kube.HookOnlyStrategy, time.Minute
-	if _, err := install.RunWithContext(context.Background(), loaded, values); err != nil {
-		t.Fatalf("helm install %s -n %s: %v", name, ns, err)
-	}
-	return cfg
 }
 
 // buildAnnexctl builds bin/annexctl's source into a temporary folder.
