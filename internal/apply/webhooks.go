@@ -1,0 +1,139 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// webhookKinds are the admission webhook configurations: applied after
+// everything else, deleted before anything else, so that a webhook never
+// admits requests while its server is absent.
+var webhookKinds = map[schema.GroupKind]bool{
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true,
+}
+
+// checkWebhooks marks as pending, in h, each webhook configuration among
+// objs (live objects of the inventory, nil for absent ones) that calls a
+// Service without a ready endpoint: its server is not serving, and every
+// request it intercepts fails (or is let through, with failurePolicy
+// Ignore). It reads the Services' EndpointSlices, only when objs hold
+// webhook configurations. Read errors leave h as it is: the health is a
+// report, and the next pass reads again.
+func (a *Applier) checkWebhooks(ctx context.Context, h *Health, objs []*unstructured.Unstructured) {
+	for _, obj := range objs {
+		if obj == nil || !webhookKinds[obj.GroupVersionKind().GroupKind()] || obj.GetDeletionTimestamp() != nil {
+			continue
+		}
+		var problems []string
+		hooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
+		for _, hook := range hooks {
+			m, _ := hook.(map[string]any)
+			ns, _, _ := unstructured.NestedString(m, "clientConfig", "service", "namespace")
+			name, _, _ := unstructured.NestedString(m, "clientConfig", "service", "name")
+			if name == "" {
+				continue // a URL: nothing in the cluster to look at
+			}
+			ready, err := a.serviceReady(ctx, ns, name)
+			if err != nil || ready {
+				continue
+			}
+			hookName, _ := m["name"].(string)
+			problems = append(problems, fmt.Sprintf("webhook %s: Service %s/%s has no ready endpoint, so its server does not answer and the requests it intercepts fail; see why the Service's pods are not ready",
+				hookName, ns, name))
+		}
+		if len(problems) == 0 {
+			continue
+		}
+		ref := refOf(obj)
+		h.Pending = append(h.Pending, ObjectStatus{Ref: ref, Status: string(status.InProgressStatus), Message: strings.Join(problems, "; ")})
+		h.Ready = false
+	}
+}
+
+// serviceReady reports whether an EndpointSlice of Service ns/name has a
+// ready endpoint.
+func (a *Applier) serviceReady(ctx context.Context, ns, name string) (bool, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("discovery.k8s.io/v1")
+	list.SetKind("EndpointSliceList")
+	if err := a.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"kubernetes.io/service-name": name}); err != nil {
+		return false, err
+	}
+	for _, slice := range list.Items {
+		endpoints, _, _ := unstructured.NestedSlice(slice.Object, "endpoints")
+		for _, ep := range endpoints {
+			m, _ := ep.(map[string]any)
+			if ready, found, _ := unstructured.NestedBool(m, "conditions", "ready"); !found || ready {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// isWorkload reports whether ref is a workload whose Pods outlive its
+// deletion for a while: a Deployment, StatefulSet, DaemonSet, ReplicaSet
+// or Job.
+func isWorkload(ref v1alpha1.ObjectReference) bool {
+	switch ref.Group {
+	case "apps":
+		return ref.Kind == "Deployment" || ref.Kind == "StatefulSet" || ref.Kind == "DaemonSet" || ref.Kind == "ReplicaSet"
+	case "batch":
+		return ref.Kind == "Job"
+	}
+	return false
+}
+
+// workloadPods returns how many Pods of the workloads of inventory still
+// exist: Pods whose owner is one of them, or, for a Deployment, one of
+// its ReplicaSets (<deployment>-<hash>). The garbage collector deletes
+// them after their workload is gone, and they keep running until they
+// have stopped; their ServiceAccount's RBAC stays until then, so that an
+// operator shutting down is not refused its own Lease.
+func (a *Applier) workloadPods(ctx context.Context, inventory []v1alpha1.ObjectReference) (int, error) {
+	byNamespace := map[string][]v1alpha1.ObjectReference{}
+	for _, ref := range inventory {
+		if isWorkload(ref) {
+			byNamespace[ref.Namespace] = append(byNamespace[ref.Namespace], ref)
+		}
+	}
+	n := 0
+	for ns, workloads := range byNamespace {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("v1")
+		list.SetKind("PodList")
+		if err := a.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		for _, pod := range list.Items {
+			if ownedByAny(pod.GetOwnerReferences(), workloads) {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// ownedByAny reports whether owners name one of workloads, or a
+// ReplicaSet of one of the Deployments among them.
+func ownedByAny(owners []metav1.OwnerReference, workloads []v1alpha1.ObjectReference) bool {
+	for _, o := range owners {
+		for _, w := range workloads {
+			if o.Kind == w.Kind && o.Name == w.Name ||
+				w.Kind == "Deployment" && o.Kind == "ReplicaSet" && strings.HasPrefix(o.Name, w.Name+"-") {
+				return true
+			}
+		}
+	}
+	return false
+}
