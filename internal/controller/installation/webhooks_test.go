@@ -242,7 +242,8 @@ func gadget(ns, name, version, field string, n int64) *unstructured.Unstructured
 // bundle is injected, a bad Gadget is refused with the webhook's
 // message, a Gadget reads at both versions, the serving certificate is
 // renewed when close to expiry (the manager's certificate clock moved
-// ahead) under the same CA, and the uninstall deletes the webhook
+// ahead) under the same CA, a webhook without a ready endpoint makes the
+// installation not Ready, saying so, and the uninstall deletes the webhook
 // configuration before the operator's Deployment and RBAC.
 func TestBundleWebhooks(t *testing.T) {
 	ns := packageNamespace(t)
@@ -365,6 +366,13 @@ func TestBundleWebhooks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+
+	// A webhook whose server has gone says so in the Ready condition.
+	if err := env.Client.Delete(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	waitConditionMessage(t, ns, "gadgets", v1alpha1.ConditionReady,
+		"webhook vgadget.webhooks.annex.dev: Service "+ns+"/"+gadgetService+" has no ready endpoint")
 
 	// The uninstall deletes the webhook configuration first.
 	order := watchDeletions(t, ns)
