@@ -70,8 +70,8 @@ func gadgetCatalog(t *testing.T, dir string) {
 		"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
 		"metadata": map[string]any{"name": "gadget-operator.v1.0.0"},
 		"spec": map[string]any{
-			"version":      "1.0.0",
-			"installModes": []any{map[string]any{"type": "AllNamespaces", "supported": true}},
+			"version":                   "1.0.0",
+			"installModes":              []any{map[string]any{"type": "AllNamespaces", "supported": true}},
 			"customresourcedefinitions": map[string]any{"owned": []any{map[string]any{"name": gadgetCRD, "version": "v1", "kind": "Gadget"}}},
 			"install": map[string]any{"strategy": "deployment", "spec": map[string]any{
 				"clusterPermissions": []any{map[string]any{"serviceAccountName": gadgetDeploy, "rules": []any{
@@ -418,9 +418,11 @@ func watchDeletions(t *testing.T, ns string) func() []string {
 		"ValidatingWebhookConfiguration": func() (watch.Interface, error) {
 			return cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Watch(ctx, metav1.ListOptions{})
 		},
-		"Deployment":     func() (watch.Interface, error) { return cs.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{}) },
-		"Service":        func() (watch.Interface, error) { return cs.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{}) },
-		"ServiceAccount": func() (watch.Interface, error) { return cs.CoreV1().ServiceAccounts(ns).Watch(ctx, metav1.ListOptions{}) },
+		"Deployment": func() (watch.Interface, error) { return cs.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{}) },
+		"Service":    func() (watch.Interface, error) { return cs.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{}) },
+		"ServiceAccount": func() (watch.Interface, error) {
+			return cs.CoreV1().ServiceAccounts(ns).Watch(ctx, metav1.ListOptions{})
+		},
 	}
 	type deletion struct {
 		what string
