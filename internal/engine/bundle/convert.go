@@ -86,9 +86,18 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 // Convert turns b into the plan "install", one serial phase of serial
 // steps, each one Apply task; empty steps are left out:
 //
-//  1. crds: the bundle's CRDs; those a ConversionWebhook names get
+//  1. webhook-certificates (only with webhooks): the installation's CA
+//     Secret (<Name>-webhook-ca) and, per webhook Deployment, a
+//     kubernetes.io/tls Secret <service>-cert for <service>.<namespace>.svc,
+//     issued by IssueCertificates from what Options.Certificates finds —
+//     the same CA and certificate on every render until renewal is due —
+//     and a Service <deployment>-service selecting its pods. They come
+//     first, applied in the reconcile that rendered them, so that every
+//     later render (and the CA bundle of every later step) reads the same
+//     CA from the cluster.
+//  2. crds: the bundle's CRDs; those a ConversionWebhook names get
 //     spec.conversion (strategy Webhook, its Service, the CA bundle).
-//  2. rbac: a ServiceAccount in the install namespace per distinct
+//  3. rbac: a ServiceAccount in the install namespace per distinct
 //     serviceAccountName of the CSV's permissions and clusterPermissions
 //     ("default" excepted); each clusterPermissions entry as a ClusterRole
 //     and ClusterRoleBinding; each permissions entry as a Role and
@@ -96,16 +105,10 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 //     install namespace too (operators keep leader-election leases and
 //     events there) — or, for AllNamespaces, as a ClusterRole and
 //     ClusterRoleBinding with read access to namespaces added, as OLM does.
-//  3. manifests: the bundle's other manifests, namespaced ones placed in
+//  4. manifests: the bundle's other manifests, namespaced ones placed in
 //     the install namespace. They come before the Deployments because
 //     those mount the ConfigMaps and Secrets and would never become
 //     available without them.
-//  4. webhook-certificates (only with webhooks): the installation's CA
-//     Secret (<Name>-webhook-ca) and, per webhook Deployment, a Service
-//     <deployment>-service selecting its pods and a kubernetes.io/tls
-//     Secret <service>-cert for <service>.<namespace>.svc, issued by
-//     IssueCertificates from what Options.Certificates finds: the same CA
-//     and certificate on every render until renewal is due.
 //  5. deployments: the CSV's Deployments in the install namespace, labelled
 //     with their label, revisionHistoryLimit 1 unless set, and on the pod
 //     template the CSV's annotations (but alm-examples and olm.examples,
@@ -163,10 +166,10 @@ func Convert(b *Bundle, o Options) (plan.Plan, error) {
 		webhooks = c.webhookConfigurations(caBundle)
 	}
 	steps := []plan.Step{
+		step(StepCertificates, certificates),
 		step(StepCRDs, crds),
 		step(StepRBAC, c.rbac()),
 		step(StepManifests, c.manifests()),
-		step(StepCertificates, certificates),
 		step(StepOperator, c.deployments()),
 		step(StepWebhooks, webhooks),
 		step(StepResources, resources),

@@ -25,8 +25,7 @@ const (
 // Steps of the install plan a bundle with webhooks adds.
 const (
 	// StepCertificates applies the webhook CA and serving certificate
-	// Secrets and the webhook Services, before the Deployments that
-	// mount the certificates.
+	// Secrets and the webhook Services, first of all (see Convert).
 	StepCertificates = "webhook-certificates"
 	// StepWebhooks applies the Validating- and
 	// MutatingWebhookConfigurations once the Deployments are Available,

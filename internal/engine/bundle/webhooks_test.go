@@ -78,7 +78,7 @@ func TestConvertWebhooks(t *testing.T) {
 	for _, s := range p.Phases[0].Steps {
 		steps = append(steps, s.Name)
 	}
-	if got, want := strings.Join(steps, ","), "crds,rbac,manifests,webhook-certificates,deployments,webhooks"; got != want {
+	if got, want := strings.Join(steps, ","), "webhook-certificates,crds,rbac,manifests,deployments,webhooks"; got != want {
 		t.Errorf("steps %s, want %s", got, want)
 	}
 	ca := secretsOf(p)("memcached-webhook-ca")["ca.crt"]
