@@ -43,12 +43,19 @@ type CertificateRequest struct {
 	DNSNames []string
 	// CA and Serving are the key pairs found in the cluster.
 	CA, Serving *KeyPair
+	// PreviousCA is the certificate of the CA that CA replaced, found
+	// beside it; nil when none.
+	PreviousCA []byte
 }
 
 // Certificates are the CA and the serving certificate to use, and
 // whether each was issued now.
 type Certificates struct {
-	CA, Serving         KeyPair
+	CA, Serving KeyPair
+	// PreviousCA is the certificate of the CA this one replaced, while it
+	// has not expired: clients keep trusting it (Bundle) until every
+	// server has its new certificate.
+	PreviousCA          []byte
 	NewCA, NewServing   bool
 	CANotAfter          time.Time
 	ServingNotAfter     time.Time
@@ -62,7 +69,10 @@ type Certificates struct {
 // and more than ServingRenewBefore is left, else a new one (a new CA
 // always brings a new serving certificate). Expiry times are rounded
 // down to the day, so that what is issued on one day expires alike.
-// Keys are ECDSA P-256. Errors are those of crypto/x509 and mean
+// Keys are ECDSA P-256. A CA replaced while it is still valid stays in
+// PreviousCA until it expires: the servers that still present a
+// certificate it signed (a Secret volume is refreshed within a minute or
+// so) keep being trusted. Errors are those of crypto/x509 and mean
 // nothing was issued.
 func IssueCertificates(req CertificateRequest) (Certificates, error) {
 	var out Certificates
@@ -73,7 +83,13 @@ func IssueCertificates(req CertificateRequest) (Certificates, error) {
 	}
 	if ok {
 		out.CA = *req.CA
+		if prev, err := parseCert(req.PreviousCA); err == nil && req.Now.Before(prev.NotAfter) {
+			out.PreviousCA = req.PreviousCA
+		}
 	} else {
+		if old, err := parseCert(caCert(req.CA)); err == nil && old.IsCA && req.Now.Before(old.NotAfter) {
+			out.PreviousCA = req.CA.Cert
+		}
 		pair, cert, key, err := issue(req.Now, CAValidity, &x509.Certificate{
 			Subject:               pkix.Name{CommonName: req.CAName},
 			IsCA:                  true,
@@ -110,6 +126,19 @@ func IssueCertificates(req CertificateRequest) (Certificates, error) {
 	out.ServingNotAfter = serving.NotAfter
 	out.ServingRenewalStart = serving.NotAfter.Add(-ServingRenewBefore)
 	return out, nil
+}
+
+// Bundle is the PEM of the CA, and of the previous CA while it is valid:
+// what clients (a webhook configuration's caBundle) trust.
+func (c Certificates) Bundle() []byte {
+	return append(append([]byte(nil), c.CA.Cert...), c.PreviousCA...)
+}
+
+func caCert(p *KeyPair) []byte {
+	if p == nil {
+		return nil
+	}
+	return p.Cert
 }
 
 // issue makes a key and a certificate of template valid from now

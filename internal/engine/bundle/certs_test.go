@@ -84,6 +84,47 @@ func TestIssueCertificates(t *testing.T) {
 	}
 }
 
+// A CA replaced before it expires stays trusted beside the new one until
+// it does, on every render after the replacement too.
+func TestIssueCertificatesKeepsPreviousCA(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 15, 0, 0, 0, time.UTC)
+	names := []string{"op-service.ops.svc"}
+	first, err := IssueCertificates(CertificateRequest{Now: t0, CAName: "ca", DNSNames: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.PreviousCA != nil || !bytes.Equal(first.Bundle(), first.CA.Cert) {
+		t.Fatal("a first CA has no previous one")
+	}
+	renewal := first.CANotAfter.Add(-CARenewBefore + time.Hour)
+	second, err := IssueCertificates(CertificateRequest{Now: renewal, CAName: "ca", DNSNames: names, CA: &first.CA, Serving: &first.Serving})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !second.NewCA || !bytes.Equal(second.PreviousCA, first.CA.Cert) {
+		t.Fatalf("new CA %v; previous CA kept %v", second.NewCA, bytes.Equal(second.PreviousCA, first.CA.Cert))
+	}
+	if want := append(append([]byte(nil), second.CA.Cert...), first.CA.Cert...); !bytes.Equal(second.Bundle(), want) {
+		t.Error("the bundle is not the new CA then the previous one")
+	}
+	// The next render, with what the first wrote, keeps both.
+	again, err := IssueCertificates(CertificateRequest{Now: renewal.Add(time.Hour), CAName: "ca", DNSNames: names, CA: &second.CA, Serving: &second.Serving, PreviousCA: second.PreviousCA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.NewCA || again.NewServing || !bytes.Equal(again.Bundle(), second.Bundle()) {
+		t.Error("the render after a CA renewal changed the certificates")
+	}
+	// Once the previous CA has expired, it is dropped.
+	later, err := IssueCertificates(CertificateRequest{Now: first.CANotAfter.Add(time.Hour), CAName: "ca", DNSNames: names, CA: &second.CA, Serving: &second.Serving, PreviousCA: second.PreviousCA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later.PreviousCA != nil {
+		t.Error("an expired previous CA is still trusted")
+	}
+}
+
 // What is issued on one day expires at the same instant, so that renders
 // before the first apply describe the same certificates.
 func TestIssueCertificatesExpiryRounded(t *testing.T) {

@@ -184,8 +184,10 @@ func (c *converter) webhookDeployments() []string {
 
 // webhookCerts issues (or keeps) the installation's CA and one serving
 // certificate per webhook Service, and returns their Secrets and the CA
-// bundle. The CA Secret keeps the CA's key; a serving Secret is
-// kubernetes.io/tls with ca.crt beside tls.crt and tls.key.
+// bundle (the CA, and the CA it replaced while that is valid). The CA
+// Secret keeps the CA's key, and previous-ca.crt while there is one; a
+// serving Secret is kubernetes.io/tls with ca.crt beside tls.crt and
+// tls.key.
 func (c *converter) webhookCerts() ([]*unstructured.Unstructured, []byte, error) {
 	in := c.o.Certificates
 	if in == nil {
@@ -199,32 +201,37 @@ func (c *converter) webhookCerts() ([]*unstructured.Unstructured, []byte, error)
 	}
 	ns := c.o.InstallNamespace
 	caName := WebhookCASecretName(c.o.Name)
-	ca := pair(in.Secret(caName), "ca.crt", "ca.key")
+	caData := in.Secret(caName)
+	ca, previous := pair(caData, "ca.crt", "ca.key"), caData["previous-ca.crt"]
 	var secrets []*unstructured.Unstructured
-	var caPair KeyPair
-	var caNotAfter time.Time
+	var last Certificates
 	for _, d := range c.webhookDeployments() {
 		svc := WebhookServiceName(d)
 		certName := WebhookCertSecretName(svc)
 		issued, err := IssueCertificates(CertificateRequest{
-			Now:      in.Now,
-			CAName:   fmt.Sprintf("annex webhook CA of %s/%s", ns, c.o.Name),
-			DNSNames: []string{svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"},
-			CA:       ca,
-			Serving:  pair(in.Secret(certName), "tls.crt", "tls.key"),
+			Now:        in.Now,
+			CAName:     fmt.Sprintf("annex webhook CA of %s/%s", ns, c.o.Name),
+			DNSNames:   []string{svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"},
+			CA:         ca,
+			Serving:    pair(in.Secret(certName), "tls.crt", "tls.key"),
+			PreviousCA: previous,
 		})
 		if err != nil {
 			return nil, nil, err
 		}
 		// The next Service's certificate is signed by the same CA.
-		ca, caPair, caNotAfter = &issued.CA, issued.CA, issued.CANotAfter
+		ca, previous, last = &issued.CA, issued.PreviousCA, issued
 		secret := secretObject(ns, certName, "kubernetes.io/tls", issued.ServingNotAfter, map[string][]byte{
 			"tls.crt": issued.Serving.Cert, "tls.key": issued.Serving.Key, "ca.crt": issued.CA.Cert,
 		})
 		secrets = append(secrets, secret)
 	}
-	caSecret := secretObject(ns, caName, "Opaque", caNotAfter, map[string][]byte{"ca.crt": caPair.Cert, "ca.key": caPair.Key})
-	return append([]*unstructured.Unstructured{caSecret}, secrets...), caPair.Cert, nil
+	data := map[string][]byte{"ca.crt": last.CA.Cert, "ca.key": last.CA.Key}
+	if len(last.PreviousCA) > 0 {
+		data["previous-ca.crt"] = last.PreviousCA
+	}
+	caSecret := secretObject(ns, caName, "Opaque", last.CANotAfter, data)
+	return append([]*unstructured.Unstructured{caSecret}, secrets...), last.Bundle(), nil
 }
 
 func secretObject(ns, name, typ string, notAfter time.Time, data map[string][]byte) *unstructured.Unstructured {
