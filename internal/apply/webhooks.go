@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,7 +100,9 @@ func isWorkload(ref v1alpha1.ObjectReference) bool {
 // its ReplicaSets (<deployment>-<hash>). The garbage collector deletes
 // them after their workload is gone, and they keep running until they
 // have stopped; their ServiceAccount's RBAC stays until then, so that an
-// operator shutting down is not refused its own Lease.
+// operator shutting down is not refused its own Lease. A Pod that has
+// finished, or whose grace period ended more than podStopSlack ago (its
+// node is gone, say), is not waited for.
 func (a *Applier) workloadPods(ctx context.Context, inventory []v1alpha1.ObjectReference) (int, error) {
 	byNamespace := map[string][]v1alpha1.ObjectReference{}
 	for _, ref := range inventory {
@@ -107,7 +110,7 @@ func (a *Applier) workloadPods(ctx context.Context, inventory []v1alpha1.ObjectR
 			byNamespace[ref.Namespace] = append(byNamespace[ref.Namespace], ref)
 		}
 	}
-	n := 0
+	n, now := 0, time.Now()
 	for ns, workloads := range byNamespace {
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion("v1")
@@ -116,12 +119,28 @@ func (a *Applier) workloadPods(ctx context.Context, inventory []v1alpha1.ObjectR
 			return 0, err
 		}
 		for _, pod := range list.Items {
-			if ownedByAny(pod.GetOwnerReferences(), workloads) {
+			if ownedByAny(pod.GetOwnerReferences(), workloads) && stillRunning(&pod, now) {
 				n++
 			}
 		}
 	}
 	return n, nil
+}
+
+// podStopSlack is how long after the end of its grace period a Pod being
+// deleted is still waited for.
+const podStopSlack = time.Minute
+
+// stillRunning reports whether pod may still run at now: it has not
+// finished, and it is not being deleted or its grace period (which
+// metadata.deletionTimestamp ends) ended less than podStopSlack ago.
+func stillRunning(pod *unstructured.Unstructured, now time.Time) bool {
+	phase, _, _ := unstructured.NestedString(pod.Object, "status", "phase")
+	if phase == "Succeeded" || phase == "Failed" {
+		return false
+	}
+	deleted := pod.GetDeletionTimestamp()
+	return deleted == nil || now.Before(deleted.Add(podStopSlack))
 }
 
 // ownedByAny reports whether owners name one of workloads, or a

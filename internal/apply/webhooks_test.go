@@ -3,6 +3,10 @@ package apply
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // On delete, the operator's RBAC stays while a Pod of
@@ -74,5 +78,38 @@ spec:
 	deleteUntilGone(t, a, owner, inventory, false)
 	if read(t, a, sa) != nil {
 		t.Error("the ServiceAccount is still there after the Pod went")
+	}
+}
+
+func TestStillRunning(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	pod := func(phase string, deleted *time.Time) *unstructured.Unstructured {
+		p := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"phase": phase}}}
+		if deleted != nil {
+			p.SetDeletionTimestamp(&metav1.Time{Time: *deleted})
+		}
+		return p
+	}
+	at := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
+	for _, tc := range []struct {
+		name string
+		pod  *unstructured.Unstructured
+		want bool
+	}{
+		// Not deleted yet: the garbage collector has not reached it.
+		{"running", pod("Running", nil), true},
+		// In its grace period: the operator is shutting down.
+		{"stopping", pod("Running", at(20*time.Second)), true},
+		// Its grace period ended a moment ago: the kubelet is at it.
+		{"just past its grace period", pod("Running", at(-30*time.Second)), true},
+		// Long past its grace period: its node is gone; not waited for.
+		{"stuck", pod("Running", at(-2*time.Minute)), false},
+		// Finished Pods run nothing.
+		{"succeeded", pod("Succeeded", nil), false},
+		{"failed", pod("Failed", nil), false},
+	} {
+		if got := stillRunning(tc.pod, now); got != tc.want {
+			t.Errorf("%s: stillRunning = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
