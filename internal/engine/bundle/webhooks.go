@@ -81,6 +81,10 @@ func (w WebhookDefinition) port() int32 {
 	return w.ContainerPort
 }
 
+// name is generateName without a trailing dash: the webhook's name and
+// its configuration's.
+func (w WebhookDefinition) name() string { return strings.TrimSuffix(w.GenerateName, "-") }
+
 func (w WebhookDefinition) path() string {
 	if w.WebhookPath == nil || *w.WebhookPath == "" {
 		return "/"
@@ -124,10 +128,10 @@ func (c *converter) checkWebhooks() error {
 		if !deployments[w.DeploymentName] {
 			return refuse(i, "deploymentName", "%q is not a deployment of spec.install.spec.deployments; name the Deployment that serves the webhook", w.DeploymentName)
 		}
-		if errs := validation.IsDNS1123Subdomain(w.GenerateName); len(errs) > 0 {
+		if errs := validation.IsDNS1123Subdomain(w.name()); len(errs) > 0 {
 			return refuse(i, "generateName", "%q is not a DNS subdomain (%s)", w.GenerateName, strings.Join(errs, "; "))
 		}
-		key := w.Type + "/" + w.GenerateName
+		key := w.Type + "/" + w.name()
 		if j, dup := names[key]; dup {
 			return refuse(i, "generateName", "%q is spec.webhookdefinitions[%d] already; webhook names are unique per type", w.GenerateName, j)
 		}
@@ -312,7 +316,7 @@ func (c *converter) webhookConfigurations(caBundle []byte) []*unstructured.Unstr
 			continue
 		}
 		hook := map[string]any{
-			"name":                    w.GenerateName,
+			"name":                    w.name(),
 			"clientConfig":            c.clientConfig(w, caBundle),
 			"admissionReviewVersions": toData(orDefault(w.AdmissionReviewVersions, []string{"v1"})),
 			"sideEffects":             string(ptrOr(w.SideEffects, admissionregistrationv1.SideEffectClassNone)),
@@ -334,7 +338,7 @@ func (c *converter) webhookConfigurations(caBundle []byte) []*unstructured.Unstr
 		if w.Type == MutatingAdmissionWebhook && w.ReinvocationPolicy != nil {
 			hook["reinvocationPolicy"] = string(*w.ReinvocationPolicy)
 		}
-		obj := object("admissionregistration.k8s.io/v1", kind, "", strings.TrimSuffix(w.GenerateName, "-"), nil)
+		obj := object("admissionregistration.k8s.io/v1", kind, "", w.name(), nil)
 		obj.Object["webhooks"] = []any{hook}
 		out = append(out, obj)
 	}

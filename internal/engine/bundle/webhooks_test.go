@@ -157,6 +157,38 @@ func TestConvertWebhooks(t *testing.T) {
 	}
 }
 
+// A mutating webhook becomes a MutatingWebhookConfiguration with its
+// reinvocation policy and the defaults OLM would give.
+func TestConvertMutatingWebhook(t *testing.T) {
+	b := webhookFixture(t)
+	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
+	b.CSV.Spec.WebhookDefinitions = []WebhookDefinition{{GenerateName: "mmemcached.kb.io-", Type: MutatingAdmissionWebhook,
+		DeploymentName: "memcached-operator-controller-manager", ReinvocationPolicy: &ifNeeded}}
+	p, err := Convert(b, Options{InstallNamespace: "operators", Name: "memcached",
+		Certificates: &CertificateInputs{Now: time.Now(), Secret: func(string) map[string][]byte { return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mwc := findObject(p, "MutatingWebhookConfiguration", "mmemcached.kb.io")
+	if mwc == nil {
+		t.Fatal("no MutatingWebhookConfiguration mmemcached.kb.io (generateName without its trailing dash)")
+	}
+	hooks, _, _ := unstructured.NestedSlice(mwc.Object, "webhooks")
+	hook := hooks[0].(map[string]any)
+	for field, want := range map[string]any{"reinvocationPolicy": "IfNeeded", "failurePolicy": "Fail", "sideEffects": "None",
+		"matchPolicy": "Equivalent", "timeoutSeconds": int64(10)} {
+		if hook[field] != want {
+			t.Errorf("%s = %v, want %v", field, hook[field], want)
+		}
+	}
+	if path, _, _ := unstructured.NestedString(hook, "clientConfig", "service", "path"); path != "/" {
+		t.Errorf("clientConfig.service.path = %q, want / when webhookPath is unset", path)
+	}
+	if _, namespaced := hook["namespaceSelector"]; namespaced {
+		t.Error("an operator watching all namespaces got a namespaceSelector")
+	}
+}
+
 // A webhook of an operator watching some namespaces sees only those.
 func TestConvertWebhookNamespaceSelector(t *testing.T) {
 	b := webhookFixture(t)
