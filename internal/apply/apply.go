@@ -254,7 +254,7 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 		}
 	}
 	res := r.Result()
-	a.checkWebhooks(ctx, &res.Health, liveOf(r.inventory))
+	a.checkWebhooks(ctx, &res.Health, liveOf(r.inventory), false)
 	return res, nil
 }
 

@@ -76,7 +76,7 @@ func (a *Applier) Health(ctx context.Context, inventory []v1alpha1.ObjectReferen
 		return Health{}, err
 	}
 	h := healthOf(inventory, objs)
-	a.checkWebhooks(ctx, &h, objs)
+	a.checkWebhooks(ctx, &h, objs, true)
 	a.nameStuckPods(ctx, h, func(ref v1alpha1.ObjectReference) *unstructured.Unstructured {
 		if i := slices.Index(inventory, ref); i >= 0 {
 			return objs[i]

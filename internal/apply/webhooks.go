@@ -23,42 +23,75 @@ var webhookKinds = map[schema.GroupKind]bool{
 	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true,
 }
 
-// checkWebhooks marks as pending, in h, each webhook configuration among
-// objs (live objects of the inventory, nil for absent ones) that calls a
-// Service without a ready endpoint: its server is not serving, and every
+// checkWebhooks marks as pending, in h, each object among objs (live
+// objects of the inventory, nil for absent ones) that has the API server
+// call a Service without a ready endpoint — a webhook configuration, or a
+// CRD converted by a webhook: its server is not serving, and every
 // request it intercepts fails (or is let through, with failurePolicy
-// Ignore). It reads the Services' EndpointSlices, only when objs hold
-// webhook configurations. Read errors leave h as it is: the health is a
-// report, and the next pass reads again.
-func (a *Applier) checkWebhooks(ctx context.Context, h *Health, objs []*unstructured.Unstructured) {
+// Ignore), every object stored at another version cannot be read. It
+// reads the Services' EndpointSlices, only when objs hold such objects.
+// Read errors leave h as it is: the health is a report, and the next
+// pass reads again. An apply checks no CRDs (conversions false): a
+// plan applies a CRD before the Deployment that serves its conversion,
+// and that step must not wait for it.
+func (a *Applier) checkWebhooks(ctx context.Context, h *Health, objs []*unstructured.Unstructured, conversions bool) {
 	for _, obj := range objs {
-		if obj == nil || !webhookKinds[obj.GroupVersionKind().GroupKind()] || obj.GetDeletionTimestamp() != nil {
+		if obj == nil || obj.GetDeletionTimestamp() != nil || !conversions && obj.GroupVersionKind().GroupKind() == crdGroupKind {
 			continue
 		}
 		var problems []string
+		for _, svc := range webhookServices(obj) {
+			ready, err := a.serviceReady(ctx, svc.namespace, svc.name)
+			if err != nil || ready {
+				continue
+			}
+			problems = append(problems, fmt.Sprintf("%s: Service %s/%s has no ready endpoint, so its server does not answer and %s; see why the Service's pods are not ready",
+				svc.what, svc.namespace, svc.name, svc.effect))
+		}
+		if len(problems) == 0 {
+			continue
+		}
+		h.Pending = append(h.Pending, ObjectStatus{Ref: refOf(obj), Status: string(status.InProgressStatus), Message: strings.Join(problems, "; ")})
+		h.Ready = false
+	}
+}
+
+// webhookService is a Service the API server calls for an object.
+type webhookService struct {
+	what, effect    string
+	namespace, name string
+}
+
+// webhookServices returns the Services obj has the API server call: each
+// webhook of a webhook configuration, a CRD's conversion webhook. Webhooks
+// called by URL are left out: nothing in the cluster says whether they
+// answer.
+func webhookServices(obj *unstructured.Unstructured) []webhookService {
+	gk := obj.GroupVersionKind().GroupKind()
+	var out []webhookService
+	switch {
+	case webhookKinds[gk]:
 		hooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
 		for _, hook := range hooks {
 			m, _ := hook.(map[string]any)
 			ns, _, _ := unstructured.NestedString(m, "clientConfig", "service", "namespace")
 			name, _, _ := unstructured.NestedString(m, "clientConfig", "service", "name")
-			if name == "" {
-				continue // a URL: nothing in the cluster to look at
-			}
-			ready, err := a.serviceReady(ctx, ns, name)
-			if err != nil || ready {
-				continue
-			}
 			hookName, _ := m["name"].(string)
-			problems = append(problems, fmt.Sprintf("webhook %s: Service %s/%s has no ready endpoint, so its server does not answer and the requests it intercepts fail; see why the Service's pods are not ready",
-				hookName, ns, name))
+			if name != "" {
+				out = append(out, webhookService{what: "webhook " + hookName, effect: "the requests it intercepts fail", namespace: ns, name: name})
+			}
 		}
-		if len(problems) == 0 {
-			continue
+	case gk == crdGroupKind:
+		if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "conversion", "strategy"); strategy != "Webhook" {
+			return nil
 		}
-		ref := refOf(obj)
-		h.Pending = append(h.Pending, ObjectStatus{Ref: ref, Status: string(status.InProgressStatus), Message: strings.Join(problems, "; ")})
-		h.Ready = false
+		ns, _, _ := unstructured.NestedString(obj.Object, "spec", "conversion", "webhook", "clientConfig", "service", "namespace")
+		name, _, _ := unstructured.NestedString(obj.Object, "spec", "conversion", "webhook", "clientConfig", "service", "name")
+		if name != "" {
+			out = append(out, webhookService{what: "conversion webhook", effect: "objects cannot be read or written at a version other than the stored one", namespace: ns, name: name})
+		}
 	}
+	return out
 }
 
 // serviceReady reports whether an EndpointSlice of Service ns/name has a

@@ -5,8 +5,10 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -258,9 +260,6 @@ func TestBundleWebhooks(t *testing.T) {
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("443"), Port: ptr.To(int32(server.port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 	}
-	if err := env.Client.Create(ctx, slice); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	gadgetCatalog(t, dir)
 	olmCatalog(t, ns, dir)
@@ -268,6 +267,14 @@ func TestBundleWebhooks(t *testing.T) {
 		i.Spec.Uninstall.DeleteCRDs = true
 		i.Spec.Interval = metav1.Duration{Duration: time.Second}
 	})
+	// Until the webhook's Service has an endpoint, the install waits at
+	// its last step, saying why (the CRD converted by the same Service
+	// was applied before: its step does not wait for it).
+	waitConditionMessage(t, ns, "gadgets", v1alpha1.ConditionReady,
+		"webhook vgadget.webhooks.annex.dev: Service "+ns+"/"+gadgetService+" has no ready endpoint")
+	if err := env.Client.Create(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
 	got := waitPlan(t, ns, "gadgets", "install", v1alpha1.PlanComplete, 1)
 	if c := findCond(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue {
 		t.Fatalf("not Ready: %s", describeConditions(got))
@@ -337,8 +344,9 @@ func TestBundleWebhooks(t *testing.T) {
 	// Close to expiry, the serving certificate is renewed, by the same CA.
 	certificateClockAhead.Store(int64(bundle.ServingValidity - bundle.ServingRenewBefore + 24*time.Hour))
 	t.Cleanup(func() { certificateClockAhead.Store(0) })
+	renewed := &corev1.Secret{}
 	eventually(t, 60*time.Second, func() error {
-		secret := &corev1.Secret{}
+		secret := renewed
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: certName}, secret); err != nil {
 			return err
 		}
@@ -350,14 +358,33 @@ func TestBundleWebhooks(t *testing.T) {
 		}
 		return nil
 	})
-	server.load(t, ns, certName)
+	// The renewal is a new revision, whose plan runs to its end.
+	waitPlan(t, ns, "gadgets", "install", v1alpha1.PlanComplete, 2)
+	// The renewed certificate chains to the CA at the (moved) time it was
+	// issued for; it starts then, so the API server, on the wall clock,
+	// is still served the first one, which the unchanged bundle trusts.
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		t.Fatal("ca.crt holds no certificate")
+	}
+	block, _ := pem.Decode(renewed.Data["tls.crt"])
+	if block == nil {
+		t.Fatal("the renewed tls.crt holds no PEM")
+	}
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: gadgetService + "." + ns + ".svc",
+		CurrentTime: time.Now().Add(time.Duration(certificateClockAhead.Load()))}); err != nil {
+		t.Errorf("the renewed certificate does not verify: %v", err)
+	}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: "vgadget.webhooks.annex.dev"}, vwc); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(vwc.Webhooks[0].ClientConfig.CABundle, ca) {
 		t.Error("the caBundle changed although the CA did not")
 	}
-	// The API server trusts the renewed certificate.
 	if err := env.Client.Create(ctx, gadget(ns, "after-renewal", "v2", "replicas", 2)); err != nil {
 		t.Fatalf("a Gadget after the renewal: %v", err)
 	}
@@ -371,8 +398,11 @@ func TestBundleWebhooks(t *testing.T) {
 	if err := env.Client.Delete(ctx, slice); err != nil {
 		t.Fatal(err)
 	}
-	waitConditionMessage(t, ns, "gadgets", v1alpha1.ConditionReady,
+	got = waitConditionMessage(t, ns, "gadgets", v1alpha1.ConditionReady,
 		"webhook vgadget.webhooks.annex.dev: Service "+ns+"/"+gadgetService+" has no ready endpoint")
+	if msg := findCond(got, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "conversion webhook: Service "+ns+"/"+gadgetService+" has no ready endpoint") {
+		t.Errorf("the Ready condition does not name the CRD's conversion webhook: %s", msg)
+	}
 
 	// The uninstall deletes the webhook configuration first.
 	order := watchDeletions(t, ns)
