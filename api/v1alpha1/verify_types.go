@@ -8,6 +8,10 @@ const (
 	// VerificationCosign verifies cosign signatures of OCI artifacts with
 	// public keys (spec.verify.cosign.keys).
 	VerificationCosign VerificationProvider = "Cosign"
+	// VerificationHelmProvenance verifies the provenance file
+	// (<chart URL>.prov, `helm package --sign`) of charts from HTTP Helm
+	// repositories with an OpenPGP keyring (spec.verify.helmProvenance).
+	VerificationHelmProvenance VerificationProvider = "HelmProvenance"
 	// VerificationBuiltin is the built-in catalog's: its artifacts are part
 	// of the Annex binary and trusted as such, under any policy.
 	VerificationBuiltin VerificationProvider = "Builtin"
@@ -29,15 +33,18 @@ const (
 // VerificationPolicy is a catalog's signature policy: who must have signed
 // an artifact before Annex hands it to an engine. Verification happens
 // when an installation fetches a version, once per artifact digest.
-// Today's provider is Cosign with public keys, for artifacts in OCI
-// registries; an artifact the provider cannot verify (a chart from an HTTP
-// repository under a Cosign policy) counts as unsigned: refused under
+// The providers are Cosign with public keys, for artifacts in OCI
+// registries, and HelmProvenance with an OpenPGP keyring, for charts from
+// HTTP Helm repositories; an artifact the provider cannot verify (a chart
+// from an HTTP repository under a Cosign policy) counts as unsigned: refused under
 // Enforce, reported under Audit, never silently accepted. The built-in
 // catalog is part of the binary and never refused.
 // +kubebuilder:validation:XValidation:rule="self.provider != 'Cosign' || has(self.cosign)",message="spec.verify.cosign: required when spec.verify.provider is Cosign"
+// +kubebuilder:validation:XValidation:rule="self.provider != 'HelmProvenance' || has(self.helmProvenance)",message="spec.verify.helmProvenance: required when spec.verify.provider is HelmProvenance"
 type VerificationPolicy struct {
-	// Provider is the signature scheme: Cosign (keyed).
-	// +kubebuilder:validation:Enum=Cosign
+	// Provider is the signature scheme: Cosign (keyed) or HelmProvenance
+	// (OpenPGP).
+	// +kubebuilder:validation:Enum=Cosign;HelmProvenance
 	// +required
 	Provider VerificationProvider `json:"provider"`
 	// Mode is Enforce (refuse what is unsigned or signed by someone else)
@@ -49,6 +56,63 @@ type VerificationPolicy struct {
 	// Cosign holds the public keys a cosign signature must verify with.
 	// +optional
 	Cosign *CosignVerification `json:"cosign,omitempty"`
+
+	// HelmProvenance holds the OpenPGP keyrings a chart's provenance file
+	// must be signed with.
+	// +optional
+	HelmProvenance *HelmProvenanceVerification `json:"helmProvenance,omitempty"`
+}
+
+// HelmProvenanceVerification trusts provenance files (`helm package
+// --sign`, `helm verify`) signed by any key of Keyrings. As for cosign
+// keys, trusting two keyrings at once rotates a key without downtime.
+type HelmProvenanceVerification struct {
+	// Keyrings are the trusted OpenPGP public keys; a provenance file
+	// signed by any of them is accepted, and the installation shows the
+	// keyring's name and the signer's user ID.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +required
+	Keyrings []OpenPGPKeyring `json:"keyrings"`
+}
+
+// OpenPGPKeyring is one trusted OpenPGP keyring (one or more public
+// keys), given inline (ASCII-armored) or in a Secret (armored or binary,
+// as `gpg --export` writes it).
+// +kubebuilder:validation:XValidation:rule="has(self.keyring) != has(self.secretRef)",message="set exactly one of keyring or secretRef"
+type OpenPGPKeyring struct {
+	// Name identifies the keyring in status and messages.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+	// Keyring is the ASCII-armored public key block (`gpg --export
+	// --armor`).
+	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:XValidation:rule="self.contains('-----BEGIN PGP PUBLIC KEY BLOCK-----')",message="must be an ASCII-armored OpenPGP public key block (-----BEGIN PGP PUBLIC KEY BLOCK-----)"
+	// +optional
+	Keyring string `json:"keyring,omitempty"`
+	// SecretRef names a Secret holding the keyring under Key.
+	// +optional
+	SecretRef *KeyringSecretReference `json:"secretRef,omitempty"`
+}
+
+// KeyringSecretReference names the key of a Secret holding an OpenPGP
+// keyring.
+type KeyringSecretReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Namespace string `json:"namespace"`
+	// Key is the Secret's data key holding the keyring.
+	// +kubebuilder:default="pubring.gpg"
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // CosignVerification trusts cosign signatures made with any of Keys.
@@ -120,8 +184,8 @@ type ArtifactStatus struct {
 
 // ArtifactVerification is the outcome of verifying one artifact.
 type ArtifactVerification struct {
-	// Provider is what vouched for the artifact: Cosign, or Builtin for
-	// the built-in catalog.
+	// Provider is what vouched for the artifact: Cosign, HelmProvenance,
+	// or Builtin for the built-in catalog.
 	Provider VerificationProvider `json:"provider"`
 	// Mode is the policy's mode when the artifact was verified.
 	// +optional

@@ -173,7 +173,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Reader:                mgr.GetAPIReader(),
 		Resolver:              &indexedResolver{},
 		Engines:               engines(installationFetcher{artifacts, origin}),
-		Verifier:              &sources.Verifier{Fetcher: fetcher, Lookup: verifierLookup{cached: mgr.GetClient(), KubeLookup: lookup}, Cache: &verify.Cache{}},
+		Verifier:              &sources.Verifier{Fetcher: fetcher, Lookup: verifierLookup{cached: mgr.GetClient(), KubeLookup: lookup}, Cache: &verify.Cache{}, Archives: artifacts},
 		Clusters:              installationClusters{clusters},
 		Events:                recorder,
 		ClusterEvents:         clusterEvents,

@@ -28,6 +28,10 @@ type Verifier struct {
 	Lookup catalog.CatalogLookup
 	// Cache holds verified digests; nil verifies every time.
 	Cache *verify.Cache
+	// Archives fetches a chart's archive for its Helm provenance check
+	// (the manager's artifact cache, so the fetch that follows finds it);
+	// nil means Artifacts{Fetcher}.
+	Archives catalog.ArtifactFetcher
 }
 
 // Verify returns the verification of src's artifact, ref naming it in
@@ -64,6 +68,9 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 		out.Reason, out.Message = reason, message
 		return out, nil
 	}
+	if policy.Provider == v1alpha1.VerificationHelmProvenance {
+		return v.verifyProvenance(ctx, ref, src, cat, out)
+	}
 	keys, problem, err := v.keys(ctx, cat)
 	if err != nil {
 		return nil, err
@@ -82,7 +89,7 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 			scheme = u.Scheme + "://"
 		}
 		e := &verify.Error{Reason: verify.ReasonSignatureMissing, Artifact: art, Expected: keyNames(keys),
-			Found: []string{fmt.Sprintf("an artifact served over %s, which cosign cannot sign (it signs OCI artifacts; Helm provenance is not verified yet)", scheme)}}
+			Found: []string{fmt.Sprintf("an artifact served over %s, which cosign cannot sign (it signs OCI artifacts; a catalog of an HTTP Helm repository verifies with provider HelmProvenance)", scheme)}}
 		return refuse(e.Reason, e.Error())
 	}
 	keySet := verify.KeySetID(keys)
