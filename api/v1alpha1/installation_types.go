@@ -39,6 +39,15 @@ type ExtensionInstallationSpec struct {
 	// +optional
 	Cluster string `json:"cluster,omitempty"`
 
+	// VerifyMode tightens the signature policy for this installation:
+	// Enforce refuses an artifact that is not verified even when its
+	// catalog's spec.verify (or the cluster default) says Audit. It never
+	// loosens a policy; with no policy at all, nothing but the built-in
+	// catalog can be verified, so every other artifact is refused.
+	// +kubebuilder:validation:Enum=Enforce
+	// +optional
+	VerifyMode VerificationMode `json:"verifyMode,omitempty"`
+
 	// TargetNamespace receives the extension's namespaced objects that name
 	// no namespace; default: the installation's own namespace.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`

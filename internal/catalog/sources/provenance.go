@@ -21,24 +21,25 @@ const maxProvenanceBytes = 256 << 10
 
 // verifyProvenance verifies the chart at src (an http(s):// archive URL)
 // with the Helm provenance file next to it, <URL>.prov, against the
-// keyrings of cat's spec.verify.helmProvenance, and fills out. The
+// keyrings of policy.helmProvenance (from names the policy's owner), and
+// fills out. The
 // archive is fetched through Archives (it must have src.Digest); a
 // verified digest is cached as for cosign. A repository that answers 404
 // for the .prov has no signature; another artifact URL (oci://, file://)
 // has none this provider reads. Both are outcomes, never a pass.
-func (v *Verifier) verifyProvenance(ctx context.Context, ref string, src v1alpha1.ArtifactSource, cat *v1alpha1.Catalog, out *v1alpha1.ArtifactVerification) (*v1alpha1.ArtifactVerification, error) {
+func (v *Verifier) verifyProvenance(ctx context.Context, ref string, src v1alpha1.ArtifactSource, policy *v1alpha1.VerificationPolicy, from string, out *v1alpha1.ArtifactVerification) (*v1alpha1.ArtifactVerification, error) {
 	refuse := func(reason, message string) (*v1alpha1.ArtifactVerification, error) {
 		out.Reason, out.Message = reason, message
 		return out, nil
 	}
-	rings, problem, err := v.keyrings(ctx, cat)
+	rings, problem, err := v.keyrings(ctx, policy)
 	if err != nil {
 		return nil, err
 	}
 	if problem != "" {
-		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("catalog %q: %s; %s cannot be verified until it is fixed", cat.Name, problem, ref))
+		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("%s: %s; %s cannot be verified until it is fixed", from, problem, ref))
 	}
-	art := verify.Artifact{Ref: fmt.Sprintf("%s from catalog %q (%s)", ref, cat.Name, src.URL), Digest: cmp.Or(src.Digest, "unknown")}
+	art := verify.Artifact{Ref: fmt.Sprintf("%s from %s (%s)", ref, from, src.URL), Digest: cmp.Or(src.Digest, "unknown")}
 	u, err := url.Parse(src.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		e := &verify.Error{Provider: verify.ProviderHelmProvenance, Reason: verify.ReasonSignatureMissing, Artifact: art, Expected: ringNames(rings),
@@ -97,8 +98,7 @@ func (v *Verifier) verifyProvenance(ctx context.Context, ref string, src v1alpha
 // keyrings reads the policy's trusted keyrings, as keys does the cosign
 // keys: problem is what is wrong with the policy in the user's words, err
 // an API server's error.
-func (v *Verifier) keyrings(ctx context.Context, cat *v1alpha1.Catalog) (rings []verify.Keyring, problem string, err error) {
-	policy := cat.Spec.Verify
+func (v *Verifier) keyrings(ctx context.Context, policy *v1alpha1.VerificationPolicy) (rings []verify.Keyring, problem string, err error) {
 	if policy.HelmProvenance == nil {
 		return nil, "spec.verify.helmProvenance: required when spec.verify.provider is HelmProvenance", nil
 	}

@@ -109,7 +109,7 @@ func TestVerifierHelmProvenance(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := v.Verify(context.Background(), "demo "+tc.chart.Version, source(tc.catalog, tc.chart))
+			got, err := v.Verify(context.Background(), "demo "+tc.chart.Version, source(tc.catalog, tc.chart), "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +137,7 @@ func TestVerifierHelmProvenance(t *testing.T) {
 	// provenance file nor the archive again.
 	provPath, tgzPath := "/demo-1.0.0.tgz.prov", "/demo-1.0.0.tgz"
 	before := repo.Requests(provPath) + repo.Requests(tgzPath)
-	if got, err := v.Verify(context.Background(), "demo 1.0.0", source("alice", signed)); err != nil || !got.Verified {
+	if got, err := v.Verify(context.Background(), "demo 1.0.0", source("alice", signed), ""); err != nil || !got.Verified {
 		t.Fatalf("again: %+v, %v", got, err)
 	}
 	if after := repo.Requests(provPath) + repo.Requests(tgzPath); after != before {

@@ -28,6 +28,15 @@ type Verifier struct {
 	Lookup catalog.CatalogLookup
 	// Cache holds verified digests; nil verifies every time.
 	Cache *verify.Cache
+	// Default returns the cluster-wide default policy, for catalogs
+	// without spec.verify: nil when there is none; an
+	// *InvalidDefaultPolicyError when the administrator's policy cannot be
+	// read, which refuses every artifact it would cover. Nil means no
+	// default.
+	Default func(ctx context.Context) (*v1alpha1.VerificationPolicy, error)
+	// DefaultName names where the default is, for messages, e.g.
+	// "ConfigMap annex-system/annex-verify-policy".
+	DefaultName string
 	// Archives fetches a chart's archive for its Helm provenance check
 	// (the manager's artifact cache, so the fetch that follows finds it);
 	// nil means Artifacts{Fetcher}.
@@ -35,10 +44,12 @@ type Verifier struct {
 }
 
 // Verify returns the verification of src's artifact, ref naming it in
-// messages (e.g. "demo 1.0.0"):
+// messages (e.g. "demo 1.0.0"), under the policy EffectivePolicy makes of
+// its catalog's spec.verify, the cluster default (Default) and the
+// installation's installMode:
 //   - a built-in artifact (builtin://) is part of the Annex binary:
 //     verified, provider Builtin, whatever the policy;
-//   - a catalog without spec.verify: nil;
+//   - no policy: nil;
 //   - otherwise the outcome under the policy, Verified or not, with the
 //     policy's mode: a missing, invalid or untrusted signature, an
 //     artifact the provider cannot verify (not in an OCI registry) and a
@@ -46,40 +57,67 @@ type Verifier struct {
 //     message, not errors. The caller decides by the mode.
 //
 // Errors (a registry or API server that does not answer) are retried.
-func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.ArtifactSource) (*v1alpha1.ArtifactVerification, error) {
+func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.ArtifactSource, installMode v1alpha1.VerificationMode) (*v1alpha1.ArtifactVerification, error) {
 	u, err := url.Parse(src.URL)
 	if err == nil && u.Scheme == "builtin" {
 		return &v1alpha1.ArtifactVerification{Provider: v1alpha1.VerificationBuiltin, Verified: true,
 			Identity: "the Annex binary (built-in catalog)"}, nil
 	}
-	if src.Catalog == "" || v.Lookup == nil {
+	var cat *v1alpha1.Catalog
+	if src.Catalog != "" && v.Lookup != nil {
+		if cat, err = v.Lookup.Catalog(ctx, src.Catalog); err != nil {
+			return nil, fmt.Errorf("catalog %q: %w", src.Catalog, err)
+		}
+	}
+	if cat == nil {
+		cat = &v1alpha1.Catalog{}
+		cat.Name = cmp.Or(src.Catalog, "(none)")
+	}
+	var def *v1alpha1.VerificationPolicy
+	var defProblem string
+	if v.Default != nil {
+		if def, err = v.Default(ctx); err != nil {
+			var invalid *InvalidDefaultPolicyError
+			if !errors.As(err, &invalid) {
+				return nil, err
+			}
+			// Fail closed: the floor of every catalog's mode is Enforce.
+			defProblem, def = invalid.Error(), &v1alpha1.VerificationPolicy{Mode: v1alpha1.VerificationEnforce}
+		}
+	}
+	if defProblem != "" && cat.Spec.Verify == nil {
+		return &v1alpha1.ArtifactVerification{Mode: v1alpha1.VerificationEnforce, Reason: v1alpha1.ReasonVerificationPolicyInvalid,
+			Message: fmt.Sprintf("%s cannot be verified: %s; the cluster administrator must fix it (every catalog without its own spec.verify waits until then)", ref, defProblem)}, nil
+	}
+	policy, fromDefault := EffectivePolicy(cat.Spec.Verify, def, installMode)
+	if policy == nil {
 		return nil, nil
 	}
-	cat, err := v.Lookup.Catalog(ctx, src.Catalog)
-	if err != nil {
-		return nil, fmt.Errorf("catalog %q: %w", src.Catalog, err)
+	from := fmt.Sprintf("catalog %q", cat.Name)
+	if fromDefault {
+		from = fmt.Sprintf("the cluster default policy for catalog %q (%s)", cat.Name, v.DefaultName)
 	}
-	if cat == nil || cat.Spec.Verify == nil {
-		return nil, nil
-	}
-	policy := cat.Spec.Verify
-	out := &v1alpha1.ArtifactVerification{Provider: policy.Provider, Mode: cmp.Or(policy.Mode, v1alpha1.VerificationEnforce)}
+	out := &v1alpha1.ArtifactVerification{Provider: policy.Provider, Mode: policy.Mode}
 	refuse := func(reason, message string) (*v1alpha1.ArtifactVerification, error) {
 		out.Reason, out.Message = reason, message
 		return out, nil
 	}
-	if policy.Provider == v1alpha1.VerificationHelmProvenance {
-		return v.verifyProvenance(ctx, ref, src, cat, out)
+	switch policy.Provider {
+	case v1alpha1.VerificationHelmProvenance:
+		return v.verifyProvenance(ctx, ref, src, policy, from, out)
+	case v1alpha1.VerificationCosign:
+	default:
+		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("%s is refused: the installation's spec.verifyMode is Enforce, but %s has no spec.verify and there is no cluster default policy, so no one is trusted to sign it; give the catalog a spec.verify, or remove spec.verifyMode", ref, from))
 	}
-	keys, problem, err := v.keys(ctx, cat)
+	keys, problem, err := v.keys(ctx, policy)
 	if err != nil {
 		return nil, err
 	}
 	if problem != "" {
-		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("catalog %q: %s; %s cannot be verified until it is fixed", cat.Name, problem, ref))
+		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("%s: %s; %s cannot be verified until it is fixed", from, problem, ref))
 	}
 	digest, err := oci.ManifestDigest(src.URL)
-	art := verify.Artifact{Ref: fmt.Sprintf("%s from catalog %q (%s)", ref, cat.Name, src.URL), Digest: digest}
+	art := verify.Artifact{Ref: fmt.Sprintf("%s from %s (%s)", ref, from, src.URL), Digest: digest}
 	if err != nil {
 		// Cosign signs OCI manifests; another artifact has no signature it
 		// can read, which is never taken as a pass.
@@ -123,11 +161,16 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 	return out, nil
 }
 
+// InvalidDefaultPolicyError is a cluster default policy that cannot be
+// used: its ConfigMap is missing, or its YAML is not a policy.
+type InvalidDefaultPolicyError struct{ Problem string }
+
+func (e *InvalidDefaultPolicyError) Error() string { return e.Problem }
+
 // keys reads the policy's trusted keys. problem says what is wrong with
 // the policy in the user's words (a key that does not parse, a missing
 // Secret or data key); err is an API server's error, retried.
-func (v *Verifier) keys(ctx context.Context, cat *v1alpha1.Catalog) (keys []verify.Key, problem string, err error) {
-	policy := cat.Spec.Verify
+func (v *Verifier) keys(ctx context.Context, policy *v1alpha1.VerificationPolicy) (keys []verify.Key, problem string, err error) {
 	if policy.Cosign == nil {
 		return nil, "spec.verify.cosign: required when spec.verify.provider is Cosign", nil
 	}

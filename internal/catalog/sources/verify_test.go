@@ -123,7 +123,7 @@ func TestVerifier(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := v.Verify(context.Background(), "demo-pkg "+tc.name, v1alpha1.ArtifactSource{Catalog: tc.catalog, URL: tc.url})
+			got, err := v.Verify(context.Background(), "demo-pkg "+tc.name, v1alpha1.ArtifactSource{Catalog: tc.catalog, URL: tc.url}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,10 +148,10 @@ func TestVerifier(t *testing.T) {
 	}
 
 	// A catalog without a policy, and a built-in artifact under any.
-	if got, err := v.Verify(context.Background(), "x", v1alpha1.ArtifactSource{Catalog: "open", URL: unsigned}); got != nil || err != nil {
+	if got, err := v.Verify(context.Background(), "x", v1alpha1.ArtifactSource{Catalog: "open", URL: unsigned}, ""); got != nil || err != nil {
 		t.Errorf("no policy: got %+v, %v", got, err)
 	}
-	got, err := v.Verify(context.Background(), "x", v1alpha1.ArtifactSource{Catalog: "alice", URL: "builtin://cert-manager/1.0.0"})
+	got, err := v.Verify(context.Background(), "x", v1alpha1.ArtifactSource{Catalog: "alice", URL: "builtin://cert-manager/1.0.0"}, "")
 	if err != nil || got == nil || got.Provider != v1alpha1.VerificationBuiltin || !got.Verified {
 		t.Errorf("built-in: got %+v, %v", got, err)
 	}
