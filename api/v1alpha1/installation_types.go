@@ -319,6 +319,16 @@ type PendingChange struct {
 	// every object it applies): an approval approves this digest, a hook's
 	// verdict holds for it, and different content has a different one.
 	Digest string `json:"digest"`
+	// ArtifactDigest is the sha256 of the artifact (chart, package or
+	// bundle) the change applies, as fetched.
+	// +optional
+	ArtifactDigest string `json:"artifactDigest,omitempty"`
+	// SignedBy is who signed that artifact, as status.artifact shows it:
+	// `key "release-2026" (sha256:…) (Cosign)`, or `not verified
+	// (SignatureMissing, Audit)` when an Audit policy let an unverified
+	// artifact through; empty when no signature policy applies.
+	// +optional
+	SignedBy string `json:"signedBy,omitempty"`
 	// PermissionsGrow and PermissionsShrink say how what the extension
 	// may do changes, one line per scope and resource ("create, get on
 	// secrets cluster-wide", "creates CustomResourceDefinition x").
