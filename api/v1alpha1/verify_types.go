@@ -53,7 +53,8 @@ type VerificationPolicy struct {
 	// +kubebuilder:default=Enforce
 	// +optional
 	Mode VerificationMode `json:"mode,omitempty"`
-	// Cosign holds the public keys a cosign signature must verify with.
+	// Cosign holds the public keys a cosign signature must verify with,
+	// or the keyless policy.
 	// +optional
 	Cosign *CosignVerification `json:"cosign,omitempty"`
 
@@ -115,9 +116,11 @@ type KeyringSecretReference struct {
 	Key string `json:"key,omitempty"`
 }
 
-// CosignVerification trusts cosign signatures made with any of Keys.
-// Trusting two keys at once rotates a key without downtime: add the new
-// one, re-sign or publish with it, then remove the old one.
+// CosignVerification trusts cosign signatures made with any of Keys, or,
+// keyless, with a certificate for one of Keyless's identities. Trusting
+// two keys at once rotates a key without downtime: add the new one,
+// re-sign or publish with it, then remove the old one.
+// +kubebuilder:validation:XValidation:rule="has(self.keys) != has(self.keyless)",message="set exactly one of keys or keyless"
 type CosignVerification struct {
 	// Keys are the trusted public keys; a signature by any of them is
 	// accepted and the installation shows the key's name.
@@ -125,8 +128,62 @@ type CosignVerification struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
 	// +listMapKey=name
+	// +optional
+	Keys []CosignKey `json:"keys,omitempty"`
+
+	// Keyless trusts keyless signatures: a certificate (the signature
+	// layer's dev.sigstore.cosign/certificate and chain annotations)
+	// that chains to one of TrustedRoots and names one of Identities.
+	// Verified offline: the transparency log (Rekor) is not consulted.
+	// +optional
+	Keyless *KeylessVerification `json:"keyless,omitempty"`
+}
+
+// KeylessVerification is a keyless cosign policy, checked offline
+// against roots the administrator supplies (the hub may have no route to
+// a public Sigstore instance).
+type KeylessVerification struct {
+	// TrustedRoots are the PEM certificates of the root CAs (e.g. your
+	// Fulcio's root); a signing certificate must chain to one of them,
+	// through the intermediates the signature carries, at the time it was
+	// issued.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:XValidation:rule="self.contains('-----BEGIN CERTIFICATE-----')",message="must hold PEM certificates (-----BEGIN CERTIFICATE-----)"
 	// +required
-	Keys []CosignKey `json:"keys"`
+	TrustedRoots string `json:"trustedRoots"`
+	// Identities are the signers trusted: a certificate whose OIDC issuer
+	// and subject (URI or email SAN) match one of them is accepted.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +required
+	Identities []KeylessIdentity `json:"identities"`
+}
+
+// KeylessIdentity is one trusted signer: an issuer and a subject, each
+// exact or a regular expression matched against the whole value.
+// +kubebuilder:validation:XValidation:rule="has(self.issuer) != has(self.issuerRegExp)",message="set exactly one of issuer or issuerRegExp"
+// +kubebuilder:validation:XValidation:rule="has(self.subject) != has(self.subjectRegExp)",message="set exactly one of subject or subjectRegExp"
+type KeylessIdentity struct {
+	// Issuer is the OIDC issuer the certificate names (Fulcio's extension
+	// 1.3.6.1.4.1.57264.1.8, or the older 1.3.6.1.4.1.57264.1.1), e.g.
+	// https://token.actions.githubusercontent.com.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Issuer string `json:"issuer,omitempty"`
+	// IssuerRegExp is a Go regular expression the issuer must match.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	IssuerRegExp string `json:"issuerRegExp,omitempty"`
+	// Subject is the certificate's URI SAN (a workflow's URL) or email
+	// SAN.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Subject string `json:"subject,omitempty"`
+	// SubjectRegExp is a Go regular expression the subject must match.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	SubjectRegExp string `json:"subjectRegExp,omitempty"`
 }
 
 // CosignKey is one trusted public key, given inline or in a Secret.

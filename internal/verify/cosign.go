@@ -41,6 +41,10 @@ type Artifact struct {
 type Signature struct {
 	Payload   []byte
 	Signature string
+	// Certificate and Chain are a keyless signature's PEM certificate
+	// and chain (AnnotationCertificate, AnnotationChain); "" for a keyed
+	// one.
+	Certificate, Chain string
 }
 
 // Identity is who signed an artifact: the trusted cosign key whose

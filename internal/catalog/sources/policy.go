@@ -29,8 +29,8 @@ func ParseDefaultPolicy(data []byte) (*v1alpha1.VerificationPolicy, error) {
 		return nil, fmt.Errorf("%s: mode %q: use Enforce or Audit", DefaultPolicyKey, p.Mode)
 	}
 	switch {
-	case p.Provider == v1alpha1.VerificationCosign && (p.Cosign == nil || len(p.Cosign.Keys) == 0):
-		return nil, fmt.Errorf("%s: cosign.keys: required when provider is Cosign", DefaultPolicyKey)
+	case p.Provider == v1alpha1.VerificationCosign && (p.Cosign == nil || (len(p.Cosign.Keys) == 0) == (p.Cosign.Keyless == nil)):
+		return nil, fmt.Errorf("%s: cosign: set exactly one of cosign.keys and cosign.keyless when provider is Cosign", DefaultPolicyKey)
 	case p.Provider == v1alpha1.VerificationHelmProvenance && (p.HelmProvenance == nil || len(p.HelmProvenance.Keyrings) == 0):
 		return nil, fmt.Errorf("%s: helmProvenance.keyrings: required when provider is HelmProvenance", DefaultPolicyKey)
 	case p.Provider != v1alpha1.VerificationCosign && p.Provider != v1alpha1.VerificationHelmProvenance:

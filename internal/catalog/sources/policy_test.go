@@ -65,7 +65,7 @@ func TestParseDefaultPolicy(t *testing.T) {
 		t.Fatalf("got %+v, %v", p, err)
 	}
 	for _, bad := range []struct{ yaml, want string }{
-		{"provider: Cosign\n", "cosign.keys: required"},
+		{"provider: Cosign\n", "exactly one of cosign.keys and cosign.keyless"},
 		{"provider: HelmProvenance\n", "helmProvenance.keyrings: required"},
 		{"provider: Notary\n", `provider "Notary"`},
 		{good + "mode: Sometimes\n", "mode"},

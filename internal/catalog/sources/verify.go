@@ -109,7 +109,7 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 	default:
 		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("%s is refused: the installation's spec.verifyMode is Enforce, but %s has no spec.verify and there is no cluster default policy, so no one is trusted to sign it; give the catalog a spec.verify, or remove spec.verifyMode", ref, from))
 	}
-	keys, problem, err := v.keys(ctx, policy)
+	check, problem, err := v.cosignCheck(ctx, policy)
 	if err != nil {
 		return nil, err
 	}
@@ -126,13 +126,12 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 		if u != nil {
 			scheme = u.Scheme + "://"
 		}
-		e := &verify.Error{Reason: verify.ReasonSignatureMissing, Artifact: art, Expected: keyNames(keys),
+		e := &verify.Error{Provider: check.provider, Reason: verify.ReasonSignatureMissing, Artifact: art, Expected: check.expected,
 			Found: []string{fmt.Sprintf("an artifact served over %s, which cosign cannot sign (it signs OCI artifacts; a catalog of an HTTP Helm repository verifies with provider HelmProvenance)", scheme)}}
 		return refuse(e.Reason, e.Error())
 	}
-	keySet := verify.KeySetID(keys)
 	if v.Cache != nil {
-		if id, ok := v.Cache.Get(digest, keySet); ok {
+		if id, ok := v.Cache.Get(digest, check.setID); ok {
 			out.Verified, out.Identity = true, id.String()
 			return out, nil
 		}
@@ -140,13 +139,13 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 	sigs, err := oci.CosignSignatures(ctx, v.Fetcher, src)
 	var malformed *oci.MalformedSignatureError
 	if errors.As(err, &malformed) {
-		e := &verify.Error{Reason: verify.ReasonSignatureInvalid, Artifact: art, Expected: keyNames(keys), Found: []string{malformed.Error()}}
+		e := &verify.Error{Provider: check.provider, Reason: verify.ReasonSignatureInvalid, Artifact: art, Expected: check.expected, Found: []string{malformed.Error()}}
 		return refuse(e.Reason, e.Error())
 	}
 	if err != nil {
 		return nil, err
 	}
-	id, err := verify.Verify(art, keys, sigs)
+	id, err := check.verify(art, sigs)
 	var verr *verify.Error
 	if errors.As(err, &verr) {
 		return refuse(verr.Reason, verr.Error())
@@ -155,10 +154,48 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 		return nil, err
 	}
 	if v.Cache != nil {
-		v.Cache.Put(digest, keySet, id)
+		v.Cache.Put(digest, check.setID, id)
 	}
 	out.Verified, out.Identity = true, id.String()
 	return out, nil
+}
+
+// cosignCheck is a cosign policy made ready: the *verify.Error provider
+// word, the identities it expects (for messages), its Cache key set, and
+// the pure check.
+type cosignCheck struct {
+	provider string
+	expected []string
+	setID    string
+	verify   func(verify.Artifact, []verify.Signature) (verify.Identity, error)
+}
+
+// cosignCheck reads policy.cosign: its keys, or its keyless roots and
+// identities. problem and err are as for keys.
+func (v *Verifier) cosignCheck(ctx context.Context, policy *v1alpha1.VerificationPolicy) (cosignCheck, string, error) {
+	if policy.Cosign != nil && policy.Cosign.Keyless != nil {
+		kl := policy.Cosign.Keyless
+		rules := make([]verify.IdentityRule, 0, len(kl.Identities))
+		for _, id := range kl.Identities {
+			rules = append(rules, verify.IdentityRule{Issuer: id.Issuer, IssuerRegExp: id.IssuerRegExp, Subject: id.Subject, SubjectRegExp: id.SubjectRegExp})
+		}
+		p, err := verify.ParseKeylessPolicy([]byte(kl.TrustedRoots), rules)
+		if err != nil {
+			return cosignCheck{}, "spec.verify.cosign.keyless." + err.Error(), nil
+		}
+		expected := make([]string, 0, len(rules))
+		for _, r := range rules {
+			expected = append(expected, r.String())
+		}
+		return cosignCheck{provider: verify.ProviderKeyless, expected: expected, setID: p.ID,
+			verify: func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) { return verify.VerifyKeyless(a, p, s) }}, "", nil
+	}
+	keys, problem, err := v.keys(ctx, policy)
+	if problem != "" || err != nil {
+		return cosignCheck{}, problem, err
+	}
+	return cosignCheck{expected: keyNames(keys), setID: verify.KeySetID(keys),
+		verify: func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) { return verify.Verify(a, keys, s) }}, "", nil
 }
 
 // InvalidDefaultPolicyError is a cluster default policy that cannot be
