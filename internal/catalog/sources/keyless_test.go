@@ -16,7 +16,7 @@ import (
 
 // pushKeyless pushes DemoPackage(v) with extra data, signed keyless with
 // a fresh leaf of ca for issuer and subject (nil ca: unsigned).
-func pushKeyless(t *testing.T, destination, v, extra string, ca *verifytest.CA, issuer, subject string) string {
+func pushKeyless(t testing.TB, destination, v, extra string, ca *verifytest.CA, issuer, subject string) string {
 	t.Helper()
 	files := catalogtest.DemoPackage(v)
 	files["templates/cm.yaml"] = append(files["templates/cm.yaml"], []byte("  extra: "+extra+"\n")...)

@@ -16,7 +16,7 @@ import (
 // pgpSigner is an OpenPGP key pair generated for a test.
 type pgpSigner struct{ private, public []byte }
 
-func newPGPSigner(t *testing.T, name string) pgpSigner {
+func newPGPSigner(t testing.TB, name string) pgpSigner {
 	t.Helper()
 	priv, pub, err := verify.GenerateOpenPGPKey(name, name+"@example.com")
 	if err != nil {
@@ -26,7 +26,7 @@ func newPGPSigner(t *testing.T, name string) pgpSigner {
 }
 
 // signChart makes the provenance file of c's archive with k.
-func signChart(t *testing.T, k pgpSigner, c helmrepo.Chart) []byte {
+func signChart(t testing.TB, k pgpSigner, c helmrepo.Chart) []byte {
 	t.Helper()
 	archive, err := helmrepo.Archive(c)
 	if err != nil {

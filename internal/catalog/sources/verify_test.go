@@ -19,7 +19,7 @@ import (
 // signingKey is a key pair generated for a test.
 type signingKey struct{ private, public []byte }
 
-func newSigningKey(t *testing.T) signingKey {
+func newSigningKey(t testing.TB) signingKey {
 	t.Helper()
 	priv, pub, err := verify.GenerateKeyPair()
 	if err != nil {
@@ -30,7 +30,7 @@ func newSigningKey(t *testing.T) signingKey {
 
 // pushDemo pushes DemoPackage(v), with extra data in its template to make
 // another digest, signed with each of keys, and returns its reference.
-func pushDemo(t *testing.T, destination, v, extra string, keys ...signingKey) string {
+func pushDemo(t testing.TB, destination, v, extra string, keys ...signingKey) string {
 	t.Helper()
 	files := catalogtest.DemoPackage(v)
 	files["templates/cm.yaml"] = append(files["templates/cm.yaml"], []byte("  extra: "+extra+"\n")...)
