@@ -188,14 +188,18 @@ func (v *Verifier) cosignCheck(ctx context.Context, policy *v1alpha1.Verificatio
 			expected = append(expected, r.String())
 		}
 		return cosignCheck{provider: verify.ProviderKeyless, expected: expected, setID: p.ID,
-			verify: func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) { return verify.VerifyKeyless(a, p, s) }}, "", nil
+			verify: func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) {
+				return verify.VerifyKeyless(a, p, s)
+			}}, "", nil
 	}
 	keys, problem, err := v.keys(ctx, policy)
 	if problem != "" || err != nil {
 		return cosignCheck{}, problem, err
 	}
 	return cosignCheck{expected: keyNames(keys), setID: verify.KeySetID(keys),
-		verify: func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) { return verify.Verify(a, keys, s) }}, "", nil
+		verify: func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) {
+			return verify.Verify(a, keys, s)
+		}}, "", nil
 }
 
 // InvalidDefaultPolicyError is a cluster default policy that cannot be
