@@ -224,9 +224,18 @@ func newVerifier(mgr ctrl.Manager, o Options, fetcher *catalog.Fetcher, lookup c
 	if !ok {
 		return v
 	}
-	reader := mgr.GetAPIReader()
 	v.DefaultName = fmt.Sprintf("ConfigMap %s/%s, key %s", ns, name, sources.DefaultPolicyKey)
-	v.Default = func(ctx context.Context) (*v1alpha1.VerificationPolicy, error) {
+	v.Default = defaultPolicy(mgr.GetAPIReader(), ns, name)
+	return v
+}
+
+// defaultPolicy reads the cluster default signature policy from the
+// ConfigMap ns/name through reader at each call: a missing ConfigMap or
+// one whose verify.yaml is not a policy is an
+// *sources.InvalidDefaultPolicyError (the verifier refuses instead of
+// passing); another error is the API server's, retried.
+func defaultPolicy(reader client.Reader, ns, name string) func(context.Context) (*v1alpha1.VerificationPolicy, error) {
+	return func(ctx context.Context) (*v1alpha1.VerificationPolicy, error) {
 		var cm corev1.ConfigMap
 		err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm)
 		if apierrors.IsNotFound(err) {
@@ -241,7 +250,6 @@ func newVerifier(mgr ctrl.Manager, o Options, fetcher *catalog.Fetcher, lookup c
 		}
 		return p, nil
 	}
-	return v
 }
 
 // verifierLookup serves the signature verifier: Catalogs from the
