@@ -88,3 +88,35 @@ func FuzzVerifyKeyless(f *testing.F) {
 		}
 	})
 }
+
+// FuzzVerifyProvenance feeds arbitrary provenance files to
+// VerifyProvenance (Helm's parser, then the issuer read for messages):
+// nothing verifies, nothing panics, every failure is an *Error.
+func FuzzVerifyProvenance(f *testing.F) {
+	_, pub, err := verify.GenerateOpenPGPKey("fuzz", "fuzz@example.com")
+	if err != nil {
+		f.Fatal(err)
+	}
+	ring, err := verify.ParseKeyring("fuzz", pub)
+	if err != nil {
+		f.Fatal(err)
+	}
+	other, _, err := verify.GenerateOpenPGPKey("other", "other@example.com")
+	if err != nil {
+		f.Fatal(err)
+	}
+	archive := []byte("archive")
+	prov, err := verify.SignProvenance(other, archive, "x-1.0.0.tgz", []byte("name: x\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(prov)
+	f.Add([]byte("-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA512\n\nx\n-----BEGIN PGP SIGNATURE-----\n\nAAAA\n-----END PGP SIGNATURE-----\n"))
+	f.Fuzz(func(t *testing.T, prov []byte) {
+		_, err := verify.VerifyProvenance(verify.Artifact{Ref: "x", Digest: "sha256:" + strings.Repeat("c", 64)}, []verify.Keyring{ring}, archive, prov, "x-1.0.0.tgz")
+		vErr, ok := err.(*verify.Error)
+		if !ok || vErr.Reason == "" || vErr.Error() == "" {
+			t.Fatalf("want a *verify.Error, got %v", err)
+		}
+	})
+}

@@ -100,13 +100,14 @@ func VerifyProvenance(art Artifact, rings []Keyring, archive, prov []byte, filen
 	if prov == nil {
 		return fail(ReasonSignatureMissing)
 	}
-	block, _ := clearsign.Decode(prov)
-	if block == nil {
+	var block *clearsign.Block
+	if err := guard(func() error { block, _ = clearsign.Decode(prov); return nil }); err != nil || block == nil {
 		return fail(ReasonSignatureInvalid, "a provenance file that is not a clear-signed OpenPGP message")
 	}
 	for _, ring := range rings {
 		sig := provenance.Signatory{KeyRing: ring.entities}
-		v, err := sig.Verify(archive, prov, filename)
+		var v *provenance.Verification
+		err := guard(func() (err error) { v, err = sig.Verify(archive, prov, filename); return err })
 		switch {
 		case err == nil:
 			return Identity{Name: pgpIdentity(ring, v.SignedBy)}, nil
@@ -122,6 +123,20 @@ func VerifyProvenance(art Artifact, rings []Keyring, archive, prov []byte, filen
 	return fail(ReasonIdentityMismatch, "a provenance file signed by OpenPGP key "+signingKeyID(block))
 }
 
+// guard runs f and turns a panic into an error: the OpenPGP parsers
+// panic on some malformed input (clearsign.Decode of
+// "-----BEGIN PGP SIGNED MESSAGE-----\n\n-----BEGIN PGP SIGNATURE-----",
+// found by FuzzVerifyProvenance), which a hostile repository must not be
+// able to turn into a crash of the manager.
+func guard(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the OpenPGP parser failed on this input: %v", r)
+		}
+	}()
+	return f()
+}
+
 // pgpIdentity names the entity of ring that signed: its keyring, its
 // fingerprint and its primary user ID.
 func pgpIdentity(ring Keyring, e *openpgp.Entity) string {
@@ -135,7 +150,8 @@ func pgpIdentity(ring Keyring, e *openpgp.Entity) string {
 // signingKeyID is the issuer a clear-signed block's signature names: its
 // fingerprint, else its 64-bit key ID, else "with no issuer".
 func signingKeyID(block *clearsign.Block) string {
-	p, err := packet.Read(block.ArmoredSignature.Body)
+	var p packet.Packet
+	err := guard(func() (err error) { p, err = packet.Read(block.ArmoredSignature.Body); return err })
 	if err != nil {
 		return "(unreadable signature packet)"
 	}

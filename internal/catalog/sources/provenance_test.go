@@ -133,6 +133,13 @@ func TestVerifierHelmProvenance(t *testing.T) {
 		})
 	}
 
+	// A chart from an OCI registry has no provenance file: never a pass.
+	oci := v1alpha1.ArtifactSource{Catalog: "alice", URL: "oci://registry.example.com/charts/demo@sha256:" + strings.Repeat("a", 64)}
+	if got, err := v.Verify(context.Background(), "demo 1.0.0", oci, ""); err != nil || got.Verified || got.Reason != v1alpha1.ReasonSignatureMissing ||
+		!strings.Contains(got.Message, "not a chart in an HTTP Helm repository") {
+		t.Errorf("an OCI chart under HelmProvenance: %+v, %v", got, err)
+	}
+
 	// Verified once per digest: a second verification reads neither the
 	// provenance file nor the archive again.
 	provPath, tgzPath := "/demo-1.0.0.tgz.prov", "/demo-1.0.0.tgz"
