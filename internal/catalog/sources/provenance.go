@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -118,13 +119,46 @@ func (v *Verifier) keyrings(ctx context.Context, policy *v1alpha1.VerificationPo
 				return nil, fmt.Sprintf("%s.secretRef: Secret %s/%s has no key %q; put the OpenPGP public keyring there (gpg --export)", field, r.Namespace, r.Name, key), nil
 			}
 		}
-		ring, err := verify.ParseKeyring(k.Name, data)
+		ring, err := v.parsedKeyrings.parse(k.Name, data)
 		if err != nil {
 			return nil, fmt.Sprintf("%s: %v", field, err), nil
 		}
 		rings = append(rings, ring)
 	}
 	return rings, "", nil
+}
+
+// keyringMemo remembers parsed keyrings by name and content, so that a
+// verification whose digest is cached does not parse the armored
+// keyring again (parsing costs more than the rest of a cache hit). At
+// most maxParsedKeyrings are kept; past it the memo starts again empty.
+// The zero value is ready; it is safe for concurrent use.
+type keyringMemo struct {
+	mu    sync.Mutex
+	rings map[string]verify.Keyring
+}
+
+const maxParsedKeyrings = 256
+
+func (m *keyringMemo) parse(name string, data []byte) (verify.Keyring, error) {
+	key := name + "\x00" + string(data)
+	m.mu.Lock()
+	ring, ok := m.rings[key]
+	m.mu.Unlock()
+	if ok {
+		return ring, nil
+	}
+	ring, err := verify.ParseKeyring(name, data)
+	if err != nil {
+		return ring, err
+	}
+	m.mu.Lock()
+	if m.rings == nil || len(m.rings) >= maxParsedKeyrings {
+		m.rings = map[string]verify.Keyring{}
+	}
+	m.rings[key] = ring
+	m.mu.Unlock()
+	return ring, nil
 }
 
 func ringNames(rings []verify.Keyring) []string {

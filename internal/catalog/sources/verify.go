@@ -37,6 +37,8 @@ type Verifier struct {
 	// DefaultName names where the default is, for messages, e.g.
 	// "ConfigMap annex-system/annex-verify-policy".
 	DefaultName string
+	// parsedKeyrings remembers the OpenPGP keyrings already parsed.
+	parsedKeyrings keyringMemo
 	// Archives fetches a chart's archive for its Helm provenance check
 	// (the manager's artifact cache, so the fetch that follows finds it);
 	// nil means Artifacts{Fetcher}.
