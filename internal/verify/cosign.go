@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"encoding/base64"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -77,13 +78,23 @@ type Error struct {
 	// Expected are the trusted keys; Found what the signatures showed.
 	Expected []string
 	Found    []string
+	// AuditRefused, when set, says why switching the catalog to Audit
+	// would not help (a stricter cluster default or installation): the
+	// message then says so instead of suggesting it.
+	AuditRefused string
 }
+
+// auditClause is the suggestion of Audit in a SignatureMissing message.
+var auditClause = regexp.MustCompile(`, or set the catalog's spec\.verify\.mode to Audit to install unsigned \w+`)
 
 func (e *Error) Error() string {
 	what, todo := e.words()
 	msg := fmt.Sprintf("%s (digest %s) %s: expected a signature by %s", e.Artifact.Ref, e.Artifact.Digest, what, orList(e.Expected))
 	if len(e.Found) > 0 {
 		msg += "; found " + strings.Join(e.Found, "; ")
+	}
+	if e.AuditRefused != "" {
+		return msg + "; " + auditClause.ReplaceAllString(todo, "") + " (Audit cannot apply: " + e.AuditRefused + ")"
 	}
 	return msg + "; " + todo
 }

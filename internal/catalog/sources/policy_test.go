@@ -115,12 +115,16 @@ func TestVerifierDefaultPolicy(t *testing.T) {
 	}
 	check("default verifies a catalog without verify", "open", signed, "", true, v1alpha1.VerificationEnforce, `key "alice"`)
 	check("default refuses unsigned, naming itself", "open", unsigned, "", false, v1alpha1.VerificationEnforce, "cluster default policy", "ConfigMap annex-system/verify")
-	check("a catalog's Audit does not loosen an Enforce default", "loose", unsigned, "", false, v1alpha1.VerificationEnforce, `catalog "loose"`)
+	check("a catalog's Audit does not loosen an Enforce default", "loose", unsigned, "", false, v1alpha1.VerificationEnforce, `catalog "loose"`,
+		"Audit cannot apply: the cluster default policy (ConfigMap annex-system/verify) is Enforce")
+	if got, _ := v.Verify(context.Background(), "demo", v1alpha1.ArtifactSource{Catalog: "loose", URL: unsigned}, ""); strings.Contains(got.Message, "spec.verify.mode to Audit") {
+		t.Errorf("under an Enforce default, the message suggests Audit: %s", got.Message)
+	}
 	check("the built-in catalog is never refused", "open", "builtin://cert-manager/1.0.0", v1alpha1.VerificationEnforce, true, "")
 
 	def = cosignPolicy(v1alpha1.VerificationAudit, aliceKey)
 	check("an Audit default reports", "open", unsigned, "", false, v1alpha1.VerificationAudit)
-	check("the installation tightens it", "open", unsigned, v1alpha1.VerificationEnforce, false, v1alpha1.VerificationEnforce)
+	check("the installation tightens it", "open", unsigned, v1alpha1.VerificationEnforce, false, v1alpha1.VerificationEnforce, "Audit cannot apply: the installation's spec.verifyMode is Enforce")
 
 	def, defErr = nil, &sources.InvalidDefaultPolicyError{Problem: "ConfigMap annex-system/verify does not exist"}
 	check("an unreadable default refuses", "open", signed, "", false, v1alpha1.VerificationEnforce, "does not exist", "cluster administrator")

@@ -22,13 +22,13 @@ const maxProvenanceBytes = 256 << 10
 
 // verifyProvenance verifies the chart at src (an http(s):// archive URL)
 // with the Helm provenance file next to it, <URL>.prov, against the
-// keyrings of policy.helmProvenance (from names the policy's owner), and
-// fills out. The
+// keyrings of policy.helmProvenance (from names the policy's owner;
+// auditRefused, why Audit cannot apply, if it cannot), and fills out. The
 // archive is fetched through Archives (it must have src.Digest); a
 // verified digest is cached as for cosign. A repository that answers 404
 // for the .prov has no signature; another artifact URL (oci://, file://)
 // has none this provider reads. Both are outcomes, never a pass.
-func (v *Verifier) verifyProvenance(ctx context.Context, ref string, src v1alpha1.ArtifactSource, policy *v1alpha1.VerificationPolicy, from string, out *v1alpha1.ArtifactVerification) (*v1alpha1.ArtifactVerification, error) {
+func (v *Verifier) verifyProvenance(ctx context.Context, ref string, src v1alpha1.ArtifactSource, policy *v1alpha1.VerificationPolicy, from, auditRefused string, out *v1alpha1.ArtifactVerification) (*v1alpha1.ArtifactVerification, error) {
 	refuse := func(reason, message string) (*v1alpha1.ArtifactVerification, error) {
 		out.Reason, out.Message = reason, message
 		return out, nil
@@ -45,6 +45,7 @@ func (v *Verifier) verifyProvenance(ctx context.Context, ref string, src v1alpha
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		e := &verify.Error{Provider: verify.ProviderHelmProvenance, Reason: verify.ReasonSignatureMissing, Artifact: art, Expected: ringNames(rings),
 			Found: []string{"an artifact that is not a chart in an HTTP Helm repository, which has no provenance file (for OCI artifacts, use provider Cosign)"}}
+		e.AuditRefused = auditRefused
 		return refuse(e.Reason, e.Error())
 	}
 	ringSet := verify.KeyringSetID(rings)
@@ -68,6 +69,7 @@ func (v *Verifier) verifyProvenance(ctx context.Context, ref string, src v1alpha
 		prov = nil
 	case errors.As(err, &tooLarge):
 		e := &verify.Error{Provider: verify.ProviderHelmProvenance, Reason: verify.ReasonSignatureInvalid, Artifact: art, Expected: ringNames(rings), Found: []string{err.Error()}}
+		e.AuditRefused = auditRefused
 		return refuse(e.Reason, e.Error())
 	case err != nil:
 		return nil, err
@@ -84,6 +86,7 @@ func (v *Verifier) verifyProvenance(ctx context.Context, ref string, src v1alpha
 	id, err := verify.VerifyProvenance(art, rings, archive, prov, path.Base(u.Path))
 	var verr *verify.Error
 	if errors.As(err, &verr) {
+		verr.AuditRefused = auditRefused
 		return refuse(verr.Reason, verr.Error())
 	}
 	if err != nil {

@@ -99,6 +99,15 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 	if fromDefault {
 		from = fmt.Sprintf("the cluster default policy for catalog %q (%s)", cat.Name, v.DefaultName)
 	}
+	auditRefused := ""
+	switch {
+	case installMode == v1alpha1.VerificationEnforce:
+		auditRefused = "the installation's spec.verifyMode is Enforce"
+	case def != nil && def.Mode != v1alpha1.VerificationAudit && v.DefaultName != "":
+		auditRefused = fmt.Sprintf("the cluster default policy (%s) is Enforce, which a catalog cannot loosen", v.DefaultName)
+	case def != nil && def.Mode != v1alpha1.VerificationAudit:
+		auditRefused = "the cluster default policy is Enforce, which a catalog cannot loosen"
+	}
 	out := &v1alpha1.ArtifactVerification{Provider: policy.Provider, Mode: policy.Mode}
 	refuse := func(reason, message string) (*v1alpha1.ArtifactVerification, error) {
 		out.Reason, out.Message = reason, message
@@ -106,7 +115,7 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 	}
 	switch policy.Provider {
 	case v1alpha1.VerificationHelmProvenance:
-		return v.verifyProvenance(ctx, ref, src, policy, from, out)
+		return v.verifyProvenance(ctx, ref, src, policy, from, auditRefused, out)
 	case v1alpha1.VerificationCosign:
 	default:
 		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("%s is refused: the installation's spec.verifyMode is Enforce, but %s has no spec.verify and there is no cluster default policy, so no one is trusted to sign it; give the catalog a spec.verify, or remove spec.verifyMode", ref, from))
@@ -130,6 +139,7 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 		}
 		e := &verify.Error{Provider: check.provider, Reason: verify.ReasonSignatureMissing, Artifact: art, Expected: check.expected,
 			Found: []string{fmt.Sprintf("an artifact served over %s, which cosign cannot sign (it signs OCI artifacts; a catalog of an HTTP Helm repository verifies with provider HelmProvenance)", scheme)}}
+		e.AuditRefused = auditRefused
 		return refuse(e.Reason, e.Error())
 	}
 	if v.Cache != nil {
@@ -142,6 +152,7 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 	var malformed *oci.MalformedSignatureError
 	if errors.As(err, &malformed) {
 		e := &verify.Error{Provider: check.provider, Reason: verify.ReasonSignatureInvalid, Artifact: art, Expected: check.expected, Found: []string{malformed.Error()}}
+		e.AuditRefused = auditRefused
 		return refuse(e.Reason, e.Error())
 	}
 	if err != nil {
@@ -150,6 +161,7 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 	id, err := check.verify(art, sigs)
 	var verr *verify.Error
 	if errors.As(err, &verr) {
+		verr.AuditRefused = auditRefused
 		return refuse(verr.Reason, verr.Error())
 	}
 	if err != nil {
