@@ -21,9 +21,9 @@ IMAGE ?= annex:$(VERSION)
 IMAGE_PLATFORM ?= linux/amd64
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 GO_TEST_FLAGS ?=
-BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|IngestOLM|ParseHelmIndex|N100|RecordStorage|RenderPlan|MergeRender|ConsoleInstallations|Compare)
+BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|IngestOLM|ParseHelmIndex|N100|RecordStorage|RenderPlan|MergeRender|ConsoleInstallations|Compare|Verify|Verifier)
 BENCH_COUNT ?= 6
-BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/helm/ ./internal/catalog/olm/ ./internal/record/ ./internal/engine/pkg/ ./internal/crdcheck/ ./test/bench/
+BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/helm/ ./internal/catalog/olm/ ./internal/record/ ./internal/engine/pkg/ ./internal/crdcheck/ ./test/bench/ ./internal/verify/ ./internal/catalog/sources/
 FUZZTIME ?= 60s
 FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/helm/:FuzzParseHelmIndex ./internal/catalog/helm/:FuzzFastDecoder ./internal/archive/:FuzzCheckArchive ./internal/catalog/helm/:FuzzAddPackageToIndex ./internal/engine/helm/:FuzzRender ./internal/engine/helm/:FuzzRenderChart ./internal/record/:FuzzDecodeRecord ./internal/adopt/:FuzzDecode ./internal/engine/pkg/:FuzzLoadArchive ./internal/engine/pkg/:FuzzLoadFiles ./internal/crdcheck/:FuzzCompare ./internal/verify/:FuzzParseSignatureManifest ./internal/verify/:FuzzVerify ./internal/convert/kkp/:FuzzConvert
 
@@ -50,7 +50,7 @@ test-faults: envtest-assets ## The crash tests FAULT_SEEDS times (30) with rando
 bench: bench-micro bench-system ## Every benchmark: the micro-benchmarks (6 counts) and the full-system one (1 count).
 
 .PHONY: bench-micro
-bench-micro: envtest-assets ## Resolver, catalog ingest, applier, CRD-check and console-page benchmarks, 6 counts, summarised by benchstat into bin/bench.txt.
+bench-micro: envtest-assets ## Resolver, catalog ingest, applier, CRD-check, console-page and signature-verification benchmarks, 6 counts, summarised by benchstat into bin/bench.txt.
 	@mkdir -p bin
 	go test -run '^$$' -bench "$(BENCH)" -benchmem -count $(BENCH_COUNT) -timeout 90m $(BENCH_PKGS) | tee bin/bench.raw
 	go tool benchstat bin/bench.raw | tee bin/bench.txt

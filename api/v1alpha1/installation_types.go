@@ -39,6 +39,15 @@ type ExtensionInstallationSpec struct {
 	// +optional
 	Cluster string `json:"cluster,omitempty"`
 
+	// VerifyMode tightens the signature policy for this installation:
+	// Enforce refuses an artifact that is not verified even when its
+	// catalog's spec.verify (or the cluster default) says Audit. It never
+	// loosens a policy; with no policy at all, nothing but the built-in
+	// catalog can be verified, so every other artifact is refused.
+	// +kubebuilder:validation:Enum=Enforce
+	// +optional
+	VerifyMode VerificationMode `json:"verifyMode,omitempty"`
+
 	// TargetNamespace receives the extension's namespaced objects that name
 	// no namespace; default: the installation's own namespace.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -310,6 +319,16 @@ type PendingChange struct {
 	// every object it applies): an approval approves this digest, a hook's
 	// verdict holds for it, and different content has a different one.
 	Digest string `json:"digest"`
+	// ArtifactDigest is the sha256 of the artifact (chart, package or
+	// bundle) the change applies, as fetched.
+	// +optional
+	ArtifactDigest string `json:"artifactDigest,omitempty"`
+	// SignedBy is who signed that artifact, as status.artifact shows it:
+	// `key "release-2026" (sha256:…) (Cosign)`, or `not verified
+	// (SignatureMissing, Audit)` when an Audit policy let an unverified
+	// artifact through; empty when no signature policy applies.
+	// +optional
+	SignedBy string `json:"signedBy,omitempty"`
 	// PermissionsGrow and PermissionsShrink say how what the extension
 	// may do changes, one line per scope and resource ("create, get on
 	// secrets cluster-wide", "creates CustomResourceDefinition x").

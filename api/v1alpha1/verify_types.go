@@ -8,6 +8,10 @@ const (
 	// VerificationCosign verifies cosign signatures of OCI artifacts with
 	// public keys (spec.verify.cosign.keys).
 	VerificationCosign VerificationProvider = "Cosign"
+	// VerificationHelmProvenance verifies the provenance file
+	// (<chart URL>.prov, `helm package --sign`) of charts from HTTP Helm
+	// repositories with an OpenPGP keyring (spec.verify.helmProvenance).
+	VerificationHelmProvenance VerificationProvider = "HelmProvenance"
 	// VerificationBuiltin is the built-in catalog's: its artifacts are part
 	// of the Annex binary and trusted as such, under any policy.
 	VerificationBuiltin VerificationProvider = "Builtin"
@@ -29,15 +33,18 @@ const (
 // VerificationPolicy is a catalog's signature policy: who must have signed
 // an artifact before Annex hands it to an engine. Verification happens
 // when an installation fetches a version, once per artifact digest.
-// Today's provider is Cosign with public keys, for artifacts in OCI
-// registries; an artifact the provider cannot verify (a chart from an HTTP
-// repository under a Cosign policy) counts as unsigned: refused under
+// The providers are Cosign with public keys, for artifacts in OCI
+// registries, and HelmProvenance with an OpenPGP keyring, for charts from
+// HTTP Helm repositories; an artifact the provider cannot verify (a chart
+// from an HTTP repository under a Cosign policy) counts as unsigned: refused under
 // Enforce, reported under Audit, never silently accepted. The built-in
 // catalog is part of the binary and never refused.
 // +kubebuilder:validation:XValidation:rule="self.provider != 'Cosign' || has(self.cosign)",message="spec.verify.cosign: required when spec.verify.provider is Cosign"
+// +kubebuilder:validation:XValidation:rule="self.provider != 'HelmProvenance' || has(self.helmProvenance)",message="spec.verify.helmProvenance: required when spec.verify.provider is HelmProvenance"
 type VerificationPolicy struct {
-	// Provider is the signature scheme: Cosign (keyed).
-	// +kubebuilder:validation:Enum=Cosign
+	// Provider is the signature scheme: Cosign (keyed) or HelmProvenance
+	// (OpenPGP).
+	// +kubebuilder:validation:Enum=Cosign;HelmProvenance
 	// +required
 	Provider VerificationProvider `json:"provider"`
 	// Mode is Enforce (refuse what is unsigned or signed by someone else)
@@ -46,14 +53,74 @@ type VerificationPolicy struct {
 	// +kubebuilder:default=Enforce
 	// +optional
 	Mode VerificationMode `json:"mode,omitempty"`
-	// Cosign holds the public keys a cosign signature must verify with.
+	// Cosign holds the public keys a cosign signature must verify with,
+	// or the keyless policy.
 	// +optional
 	Cosign *CosignVerification `json:"cosign,omitempty"`
+
+	// HelmProvenance holds the OpenPGP keyrings a chart's provenance file
+	// must be signed with.
+	// +optional
+	HelmProvenance *HelmProvenanceVerification `json:"helmProvenance,omitempty"`
 }
 
-// CosignVerification trusts cosign signatures made with any of Keys.
-// Trusting two keys at once rotates a key without downtime: add the new
-// one, re-sign or publish with it, then remove the old one.
+// HelmProvenanceVerification trusts provenance files (`helm package
+// --sign`, `helm verify`) signed by any key of Keyrings. As for cosign
+// keys, trusting two keyrings at once rotates a key without downtime.
+type HelmProvenanceVerification struct {
+	// Keyrings are the trusted OpenPGP public keys; a provenance file
+	// signed by any of them is accepted, and the installation shows the
+	// keyring's name and the signer's user ID.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +required
+	Keyrings []OpenPGPKeyring `json:"keyrings"`
+}
+
+// OpenPGPKeyring is one trusted OpenPGP keyring (one or more public
+// keys), given inline (ASCII-armored) or in a Secret (armored or binary,
+// as `gpg --export` writes it).
+// +kubebuilder:validation:XValidation:rule="has(self.keyring) != has(self.secretRef)",message="set exactly one of keyring or secretRef"
+type OpenPGPKeyring struct {
+	// Name identifies the keyring in status and messages.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+	// Keyring is the ASCII-armored public key block (`gpg --export
+	// --armor`).
+	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:XValidation:rule="self.contains('-----BEGIN PGP PUBLIC KEY BLOCK-----')",message="must be an ASCII-armored OpenPGP public key block (-----BEGIN PGP PUBLIC KEY BLOCK-----)"
+	// +optional
+	Keyring string `json:"keyring,omitempty"`
+	// SecretRef names a Secret holding the keyring under Key.
+	// +optional
+	SecretRef *KeyringSecretReference `json:"secretRef,omitempty"`
+}
+
+// KeyringSecretReference names the key of a Secret holding an OpenPGP
+// keyring.
+type KeyringSecretReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Namespace string `json:"namespace"`
+	// Key is the Secret's data key holding the keyring.
+	// +kubebuilder:default="pubring.gpg"
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// CosignVerification trusts cosign signatures made with any of Keys, or,
+// keyless, with a certificate for one of Keyless's identities. Trusting
+// two keys at once rotates a key without downtime: add the new one,
+// re-sign or publish with it, then remove the old one.
+// +kubebuilder:validation:XValidation:rule="has(self.keys) != has(self.keyless)",message="set exactly one of keys or keyless"
 type CosignVerification struct {
 	// Keys are the trusted public keys; a signature by any of them is
 	// accepted and the installation shows the key's name.
@@ -61,8 +128,62 @@ type CosignVerification struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
 	// +listMapKey=name
+	// +optional
+	Keys []CosignKey `json:"keys,omitempty"`
+
+	// Keyless trusts keyless signatures: a certificate (the signature
+	// layer's dev.sigstore.cosign/certificate and chain annotations)
+	// that chains to one of TrustedRoots and names one of Identities.
+	// Verified offline: the transparency log (Rekor) is not consulted.
+	// +optional
+	Keyless *KeylessVerification `json:"keyless,omitempty"`
+}
+
+// KeylessVerification is a keyless cosign policy, checked offline
+// against roots the administrator supplies (the hub may have no route to
+// a public Sigstore instance).
+type KeylessVerification struct {
+	// TrustedRoots are the PEM certificates of the root CAs (e.g. your
+	// Fulcio's root); a signing certificate must chain to one of them,
+	// through the intermediates the signature carries, at the time it was
+	// issued.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:XValidation:rule="self.contains('-----BEGIN CERTIFICATE-----')",message="must hold PEM certificates (-----BEGIN CERTIFICATE-----)"
 	// +required
-	Keys []CosignKey `json:"keys"`
+	TrustedRoots string `json:"trustedRoots"`
+	// Identities are the signers trusted: a certificate whose OIDC issuer
+	// and subject (URI or email SAN) match one of them is accepted.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +required
+	Identities []KeylessIdentity `json:"identities"`
+}
+
+// KeylessIdentity is one trusted signer: an issuer and a subject, each
+// exact or a regular expression matched against the whole value.
+// +kubebuilder:validation:XValidation:rule="has(self.issuer) != has(self.issuerRegExp)",message="set exactly one of issuer or issuerRegExp"
+// +kubebuilder:validation:XValidation:rule="has(self.subject) != has(self.subjectRegExp)",message="set exactly one of subject or subjectRegExp"
+type KeylessIdentity struct {
+	// Issuer is the OIDC issuer the certificate names (Fulcio's extension
+	// 1.3.6.1.4.1.57264.1.8, or the older 1.3.6.1.4.1.57264.1.1), e.g.
+	// https://token.actions.githubusercontent.com.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Issuer string `json:"issuer,omitempty"`
+	// IssuerRegExp is a Go regular expression the issuer must match.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	IssuerRegExp string `json:"issuerRegExp,omitempty"`
+	// Subject is the certificate's URI SAN (a workflow's URL) or email
+	// SAN.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Subject string `json:"subject,omitempty"`
+	// SubjectRegExp is a Go regular expression the subject must match.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	SubjectRegExp string `json:"subjectRegExp,omitempty"`
 }
 
 // CosignKey is one trusted public key, given inline or in a Secret.
@@ -120,8 +241,8 @@ type ArtifactStatus struct {
 
 // ArtifactVerification is the outcome of verifying one artifact.
 type ArtifactVerification struct {
-	// Provider is what vouched for the artifact: Cosign, or Builtin for
-	// the built-in catalog.
+	// Provider is what vouched for the artifact: Cosign, HelmProvenance,
+	// or Builtin for the built-in catalog.
 	Provider VerificationProvider `json:"provider"`
 	// Mode is the policy's mode when the artifact was verified.
 	// +optional

@@ -52,6 +52,7 @@ func newManagerCommand() *cobra.Command {
 	cmd.Flags().IntVar(&o.Workers, "concurrency", installation.DefaultWorkers, "how many installations reconcile at once")
 	cmd.Flags().StringVar(&o.DefaultServiceAccount, "default-service-account", "", "multi-tenant mode: installations that name no spec.serviceAccountName act as this ServiceAccount of their own namespace (Annex impersonates it to apply and delete)")
 	cmd.Flags().BoolVar(&o.RestrictTargets, "restrict-targets", false, "refuse a spec.targetNamespace other than the installation's namespace, and any spec.cluster, unless the hub admin annotates the installation's namespace with annex.dev/allow-target-namespaces or annex.dev/allow-clusters")
+	cmd.Flags().StringVar(&o.DefaultVerifyPolicy, "default-verify-policy", "", "NAMESPACE/NAME of a ConfigMap whose key verify.yaml is the cluster-wide default signature policy (the fields of a Catalog's spec.verify): it covers every Catalog without spec.verify, and a catalog's Audit cannot loosen its Enforce")
 	cmd.Flags().StringVar(&o.CacheDir, "cache-dir", "", "folder for fetched artifacts and the last good content of each catalog (default: $XDG_CACHE_HOME/annex)")
 	return cmd
 }

@@ -176,6 +176,12 @@ func PrintChange(w io.Writer, inst *v1alpha1.ExtensionInstallation) {
 	}
 	fmt.Fprintf(w, "%s/%s (%s): %s (%s)\n", inst.Namespace, inst.Name, inst.Spec.Extension, what, pc.Event)
 	fmt.Fprintf(w, "  digest: %s\n", pc.Digest)
+	if pc.ArtifactDigest != "" {
+		fmt.Fprintf(w, "  artifact: %s\n", pc.ArtifactDigest)
+	}
+	if pc.SignedBy != "" {
+		fmt.Fprintf(w, "  signed by: %s\n", pc.SignedBy)
+	}
 	printList(w, "permissions grow", pc.PermissionsGrow)
 	printList(w, "permissions shrink", pc.PermissionsShrink)
 	a := pc.Approval

@@ -160,6 +160,9 @@ type ApprovalRequest struct {
 	Event, FromVersion, ToVersion string
 	// Digest identifies exactly the change an Approval approves.
 	Digest string
+	// ArtifactDigest is the artifact the change applies; SignedBy who
+	// signed it ("" when no signature policy applies).
+	ArtifactDigest, SignedBy string
 	// PermissionsGrow and PermissionsShrink are the permission diff.
 	PermissionsGrow, PermissionsShrink []string
 	CRDChanges                         []string
@@ -197,6 +200,7 @@ func ApprovalRequestsOf(insts []v1alpha1.ExtensionInstallation) []ApprovalReques
 		r := ApprovalRequest{
 			Namespace: in.Namespace, Name: in.Name, Extension: in.Spec.Extension, Cluster: in.Spec.Cluster,
 			Event: pc.Event, FromVersion: pc.FromVersion, ToVersion: pc.ToVersion, Digest: pc.Digest,
+			ArtifactDigest: pc.ArtifactDigest, SignedBy: pc.SignedBy,
 			PermissionsGrow: pc.PermissionsGrow, PermissionsShrink: pc.PermissionsShrink, CRDChanges: a.CRDChanges,
 			Reasons: a.Reasons, Policies: a.Policies, RequestedBy: a.RequestedBy, Refused: a.Refused,
 			Since: in.CreationTimestamp.Time,

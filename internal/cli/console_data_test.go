@@ -2,6 +2,7 @@ package cli
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,8 +23,8 @@ func TestApprovalRequestsOf(t *testing.T) {
 		}
 		if state != "" {
 			in.Status.Change = &v1alpha1.PendingChange{Event: "PreUpgrade", FromVersion: "1.0.0", ToVersion: "2.0.0", Digest: "sha256:" + name,
-				PermissionsGrow: []string{"create on secrets cluster-wide"},
-				Approval:        &v1alpha1.ChangeApproval{State: state, Reasons: []string{"Major: 1.0.0 → 2.0.0"}, Policies: []string{"p"}, RequestedBy: "alice"}}
+				PermissionsGrow: []string{"create on secrets cluster-wide"}, ArtifactDigest: "sha256:art", SignedBy: `key "release" (sha256:ab…) (Cosign)`,
+				Approval: &v1alpha1.ChangeApproval{State: state, Reasons: []string{"Major: 1.0.0 → 2.0.0"}, Policies: []string{"p"}, RequestedBy: "alice"}}
 		}
 		return in
 	}
@@ -44,7 +45,8 @@ func TestApprovalRequestsOf(t *testing.T) {
 	}
 	r := got[0]
 	if r.Digest != "sha256:older" || r.RequestedBy != "alice" || !reflect.DeepEqual(r.PermissionsGrow, []string{"create on secrets cluster-wide"}) ||
-		!reflect.DeepEqual(r.Reasons, []string{"Major: 1.0.0 → 2.0.0"}) || !r.Since.Equal(at(2).Time) {
+		!reflect.DeepEqual(r.Reasons, []string{"Major: 1.0.0 → 2.0.0"}) || !r.Since.Equal(at(2).Time) ||
+		r.ArtifactDigest != "sha256:art" || r.SignedBy != `key "release" (sha256:ab…) (Cosign)` {
 		t.Errorf("request %+v", r)
 	}
 }
@@ -71,5 +73,35 @@ func TestDetailOfInstallation(t *testing.T) {
 	in.Status.FailedTarget.Generation = 3
 	if d := DetailOfInstallation(in, tree); d.FailedTarget == nil {
 		t.Error("a failed target of the current generation is not shown")
+	}
+}
+
+func TestMarkSigned(t *testing.T) {
+	ext := &v1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: v1alpha1.ExtensionSpec{Versions: []v1alpha1.ExtensionVersion{
+		{Version: "2.0.0", Source: v1alpha1.ArtifactSource{URL: "oci://r/app@sha256:2"}},
+		{Version: "1.0.0", Source: v1alpha1.ArtifactSource{URL: "oci://r/app@sha256:1"}},
+	}}}
+	artifact := func(ext, version, url string, verified bool) v1alpha1.ExtensionInstallation {
+		return v1alpha1.ExtensionInstallation{Spec: v1alpha1.ExtensionInstallationSpec{Extension: ext}, Status: v1alpha1.ExtensionInstallationStatus{
+			Artifact: &v1alpha1.ArtifactStatus{Version: version, URL: url, Verification: &v1alpha1.ArtifactVerification{
+				Provider: v1alpha1.VerificationCosign, Verified: verified, Identity: `key "release"`}}}}
+	}
+	d := DetailOf(ext)
+	MarkSigned(d, ext, []v1alpha1.ExtensionInstallation{
+		artifact("app", "1.0.0", "oci://r/app@sha256:1", true),
+		// Not verified, another extension, or another artifact of the same version: no mark.
+		artifact("app", "2.0.0", "oci://r/app@sha256:2", false),
+		artifact("other", "2.0.0", "oci://r/app@sha256:2", true),
+		artifact("app", "2.0.0", "oci://r/app@sha256:old", true),
+	})
+	if d.Versions[0].SignedBy != "" || d.Versions[1].SignedBy != `key "release" (Cosign)` {
+		t.Fatalf("marks %q, %q", d.Versions[0].SignedBy, d.Versions[1].SignedBy)
+	}
+	var b strings.Builder
+	if err := WriteExtension(&b, OutputTable, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "1.0.0 ✓signed") || !strings.Contains(b.String(), `1.0.0 signed by key "release" (Cosign)`) || strings.Contains(b.String(), "2.0.0 ✓") {
+		t.Errorf("show prints:\n%s", b.String())
 	}
 }

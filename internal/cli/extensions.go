@@ -169,6 +169,11 @@ type VersionDetail struct {
 	// ValuesNote says why the chart's values are not shown, when they are
 	// not: the manager could not read them, or was not asked.
 	ValuesNote string `json:"valuesNote,omitempty"`
+	// SignedBy is who signed this version's artifact, as an installation
+	// that fetched it verified it (status.artifact): verification happens
+	// on fetch, so a version no installation fetched under a policy shows
+	// nothing.
+	SignedBy string `json:"signedBy,omitempty"`
 }
 
 // SchemaSummary is the top of a version's values: what a person may set.
@@ -211,7 +216,33 @@ func Show(ctx context.Context, c client.Client, name string, valuesWait time.Dur
 	if note != "" {
 		d.Versions[0].ValuesNote = note
 	}
+	// Which versions were verified: best effort, a reader who may not
+	// list installations everywhere sees no marks.
+	var insts v1alpha1.ExtensionInstallationList
+	if err := c.List(ctx, &insts); err == nil {
+		MarkSigned(d, ext, insts.Items)
+	}
 	return d, nil
+}
+
+// MarkSigned sets SignedBy of each version of d whose artifact (the
+// version's source URL) an installation of ext verified, from that
+// installation's status.artifact; the built-in catalog's versions are
+// trusted, not signed, and get no mark. Pure.
+func MarkSigned(d *ExtensionDetail, ext *v1alpha1.Extension, insts []v1alpha1.ExtensionInstallation) {
+	signed := map[[2]string]string{}
+	for i := range insts {
+		a := insts[i].Status.Artifact
+		if insts[i].Spec.Extension != ext.Name || a == nil || a.Verification == nil || !a.Verification.Verified || a.Verification.Provider == v1alpha1.VerificationBuiltin {
+			continue
+		}
+		signed[[2]string{a.Version, a.URL}] = fmt.Sprintf("%s (%s)", a.Verification.Identity, a.Verification.Provider)
+	}
+	for i, v := range ext.Spec.Versions {
+		if i < len(d.Versions) && d.Versions[i].Version == v.Version {
+			d.Versions[i].SignedBy = signed[[2]string{v.Version, v.Source.URL}]
+		}
+	}
 }
 
 func extensionError(name string, err error) error {

@@ -97,6 +97,9 @@ func WriteExtension(w io.Writer, o Output, d *ExtensionDetail) error {
 		if v.Deprecated {
 			version += " (deprecated)"
 		}
+		if v.SignedBy != "" {
+			version += " ✓signed"
+		}
 		deps := make([]string, 0, len(v.Dependencies))
 		for _, dep := range v.Dependencies {
 			deps = append(deps, strings.TrimSpace(dep.Name+" "+dep.Version))
@@ -109,6 +112,11 @@ func WriteExtension(w io.Writer, o Output, d *ExtensionDetail) error {
 	}
 	if err := t.Flush(); err != nil {
 		return err
+	}
+	for _, v := range d.Versions {
+		if v.SignedBy != "" {
+			fmt.Fprintf(w, "  %s signed by %s\n", v.Version, v.SignedBy)
+		}
 	}
 	if len(d.Versions) == 0 {
 		return nil

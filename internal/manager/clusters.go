@@ -3,13 +3,16 @@ package manager
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -22,6 +25,7 @@ import (
 	"github.com/annex-platform/annex/internal/crdmigrate"
 	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/verify"
 )
 
 // installationClusters lets cluster.Registry serve the installation
@@ -207,6 +211,45 @@ type installationFetcher struct {
 
 func (f installationFetcher) FetchBundle(ctx context.Context, src v1alpha1.ArtifactSource) (map[string][]byte, error) {
 	return f.bundles.FetchBundle(ctx, src)
+}
+
+// newVerifier is the installations' signature verifier: policies from
+// the cached Catalogs, keys from the API server, the archives of charts
+// to check against their provenance through the artifact cache, and the
+// cluster default policy, when o names one, read from its ConfigMap at
+// each verification (so that an administrator's change applies at once).
+func newVerifier(mgr ctrl.Manager, o Options, fetcher *catalog.Fetcher, lookup catalog.KubeLookup, artifacts catalog.ArtifactFetcher) *sources.Verifier {
+	v := &sources.Verifier{Fetcher: fetcher, Lookup: verifierLookup{cached: mgr.GetClient(), KubeLookup: lookup}, Cache: &verify.Cache{}, Archives: artifacts}
+	ns, name, ok := strings.Cut(o.DefaultVerifyPolicy, "/")
+	if !ok {
+		return v
+	}
+	v.DefaultName = fmt.Sprintf("ConfigMap %s/%s, key %s", ns, name, sources.DefaultPolicyKey)
+	v.Default = defaultPolicy(mgr.GetAPIReader(), ns, name)
+	return v
+}
+
+// defaultPolicy reads the cluster default signature policy from the
+// ConfigMap ns/name through reader at each call: a missing ConfigMap or
+// one whose verify.yaml is not a policy is an
+// *sources.InvalidDefaultPolicyError (the verifier refuses instead of
+// passing); another error is the API server's, retried.
+func defaultPolicy(reader client.Reader, ns, name string) func(context.Context) (*v1alpha1.VerificationPolicy, error) {
+	return func(ctx context.Context) (*v1alpha1.VerificationPolicy, error) {
+		var cm corev1.ConfigMap
+		err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm)
+		if apierrors.IsNotFound(err) {
+			return nil, &sources.InvalidDefaultPolicyError{Problem: fmt.Sprintf("the manager's --default-verify-policy names ConfigMap %s/%s, which does not exist; create it with the policy under %q, or remove the flag", ns, name, sources.DefaultPolicyKey)}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the default verification policy, ConfigMap %s/%s: %w", ns, name, err)
+		}
+		p, err := sources.ParseDefaultPolicy([]byte(cm.Data[sources.DefaultPolicyKey]))
+		if err != nil {
+			return nil, &sources.InvalidDefaultPolicyError{Problem: fmt.Sprintf("the default verification policy, ConfigMap %s/%s: %v", ns, name, err)}
+		}
+		return p, nil
+	}
 }
 
 // verifierLookup serves the signature verifier: Catalogs from the

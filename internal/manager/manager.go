@@ -35,7 +35,6 @@ import (
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/scheme"
 	"github.com/annex-platform/annex/internal/shard"
-	"github.com/annex-platform/annex/internal/verify"
 )
 
 // Options configure the manager.
@@ -86,6 +85,11 @@ type Options struct {
 	// RestrictTargets keeps installations in their own namespace on the
 	// hub unless the hub admin grants more on the namespace.
 	RestrictTargets bool
+	// DefaultVerifyPolicy names the ConfigMap, "<namespace>/<name>",
+	// whose data key verify.yaml is the cluster-wide default signature
+	// policy: it covers every Catalog without spec.verify, and its
+	// Enforce cannot be loosened by a catalog's Audit. Empty: no default.
+	DefaultVerifyPolicy string
 	// Shard is the shard of managers this one belongs to (default
 	// shard.Default). It serves only the ManagedClusters labelled
 	// annex.dev/shard=<Shard> (the default shard: the unlabelled ones and
@@ -176,7 +180,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Reader:                mgr.GetAPIReader(),
 		Resolver:              &indexedResolver{},
 		Engines:               engines(installationFetcher{artifacts, origin}),
-		Verifier:              &sources.Verifier{Fetcher: fetcher, Lookup: verifierLookup{cached: mgr.GetClient(), KubeLookup: lookup}, Cache: &verify.Cache{}},
+		Verifier:              newVerifier(mgr, o, fetcher, lookup, artifacts),
 		Clusters:              installationClusters{clusters},
 		Events:                recorder,
 		ClusterEvents:         clusterEvents,

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"encoding/base64"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -16,6 +17,10 @@ import (
 // Reasons of an *Error, the same words as the installation's condition
 // reasons (api/v1alpha1).
 const (
+	// ProviderKeyless is the Provider of an *Error about a keyless cosign
+	// signature (a certificate chaining to a trusted root).
+	ProviderKeyless = "Keyless"
+
 	ReasonSignatureMissing = "SignatureMissing"
 	ReasonSignatureInvalid = "SignatureInvalid"
 	ReasonIdentityMismatch = "IdentityMismatch"
@@ -37,31 +42,87 @@ type Artifact struct {
 type Signature struct {
 	Payload   []byte
 	Signature string
+	// Certificate and Chain are a keyless signature's PEM certificate
+	// and chain (AnnotationCertificate, AnnotationChain); "" for a keyed
+	// one.
+	Certificate, Chain string
 }
 
-// Identity is who signed an artifact: the trusted key whose signature
-// verified.
+// Identity is who signed an artifact: the trusted cosign key whose
+// signature verified, or Name for the other providers (an OpenPGP key, a
+// certificate's issuer and subject).
 type Identity struct {
-	Key Key
+	Key  Key
+	Name string
 }
 
-// String is how status shows the signer: `key "<name>" (sha256:…)`.
-func (i Identity) String() string { return i.Key.String() }
+// String is how status shows the signer: Name when set, else `key
+// "<name>" (sha256:…)`.
+func (i Identity) String() string {
+	if i.Name != "" {
+		return i.Name
+	}
+	return i.Key.String()
+}
 
 // Error is a verification that failed: Reason is ReasonSignatureMissing,
 // ReasonSignatureInvalid or ReasonIdentityMismatch (or ReasonPolicyInvalid
 // for a policy without keys). Its message names the artifact, its digest,
 // the identities expected and found, and what to do.
 type Error struct {
+	// Provider is the scheme whose words the message uses: "" for cosign
+	// keys, ProviderHelmProvenance, or ProviderKeyless.
+	Provider string
 	Reason   string
 	Artifact Artifact
 	// Expected are the trusted keys; Found what the signatures showed.
 	Expected []string
 	Found    []string
+	// AuditRefused, when set, says why switching the catalog to Audit
+	// would not help (a stricter cluster default or installation): the
+	// message then says so instead of suggesting it.
+	AuditRefused string
 }
 
+// auditClause is the suggestion of Audit in a SignatureMissing message.
+var auditClause = regexp.MustCompile(`, or set the catalog's spec\.verify\.mode to Audit to install unsigned \w+`)
+
 func (e *Error) Error() string {
-	var what, todo string
+	what, todo := e.words()
+	msg := fmt.Sprintf("%s (digest %s) %s: expected a signature by %s", e.Artifact.Ref, e.Artifact.Digest, what, orList(e.Expected))
+	if len(e.Found) > 0 {
+		msg += "; found " + strings.Join(e.Found, "; ")
+	}
+	if e.AuditRefused != "" {
+		return msg + "; " + auditClause.ReplaceAllString(todo, "") + " (Audit cannot apply: " + e.AuditRefused + ")"
+	}
+	return msg + "; " + todo
+}
+
+// words are what is wrong and what to do, in the words of e.Provider.
+func (e *Error) words() (what, todo string) {
+	switch e.Provider {
+	case ProviderHelmProvenance:
+		switch e.Reason {
+		case ReasonSignatureMissing:
+			return "has no Helm provenance file (<chart URL>.prov)", "sign the chart with a trusted key (helm package --sign --key <user ID> --keyring <secret keyring>) and publish the .prov file next to the .tgz, or set the catalog's spec.verify.mode to Audit to install unsigned charts"
+		case ReasonSignatureInvalid:
+			return "has no valid provenance for this archive", "the chart or its .prov file changed after it was signed: do not install it; package and sign it again"
+		case ReasonIdentityMismatch:
+			return "is signed, but by none of the trusted OpenPGP keys", "if the signer is trusted, add its public key to the catalog's spec.verify.helmProvenance.keyrings; otherwise do not install this version"
+		}
+		return "cannot be verified: the policy trusts no keyring", "list a keyring in the catalog's spec.verify.helmProvenance.keyrings"
+	case ProviderKeyless:
+		switch e.Reason {
+		case ReasonSignatureMissing:
+			return "has no keyless cosign signature (a signature with a certificate)", "sign it with cosign sign (keyless, with a certificate from a CA the policy trusts), or set the catalog's spec.verify.mode to Audit to install unsigned artifacts"
+		case ReasonSignatureInvalid:
+			return "has no valid keyless signature for this digest", "the artifact changed after it was signed, or its signature or certificate is corrupt or not issued by a trusted root: do not install it; publish it again and sign the new digest"
+		case ReasonIdentityMismatch:
+			return "is signed, but by no identity the policy trusts", "if the signer is trusted, add its issuer and subject to the catalog's spec.verify.cosign.keyless.identities; otherwise do not install this version"
+		}
+		return "cannot be verified: the policy trusts no root or identity", "list PEM roots in spec.verify.cosign.keyless.trustedRoots and at least one identity"
+	}
 	switch e.Reason {
 	case ReasonSignatureMissing:
 		what = "has no cosign signature"
@@ -76,11 +137,7 @@ func (e *Error) Error() string {
 		what = "cannot be verified: the policy trusts no key"
 		todo = "list a public key in the catalog's spec.verify.cosign.keys"
 	}
-	msg := fmt.Sprintf("%s (digest %s) %s: expected a signature by %s", e.Artifact.Ref, e.Artifact.Digest, what, orList(e.Expected))
-	if len(e.Found) > 0 {
-		msg += "; found " + strings.Join(e.Found, "; ")
-	}
-	return msg + "; " + todo
+	return what, todo
 }
 
 // Verify checks the cosign signatures of art against the trusted keys

@@ -50,6 +50,9 @@ type Layer struct {
 	Size   int64
 	// Signature is the annotation's base64 text, decoded by Verify.
 	Signature string
+	// Certificate and Chain are the PEM annotations of a keyless
+	// signature, "" for a keyed one.
+	Certificate, Chain string
 }
 
 // signatureManifest is the part of the signature manifest read here.
@@ -89,7 +92,8 @@ func ParseSignatureManifest(raw []byte) ([]Layer, error) {
 		case l.Annotations[AnnotationSignature] == "":
 			return nil, fmt.Errorf("signature layer %d: no %s annotation", i, AnnotationSignature)
 		}
-		out = append(out, Layer{Digest: l.Digest, Size: l.Size, Signature: l.Annotations[AnnotationSignature]})
+		out = append(out, Layer{Digest: l.Digest, Size: l.Size, Signature: l.Annotations[AnnotationSignature],
+			Certificate: l.Annotations[AnnotationCertificate], Chain: l.Annotations[AnnotationChain]})
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/annex-platform/annex/internal/verify"
+	"github.com/annex-platform/annex/internal/verify/verifytest"
 )
 
 // FuzzParseSignatureManifest feeds arbitrary bytes to the signature
@@ -56,6 +57,66 @@ func FuzzVerify(f *testing.F) {
 		// A payload that parses has a well-formed digest.
 		if p, err := verify.ParsePayload(payload); err == nil && !strings.HasPrefix(p.Digest, "sha256:") {
 			t.Fatalf("digest %q", p.Digest)
+		}
+	})
+}
+
+// FuzzVerifyKeyless feeds arbitrary certificates, chains, payloads and
+// signatures to VerifyKeyless: nothing verifies (the fuzzer cannot make
+// a certificate chaining to the test root), and every failure is an
+// *Error with a reason.
+func FuzzVerifyKeyless(f *testing.F) {
+	root := verifytest.NewRoot(f, "fuzz root")
+	p, err := verify.ParseKeylessPolicy(root.PEM, []verify.IdentityRule{{IssuerRegExp: ".*", SubjectRegExp: ".*"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	other := verifytest.NewRoot(f, "other root")
+	key, cert := other.Leaf(f, "https://issuer.example.com", "https://example.com/x")
+	digest := "sha256:" + strings.Repeat("c", 64)
+	payload, sig, err := verify.Sign(key, nil, "registry.example.com/x", digest)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(payload, sig, string(cert), string(other.PEM))
+	f.Add([]byte(`{}`), "", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", "")
+	f.Fuzz(func(t *testing.T, payload []byte, sig, cert, chain string) {
+		_, err := verify.VerifyKeyless(verify.Artifact{Ref: "x", Digest: digest}, p, []verify.Signature{{Payload: payload, Signature: sig, Certificate: cert, Chain: chain}})
+		vErr, ok := err.(*verify.Error)
+		if !ok || vErr.Reason == "" || vErr.Error() == "" {
+			t.Fatalf("want a *verify.Error, got %v", err)
+		}
+	})
+}
+
+// FuzzVerifyProvenance feeds arbitrary provenance files to
+// VerifyProvenance (Helm's parser, then the issuer read for messages):
+// nothing verifies, nothing panics, every failure is an *Error.
+func FuzzVerifyProvenance(f *testing.F) {
+	_, pub, err := verify.GenerateOpenPGPKey("fuzz", "fuzz@example.com")
+	if err != nil {
+		f.Fatal(err)
+	}
+	ring, err := verify.ParseKeyring("fuzz", pub)
+	if err != nil {
+		f.Fatal(err)
+	}
+	other, _, err := verify.GenerateOpenPGPKey("other", "other@example.com")
+	if err != nil {
+		f.Fatal(err)
+	}
+	archive := []byte("archive")
+	prov, err := verify.SignProvenance(other, archive, "x-1.0.0.tgz", []byte("name: x\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(prov)
+	f.Add([]byte("-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA512\n\nx\n-----BEGIN PGP SIGNATURE-----\n\nAAAA\n-----END PGP SIGNATURE-----\n"))
+	f.Fuzz(func(t *testing.T, prov []byte) {
+		_, err := verify.VerifyProvenance(verify.Artifact{Ref: "x", Digest: "sha256:" + strings.Repeat("c", 64)}, []verify.Keyring{ring}, archive, prov, "x-1.0.0.tgz")
+		vErr, ok := err.(*verify.Error)
+		if !ok || vErr.Reason == "" || vErr.Error() == "" {
+			t.Fatalf("want a *verify.Error, got %v", err)
 		}
 	})
 }

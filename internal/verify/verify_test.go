@@ -22,7 +22,7 @@ type keyPair struct {
 	key     verify.Key
 }
 
-func newKeyPair(t *testing.T, name string) keyPair {
+func newKeyPair(t testing.TB, name string) keyPair {
 	t.Helper()
 	priv, pub, err := verify.GenerateKeyPair()
 	if err != nil {
@@ -35,7 +35,7 @@ func newKeyPair(t *testing.T, name string) keyPair {
 	return keyPair{private: priv, key: key}
 }
 
-func sign(t *testing.T, kp keyPair, digest string) verify.Signature {
+func sign(t testing.TB, kp keyPair, digest string) verify.Signature {
 	t.Helper()
 	payload, sig, err := verify.Sign(kp.private, nil, repository, digest)
 	if err != nil {

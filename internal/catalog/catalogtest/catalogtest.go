@@ -167,7 +167,7 @@ func LoadPackage(t *testing.T, archive []byte) *enginepkg.Package {
 }
 
 // NewRegistry starts an in-process OCI registry and returns its host.
-func NewRegistry(t *testing.T) string {
+func NewRegistry(t testing.TB) string {
 	t.Helper()
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)

@@ -84,7 +84,7 @@ func CosignSignatures(ctx context.Context, f *catalog.Fetcher, src v1alpha1.Arti
 		if got := catalog.Digest(data); got != l.Digest {
 			return nil, &MalformedSignatureError{fmt.Errorf("signature manifest %s: payload %s has digest %s", tag.Name(), l.Digest, got)}
 		}
-		sigs = append(sigs, verify.Signature{Payload: data, Signature: l.Signature})
+		sigs = append(sigs, verify.Signature{Payload: data, Signature: l.Signature, Certificate: l.Certificate, Chain: l.Chain})
 	}
 	return sigs, nil
 }
@@ -94,6 +94,10 @@ type SignOptions struct {
 	// Key is a PEM private key (verify.Sign reads it); Password decrypts
 	// a cosign encrypted key, nil for none.
 	Key, Password []byte
+	// Certificate and Chain, when set, make a keyless-style signature:
+	// the PEM certificate of Key's public half and its chain, stored in
+	// the layer's annotations as cosign stores them.
+	Certificate, Chain []byte
 }
 
 // PushSignature signs the manifest digest of repo with o.Key and stores
@@ -141,7 +145,7 @@ func PushSignature(repo name.Repository, digest string, o SignOptions, opts ...r
 	}
 	kept = append(kept, v1.Descriptor{
 		MediaType: verify.MediaTypeSimpleSigning, Digest: layerDigest, Size: int64(len(payload)),
-		Annotations: map[string]string{verify.AnnotationSignature: sig, annotationKey: signerKey},
+		Annotations: signatureAnnotations(sig, signerKey, o),
 	})
 	var diffIDs []string
 	for _, l := range kept {
@@ -175,6 +179,20 @@ func PushSignature(repo name.Repository, digest string, o SignOptions, opts ...r
 		return fmt.Errorf("pushing the signature oci://%s: %w", tag.Name(), err)
 	}
 	return nil
+}
+
+// signatureAnnotations are a signature layer's annotations: the
+// signature, the signing key's fingerprint, and for a certificate its
+// PEM and chain.
+func signatureAnnotations(sig, signerKey string, o SignOptions) map[string]string {
+	a := map[string]string{verify.AnnotationSignature: sig, annotationKey: signerKey}
+	if len(o.Certificate) > 0 {
+		a[verify.AnnotationCertificate] = string(o.Certificate)
+	}
+	if len(o.Chain) > 0 {
+		a[verify.AnnotationChain] = string(o.Chain)
+	}
+	return a
 }
 
 // annotationKey on a signature layer annexctl writes repeats the signing

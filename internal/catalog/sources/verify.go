@@ -28,13 +28,30 @@ type Verifier struct {
 	Lookup catalog.CatalogLookup
 	// Cache holds verified digests; nil verifies every time.
 	Cache *verify.Cache
+	// Default returns the cluster-wide default policy, for catalogs
+	// without spec.verify: nil when there is none; an
+	// *InvalidDefaultPolicyError when the administrator's policy cannot be
+	// read, which refuses every artifact it would cover. Nil means no
+	// default.
+	Default func(ctx context.Context) (*v1alpha1.VerificationPolicy, error)
+	// DefaultName names where the default is, for messages, e.g.
+	// "ConfigMap annex-system/annex-verify-policy".
+	DefaultName string
+	// parsedKeyrings remembers the OpenPGP keyrings already parsed.
+	parsedKeyrings keyringMemo
+	// Archives fetches a chart's archive for its Helm provenance check
+	// (the manager's artifact cache, so the fetch that follows finds it);
+	// nil means Artifacts{Fetcher}.
+	Archives catalog.ArtifactFetcher
 }
 
 // Verify returns the verification of src's artifact, ref naming it in
-// messages (e.g. "demo 1.0.0"):
+// messages (e.g. "demo 1.0.0"), under the policy EffectivePolicy makes of
+// its catalog's spec.verify, the cluster default (Default) and the
+// installation's installMode:
 //   - a built-in artifact (builtin://) is part of the Annex binary:
 //     verified, provider Builtin, whatever the policy;
-//   - a catalog without spec.verify: nil;
+//   - no policy: nil;
 //   - otherwise the outcome under the policy, Verified or not, with the
 //     policy's mode: a missing, invalid or untrusted signature, an
 //     artifact the provider cannot verify (not in an OCI registry) and a
@@ -42,37 +59,76 @@ type Verifier struct {
 //     message, not errors. The caller decides by the mode.
 //
 // Errors (a registry or API server that does not answer) are retried.
-func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.ArtifactSource) (*v1alpha1.ArtifactVerification, error) {
+func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.ArtifactSource, installMode v1alpha1.VerificationMode) (*v1alpha1.ArtifactVerification, error) {
 	u, err := url.Parse(src.URL)
 	if err == nil && u.Scheme == "builtin" {
 		return &v1alpha1.ArtifactVerification{Provider: v1alpha1.VerificationBuiltin, Verified: true,
 			Identity: "the Annex binary (built-in catalog)"}, nil
 	}
-	if src.Catalog == "" || v.Lookup == nil {
+	var cat *v1alpha1.Catalog
+	if src.Catalog != "" && v.Lookup != nil {
+		if cat, err = v.Lookup.Catalog(ctx, src.Catalog); err != nil {
+			return nil, fmt.Errorf("catalog %q: %w", src.Catalog, err)
+		}
+	}
+	if cat == nil {
+		cat = &v1alpha1.Catalog{}
+		cat.Name = cmp.Or(src.Catalog, "(none)")
+	}
+	var def *v1alpha1.VerificationPolicy
+	var defProblem string
+	if v.Default != nil {
+		if def, err = v.Default(ctx); err != nil {
+			var invalid *InvalidDefaultPolicyError
+			if !errors.As(err, &invalid) {
+				return nil, err
+			}
+			// Fail closed: the floor of every catalog's mode is Enforce.
+			defProblem, def = invalid.Error(), &v1alpha1.VerificationPolicy{Mode: v1alpha1.VerificationEnforce}
+		}
+	}
+	if defProblem != "" && cat.Spec.Verify == nil {
+		return &v1alpha1.ArtifactVerification{Mode: v1alpha1.VerificationEnforce, Reason: v1alpha1.ReasonVerificationPolicyInvalid,
+			Message: fmt.Sprintf("%s cannot be verified: %s; the cluster administrator must fix it (every catalog without its own spec.verify waits until then)", ref, defProblem)}, nil
+	}
+	policy, fromDefault := EffectivePolicy(cat.Spec.Verify, def, installMode)
+	if policy == nil {
 		return nil, nil
 	}
-	cat, err := v.Lookup.Catalog(ctx, src.Catalog)
-	if err != nil {
-		return nil, fmt.Errorf("catalog %q: %w", src.Catalog, err)
+	from := fmt.Sprintf("catalog %q", cat.Name)
+	if fromDefault {
+		from = fmt.Sprintf("the cluster default policy for catalog %q (%s)", cat.Name, v.DefaultName)
 	}
-	if cat == nil || cat.Spec.Verify == nil {
-		return nil, nil
+	auditRefused := ""
+	switch {
+	case installMode == v1alpha1.VerificationEnforce:
+		auditRefused = "the installation's spec.verifyMode is Enforce"
+	case def != nil && def.Mode != v1alpha1.VerificationAudit && v.DefaultName != "":
+		auditRefused = fmt.Sprintf("the cluster default policy (%s) is Enforce, which a catalog cannot loosen", v.DefaultName)
+	case def != nil && def.Mode != v1alpha1.VerificationAudit:
+		auditRefused = "the cluster default policy is Enforce, which a catalog cannot loosen"
 	}
-	policy := cat.Spec.Verify
-	out := &v1alpha1.ArtifactVerification{Provider: policy.Provider, Mode: cmp.Or(policy.Mode, v1alpha1.VerificationEnforce)}
+	out := &v1alpha1.ArtifactVerification{Provider: policy.Provider, Mode: policy.Mode}
 	refuse := func(reason, message string) (*v1alpha1.ArtifactVerification, error) {
 		out.Reason, out.Message = reason, message
 		return out, nil
 	}
-	keys, problem, err := v.keys(ctx, cat)
+	switch policy.Provider {
+	case v1alpha1.VerificationHelmProvenance:
+		return v.verifyProvenance(ctx, ref, src, policy, from, auditRefused, out)
+	case v1alpha1.VerificationCosign:
+	default:
+		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("%s is refused: the installation's spec.verifyMode is Enforce, but %s has no spec.verify and there is no cluster default policy, so no one is trusted to sign it; give the catalog a spec.verify, or remove spec.verifyMode", ref, from))
+	}
+	check, problem, err := v.cosignCheck(ctx, policy)
 	if err != nil {
 		return nil, err
 	}
 	if problem != "" {
-		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("catalog %q: %s; %s cannot be verified until it is fixed", cat.Name, problem, ref))
+		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("%s: %s; %s cannot be verified until it is fixed", from, problem, ref))
 	}
 	digest, err := oci.ManifestDigest(src.URL)
-	art := verify.Artifact{Ref: fmt.Sprintf("%s from catalog %q (%s)", ref, cat.Name, src.URL), Digest: digest}
+	art := verify.Artifact{Ref: fmt.Sprintf("%s from %s (%s)", ref, from, src.URL), Digest: digest}
 	if err != nil {
 		// Cosign signs OCI manifests; another artifact has no signature it
 		// can read, which is never taken as a pass.
@@ -81,13 +137,13 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 		if u != nil {
 			scheme = u.Scheme + "://"
 		}
-		e := &verify.Error{Reason: verify.ReasonSignatureMissing, Artifact: art, Expected: keyNames(keys),
-			Found: []string{fmt.Sprintf("an artifact served over %s, which cosign cannot sign (it signs OCI artifacts; Helm provenance is not verified yet)", scheme)}}
+		e := &verify.Error{Provider: check.provider, Reason: verify.ReasonSignatureMissing, Artifact: art, Expected: check.expected,
+			Found: []string{fmt.Sprintf("an artifact served over %s, which cosign cannot sign (it signs OCI artifacts; a catalog of an HTTP Helm repository verifies with provider HelmProvenance)", scheme)}}
+		e.AuditRefused = auditRefused
 		return refuse(e.Reason, e.Error())
 	}
-	keySet := verify.KeySetID(keys)
 	if v.Cache != nil {
-		if id, ok := v.Cache.Get(digest, keySet); ok {
+		if id, ok := v.Cache.Get(digest, check.setID); ok {
 			out.Verified, out.Identity = true, id.String()
 			return out, nil
 		}
@@ -95,32 +151,81 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 	sigs, err := oci.CosignSignatures(ctx, v.Fetcher, src)
 	var malformed *oci.MalformedSignatureError
 	if errors.As(err, &malformed) {
-		e := &verify.Error{Reason: verify.ReasonSignatureInvalid, Artifact: art, Expected: keyNames(keys), Found: []string{malformed.Error()}}
+		e := &verify.Error{Provider: check.provider, Reason: verify.ReasonSignatureInvalid, Artifact: art, Expected: check.expected, Found: []string{malformed.Error()}}
+		e.AuditRefused = auditRefused
 		return refuse(e.Reason, e.Error())
 	}
 	if err != nil {
 		return nil, err
 	}
-	id, err := verify.Verify(art, keys, sigs)
+	id, err := check.verify(art, sigs)
 	var verr *verify.Error
 	if errors.As(err, &verr) {
+		verr.AuditRefused = auditRefused
 		return refuse(verr.Reason, verr.Error())
 	}
 	if err != nil {
 		return nil, err
 	}
 	if v.Cache != nil {
-		v.Cache.Put(digest, keySet, id)
+		v.Cache.Put(digest, check.setID, id)
 	}
 	out.Verified, out.Identity = true, id.String()
 	return out, nil
 }
 
+// cosignCheck is a cosign policy made ready: the *verify.Error provider
+// word, the identities it expects (for messages), its Cache key set, and
+// the pure check.
+type cosignCheck struct {
+	provider string
+	expected []string
+	setID    string
+	verify   func(verify.Artifact, []verify.Signature) (verify.Identity, error)
+}
+
+// cosignCheck reads policy.cosign: its keys, or its keyless roots and
+// identities. problem and err are as for keys.
+func (v *Verifier) cosignCheck(ctx context.Context, policy *v1alpha1.VerificationPolicy) (cosignCheck, string, error) {
+	if policy.Cosign != nil && policy.Cosign.Keyless != nil {
+		kl := policy.Cosign.Keyless
+		rules := make([]verify.IdentityRule, 0, len(kl.Identities))
+		for _, id := range kl.Identities {
+			rules = append(rules, verify.IdentityRule{Issuer: id.Issuer, IssuerRegExp: id.IssuerRegExp, Subject: id.Subject, SubjectRegExp: id.SubjectRegExp})
+		}
+		p, err := verify.ParseKeylessPolicy([]byte(kl.TrustedRoots), rules)
+		if err != nil {
+			return cosignCheck{}, "spec.verify.cosign.keyless." + err.Error(), nil
+		}
+		expected := make([]string, 0, len(rules))
+		for _, r := range rules {
+			expected = append(expected, r.String())
+		}
+		return cosignCheck{provider: verify.ProviderKeyless, expected: expected, setID: p.ID,
+			verify: func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) {
+				return verify.VerifyKeyless(a, p, s)
+			}}, "", nil
+	}
+	keys, problem, err := v.keys(ctx, policy)
+	if problem != "" || err != nil {
+		return cosignCheck{}, problem, err
+	}
+	return cosignCheck{expected: keyNames(keys), setID: verify.KeySetID(keys),
+		verify: func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) {
+			return verify.Verify(a, keys, s)
+		}}, "", nil
+}
+
+// InvalidDefaultPolicyError is a cluster default policy that cannot be
+// used: its ConfigMap is missing, or its YAML is not a policy.
+type InvalidDefaultPolicyError struct{ Problem string }
+
+func (e *InvalidDefaultPolicyError) Error() string { return e.Problem }
+
 // keys reads the policy's trusted keys. problem says what is wrong with
 // the policy in the user's words (a key that does not parse, a missing
 // Secret or data key); err is an API server's error, retried.
-func (v *Verifier) keys(ctx context.Context, cat *v1alpha1.Catalog) (keys []verify.Key, problem string, err error) {
-	policy := cat.Spec.Verify
+func (v *Verifier) keys(ctx context.Context, policy *v1alpha1.VerificationPolicy) (keys []verify.Key, problem string, err error) {
 	if policy.Cosign == nil {
 		return nil, "spec.verify.cosign: required when spec.verify.provider is Cosign", nil
 	}

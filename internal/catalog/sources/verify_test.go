@@ -19,7 +19,7 @@ import (
 // signingKey is a key pair generated for a test.
 type signingKey struct{ private, public []byte }
 
-func newSigningKey(t *testing.T) signingKey {
+func newSigningKey(t testing.TB) signingKey {
 	t.Helper()
 	priv, pub, err := verify.GenerateKeyPair()
 	if err != nil {
@@ -30,7 +30,7 @@ func newSigningKey(t *testing.T) signingKey {
 
 // pushDemo pushes DemoPackage(v), with extra data in its template to make
 // another digest, signed with each of keys, and returns its reference.
-func pushDemo(t *testing.T, destination, v, extra string, keys ...signingKey) string {
+func pushDemo(t testing.TB, destination, v, extra string, keys ...signingKey) string {
 	t.Helper()
 	files := catalogtest.DemoPackage(v)
 	files["templates/cm.yaml"] = append(files["templates/cm.yaml"], []byte("  extra: "+extra+"\n")...)
@@ -123,7 +123,7 @@ func TestVerifier(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := v.Verify(context.Background(), "demo-pkg "+tc.name, v1alpha1.ArtifactSource{Catalog: tc.catalog, URL: tc.url})
+			got, err := v.Verify(context.Background(), "demo-pkg "+tc.name, v1alpha1.ArtifactSource{Catalog: tc.catalog, URL: tc.url}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,10 +148,10 @@ func TestVerifier(t *testing.T) {
 	}
 
 	// A catalog without a policy, and a built-in artifact under any.
-	if got, err := v.Verify(context.Background(), "x", v1alpha1.ArtifactSource{Catalog: "open", URL: unsigned}); got != nil || err != nil {
+	if got, err := v.Verify(context.Background(), "x", v1alpha1.ArtifactSource{Catalog: "open", URL: unsigned}, ""); got != nil || err != nil {
 		t.Errorf("no policy: got %+v, %v", got, err)
 	}
-	got, err := v.Verify(context.Background(), "x", v1alpha1.ArtifactSource{Catalog: "alice", URL: "builtin://cert-manager/1.0.0"})
+	got, err := v.Verify(context.Background(), "x", v1alpha1.ArtifactSource{Catalog: "alice", URL: "builtin://cert-manager/1.0.0"}, "")
 	if err != nil || got == nil || got.Provider != v1alpha1.VerificationBuiltin || !got.Verified {
 		t.Errorf("built-in: got %+v, %v", got, err)
 	}

@@ -138,15 +138,30 @@ func (r *Reconciler) describeChange(ctx context.Context, s *scope) (ctrl.Result,
 	pc := &v1alpha1.PendingChange{
 		Event: c.event, FromVersion: c.from, ToVersion: c.to, Digest: c.digest,
 		PermissionsGrow: diff.Grows, PermissionsShrink: diff.Shrinks,
+		ArtifactDigest: c.artifactDigest, SignedBy: signedBy(s.inst.Status.Artifact),
 	}
 	if old := s.inst.Status.Change; old != nil && old.Digest == pc.Digest {
 		// What the other gates recorded for this very change stays.
 		old.Event, old.FromVersion, old.ToVersion = pc.Event, pc.FromVersion, pc.ToVersion
 		old.PermissionsGrow, old.PermissionsShrink = pc.PermissionsGrow, pc.PermissionsShrink
+		old.ArtifactDigest, old.SignedBy = pc.ArtifactDigest, pc.SignedBy
 		return ctrl.Result{}, nil
 	}
 	s.inst.Status.Change = pc
 	return ctrl.Result{}, nil
+}
+
+// signedBy is who signed the artifact a, for status.change: the
+// identity and provider when verified, "not verified (<reason>, Audit)"
+// when an Audit policy let it through, "" when no policy applies.
+func signedBy(a *v1alpha1.ArtifactStatus) string {
+	switch {
+	case a == nil || a.Verification == nil:
+		return ""
+	case a.Verification.Verified:
+		return fmt.Sprintf("%s (%s)", a.Verification.Identity, a.Verification.Provider)
+	}
+	return fmt.Sprintf("not verified (%s, %s)", a.Verification.Reason, a.Verification.Mode)
 }
 
 // checkServed refuses a change the target cluster cannot take, before

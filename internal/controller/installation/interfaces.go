@@ -67,11 +67,13 @@ type Hooks interface {
 // engine sees it.
 type Verifier interface {
 	// Verify returns the verification of src's artifact, ref naming it in
-	// messages: nil when its catalog asks for none; otherwise the outcome,
+	// messages, under its catalog's policy (or the cluster default)
+	// tightened by installMode (the installation's spec.verifyMode): nil
+	// when no policy asks for any; otherwise the outcome,
 	// Verified or not (with its Reason, its message and the policy's
 	// Mode), which the controller acts on. Errors (a registry or the API
 	// server not answering) are retried.
-	Verify(ctx context.Context, ref string, src v1alpha1.ArtifactSource) (*v1alpha1.ArtifactVerification, error)
+	Verify(ctx context.Context, ref string, src v1alpha1.ArtifactSource, installMode v1alpha1.VerificationMode) (*v1alpha1.ArtifactVerification, error)
 }
 
 // Engine makes releases of one kind of artifact: a Helm chart, an Annex

@@ -25,7 +25,7 @@ func (r *Reconciler) verify(ctx context.Context, s *scope) (ctrl.Result, error) 
 	var outcome *v1alpha1.ArtifactVerification
 	if r.Verifier != nil {
 		var err error
-		outcome, err = r.Verifier.Verify(ctx, fmt.Sprintf("%s %s", s.inst.Spec.Extension, v.Version), v.Source)
+		outcome, err = r.Verifier.Verify(ctx, fmt.Sprintf("%s %s", s.inst.Spec.Extension, v.Version), v.Source, s.inst.Spec.VerifyMode)
 		if err != nil {
 			s.block = retry(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("verifying the signature of %s %s from %s: %v; Annex tries again: check that the registry and the catalog's spec.verify keys can be read by the manager",
 				s.inst.Spec.Extension, v.Version, v.Source.URL, err))

@@ -150,12 +150,19 @@ func mustJSON(t *testing.T, v any) []byte {
 // policy in mode over keys, and waits until it is Ready.
 func signedCatalog(t *testing.T, catalogName, repository string, mode v1alpha1.VerificationMode, keys ...v1alpha1.CosignKey) {
 	t.Helper()
+	signedCatalogPolicy(t, catalogName, repository, &v1alpha1.VerificationPolicy{Provider: v1alpha1.VerificationCosign, Mode: mode, Cosign: &v1alpha1.CosignVerification{Keys: keys}})
+}
+
+// signedCatalogPolicy creates a Catalog of the OCI repository with
+// policy, and waits until it is Ready.
+func signedCatalogPolicy(t *testing.T, catalogName, repository string, policy *v1alpha1.VerificationPolicy) {
+	t.Helper()
 	ctx := context.Background()
 	cat := &v1alpha1.Catalog{
 		ObjectMeta: metav1.ObjectMeta{Name: catalogName},
 		Spec: v1alpha1.CatalogSpec{
 			Source: v1alpha1.CatalogSource{OCI: &v1alpha1.OCISource{Repository: repository}},
-			Verify: &v1alpha1.VerificationPolicy{Provider: v1alpha1.VerificationCosign, Mode: mode, Cosign: &v1alpha1.CosignVerification{Keys: keys}},
+			Verify: policy,
 		},
 	}
 	if err := env.Client.Create(ctx, cat); err != nil {

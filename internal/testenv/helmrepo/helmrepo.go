@@ -155,6 +155,20 @@ func (s *Server) ReplaceArchive(t testing.TB, c Chart) {
 	s.archives[path] = data
 }
 
+// SetProvenance serves prov as the Helm provenance file of c,
+// /<name>-<version>.tgz.prov (what `helm package --sign` writes next to
+// the archive); nil stops serving it.
+func (s *Server) SetProvenance(c Chart, prov []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	path := "/" + c.Name + "-" + c.Version + ".tgz.prov"
+	if prov == nil {
+		delete(s.archives, path)
+		return
+	}
+	s.archives[path] = prov
+}
+
 // renderIndex writes index.yaml for the stored charts, versions highest
 // first as Helm sorts them. Callers hold s.mu.
 func (s *Server) renderIndex() ([]byte, error) {
