@@ -763,13 +763,47 @@ type ExtensionInstallationStatus struct {
 	AdoptedFrom *AdoptedFrom `json:"adoptedFrom,omitempty"`
 }
 
-// Adoption is what an installation takes over in place.
+// Adoption is what an installation takes over in place: exactly one of
+// helm and olm.
+// +kubebuilder:validation:XValidation:rule="has(self.helm) != has(self.olm)",message="spec.adopt: set exactly one of helm or olm"
 type Adoption struct {
 	// Helm is a Helm release, as Helm 3 and 4 (the CLI or Flux's
 	// helm-controller) store it: Secrets, else ConfigMaps, named
 	// sh.helm.release.v1.RELEASE.vN.
+	// +optional
+	Helm *HelmReleaseAdoption `json:"helm,omitempty"`
+	// OLM is an operator OLM v0 installed: a Subscription
+	// (operators.coreos.com/v1alpha1) in the target namespace, its
+	// installed ClusterServiceVersion and InstallPlans. The installation's
+	// extension is the Subscription's package (an Extension of an olm
+	// Catalog), spec.version the CSV's spec.version and spec.channel the
+	// Subscription's channel. The operator's objects Annex renders from the
+	// bundle are taken over in place; once revision 1 is recorded they
+	// lose their ownerReferences to the CSV and OLM's olm.owner labels,
+	// then the Subscription, InstallPlans and CSV are deleted, so that
+	// OLM removes nothing of the operator. Its custom resources are not
+	// touched.
+	// +optional
+	OLM *OLMOperatorAdoption `json:"olm,omitempty"`
+}
+
+// OLMOperatorAdoption names the OLM v0 Subscription an installation
+// adopts; it is in the installation's target namespace.
+type OLMOperatorAdoption struct {
+	// Subscription is the Subscription's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	// +required
-	Helm *HelmReleaseAdoption `json:"helm"`
+	Subscription string `json:"subscription"`
+	// FieldManagers are the field managers whose fields Annex takes over:
+	// OLM v0's olm-operator and catalog-operator write under the names of
+	// their binaries.
+	// +kubebuilder:default={"olm","catalog"}
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=128
+	// +optional
+	FieldManagers []string `json:"fieldManagers,omitempty"`
 }
 
 // HelmReleaseAdoption names the Helm release an installation adopts. The
@@ -806,32 +840,37 @@ type HelmReleaseAdoption struct {
 // AdoptedFrom is what an installation took over (spec.adopt).
 type AdoptedFrom struct {
 	// Kind is what was adopted: HelmRelease (a release of Helm's own
-	// storage).
+	// storage) or Subscription (an operator OLM v0 installed).
 	Kind string `json:"kind"`
 	// Name and Namespace name it; for a Helm release, its name and the
-	// namespace of its objects.
+	// namespace of its objects; for OLM, the Subscription's.
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
 	// StorageNamespace is where its storage was, when not Namespace.
 	// +optional
 	StorageNamespace string `json:"storageNamespace,omitempty"`
-	// Revision is the release revision adopted.
+	// Revision is the release revision adopted (0 for OLM).
 	Revision int64 `json:"revision"`
-	// Chart and Version are the release's chart and chart version.
+	// Chart and Version are the release's chart and chart version; for
+	// OLM, the package and the CSV's spec.version.
 	Chart   string `json:"chart"`
 	Version string `json:"version"`
+	// ClusterServiceVersion is, for OLM, the CSV that was installed.
+	// +optional
+	ClusterServiceVersion string `json:"clusterServiceVersion,omitempty"`
 	// At is when Annex recorded the adoption as its revision 1.
 	At metav1.Time `json:"at"`
 	// StorageRemoved: the release's storage (every revision of it) was
 	// deleted, so that helm list no longer shows it. Its last manifest is
-	// in the record of revision 1.
+	// in the record of revision 1. For OLM: the adopted objects were
+	// orphaned and the Subscription, InstallPlans and CSV deleted.
 	// +optional
 	StorageRemoved bool `json:"storageRemoved,omitempty"`
 }
 
 // ExtensionInstallation installs one Extension into one cluster and keeps it
 // there.
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.adopt) || self.spec.adopt.helm.release == self.metadata.name",message="spec.adopt.helm.release must be the installation's metadata.name: Annex renders the chart with the installation's name as the release name"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.adopt) || !has(self.spec.adopt.helm) || self.spec.adopt.helm.release == self.metadata.name",message="spec.adopt.helm.release must be the installation's metadata.name: Annex renders the chart with the installation's name as the release name"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=annex,shortName=exti

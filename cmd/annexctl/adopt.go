@@ -16,9 +16,9 @@ import (
 func newAdoptCommand(kubeconfig *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "adopt",
-		Short: "Take over in place what another tool installed (a Helm release)",
+		Short: "Take over in place what another tool installed (a Helm release, an OLM operator)",
 	}
-	cmd.AddCommand(newAdoptHelmCommand(kubeconfig), newAdoptHelmReleaseCommand(kubeconfig))
+	cmd.AddCommand(newAdoptHelmCommand(kubeconfig), newAdoptHelmReleaseCommand(kubeconfig), newAdoptOLMCommand(kubeconfig))
 	return cmd
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -67,7 +68,21 @@ type AdoptView struct {
 	// Values are the release's user-supplied values, which the
 	// installation would take as spec.values.
 	Values map[string]any `json:"values,omitempty"`
+	// Pods are the running Pods of the release's Deployments,
+	// StatefulSets and DaemonSets before adopting: an adoption that writes
+	// nothing of a pod template leaves each of them running (KeptObjects
+	// says so afterwards).
+	Pods []PodRef `json:"pods,omitempty"`
 	adopt.Comparison
+}
+
+// PodRef is a Pod of a workload of the release.
+type PodRef struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+	// Of is its workload: "Deployment default/web".
+	Of string `json:"of"`
 }
 
 // AdoptHelm compares a Helm release with what Annex would install in its
@@ -165,6 +180,10 @@ func AdoptHelmData(ctx context.Context, hub client.Reader, clusters *cluster.Reg
 	if err != nil {
 		return nil, fmt.Errorf("reading the objects of Helm release %s/%s in %s: %w", rel.Namespace, rel.Name, where, err)
 	}
+	pods, err := runningPods(ctx, c, live)
+	if err != nil {
+		return nil, fmt.Errorf("reading the Pods of Helm release %s/%s in %s: %w", rel.Namespace, rel.Name, where, err)
+	}
 	shown := HubCluster
 	if o.Cluster != "" {
 		shown = o.Cluster
@@ -172,8 +191,35 @@ func AdoptHelmData(ctx context.Context, hub client.Reader, clusters *cluster.Reg
 	return &AdoptView{
 		Release: rel.Name, Namespace: rel.Namespace, Cluster: shown, Revision: rel.Revision, Storage: rel.Storage,
 		Chart: rel.Chart, Version: rel.ChartVersion, Extension: ext, Catalog: version.Source.Catalog,
-		Values: rel.Values, Comparison: adopt.Compare(rendered, live, released),
+		Values: rel.Values, Pods: pods, Comparison: adopt.Compare(rendered, live, released),
 	}, nil
+}
+
+// runningPods lists the running Pods that the Deployments, StatefulSets
+// and DaemonSets of live select (spec.selector.matchLabels), by name.
+func runningPods(ctx context.Context, c client.Reader, live []*unstructured.Unstructured) ([]PodRef, error) {
+	var out []PodRef
+	for _, w := range live {
+		gvk := w.GroupVersionKind()
+		if gvk.Group != "apps" || (gvk.Kind != "Deployment" && gvk.Kind != "StatefulSet" && gvk.Kind != "DaemonSet") {
+			continue
+		}
+		selector, _, _ := unstructured.NestedStringMap(w.Object, "spec", "selector", "matchLabels")
+		if len(selector) == 0 {
+			continue
+		}
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(w.GetNamespace()), client.MatchingLabels(selector)); err != nil {
+			return nil, err
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				out = append(out, PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Of: fmt.Sprintf("%s %s/%s", gvk.Kind, w.GetNamespace(), w.GetName())})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b PodRef) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+	return out, nil
 }
 
 // helmStorageLabels select the storage objects of Helm releases.
@@ -364,6 +410,9 @@ func WriteAdopt(w io.Writer, v *AdoptView) error {
 	fmt.Fprintln(w, ".")
 	if v.Count(adopt.Differs) > 0 {
 		fmt.Fprintln(w, "A difference reads live → Annex: adopting writes Annex's value.")
+	}
+	for _, p := range v.Pods {
+		fmt.Fprintf(w, "running  Pod %s/%s of %s (uid %s)\n", p.Namespace, p.Name, p.Of, p.UID)
 	}
 	return nil
 }

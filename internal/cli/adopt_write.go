@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,7 +95,9 @@ func AdoptionFor(v *AdoptView, o AdoptOptions) (*v1alpha1.ExtensionInstallation,
 // KeptObjects reads again, after the adoption, each object of v that
 // existed before it, and says whether it is the same object: "kept
 // ConfigMap default/motd (uid …, unchanged)", or "REPLACED …" with both
-// UIDs should it have been deleted and created again.
+// UIDs should it have been deleted and created again; then each Pod that
+// was running: "kept Pod default/web-… of Deployment default/web (uid …,
+// still running)", or GONE or CHANGED.
 func KeptObjects(ctx context.Context, clusters *cluster.Registry, clusterName string, v *AdoptView) ([]string, error) {
 	target, err := clusters.Target(ctx, clusterName)
 	if err != nil {
@@ -121,6 +124,19 @@ func KeptObjects(ctx context.Context, clusters *cluster.Registry, clusterName st
 			out = append(out, fmt.Sprintf("kept     %s (uid %s, unchanged)", o.Object, o.UID))
 		default:
 			out = append(out, fmt.Sprintf("REPLACED %s (uid %s, was %s)", o.Object, live.GetUID(), o.UID))
+		}
+	}
+	for _, p := range v.Pods {
+		pod := &corev1.Pod{}
+		switch err := a.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, pod); {
+		case apierrors.IsNotFound(err):
+			out = append(out, fmt.Sprintf("GONE     Pod %s/%s of %s (uid %s): it was replaced", p.Namespace, p.Name, p.Of, p.UID))
+		case err != nil:
+			return nil, fmt.Errorf("Pod %s/%s: %w", p.Namespace, p.Name, err)
+		case pod.UID == p.UID && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil:
+			out = append(out, fmt.Sprintf("kept     Pod %s/%s of %s (uid %s, still running)", p.Namespace, p.Name, p.Of, p.UID))
+		default:
+			out = append(out, fmt.Sprintf("CHANGED  Pod %s/%s of %s (uid %s, was %s; phase %s)", p.Namespace, p.Name, p.Of, pod.UID, p.UID, pod.Status.Phase))
 		}
 	}
 	return out, nil

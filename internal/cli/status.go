@@ -424,8 +424,12 @@ func withApproveAdvice(msg, namespace, name string) string {
 }
 
 // adoptedFromText is status.adoptedFrom for people: "Helm release
-// team-a/web revision 3 (web 1.2.0)".
+// team-a/web revision 3 (web 1.2.0)", "OLM Subscription operators/memcached
+// (memcached-operator 0.1.0, ClusterServiceVersion memcached-operator.v0.1.0)".
 func adoptedFromText(a *v1alpha1.AdoptedFrom) string {
+	if a.Kind == "Subscription" {
+		return fmt.Sprintf("OLM Subscription %s/%s (%s %s, ClusterServiceVersion %s)", a.Namespace, a.Name, a.Chart, a.Version, a.ClusterServiceVersion)
+	}
 	what := a.Kind
 	if a.Kind == "HelmRelease" {
 		what = "Helm release"

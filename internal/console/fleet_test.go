@@ -68,6 +68,10 @@ func TestFleetPages(t *testing.T) {
 		}
 		obj.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: in.ready, Reason: "Test",
 			ObservedGeneration: obj.Generation, LastTransitionTime: metav1.Now()}}
+		if in.name == "app-eu-1" {
+			obj.Status.AdoptedFrom = &v1alpha1.AdoptedFrom{Kind: "HelmRelease", Name: in.name, Namespace: "team", Revision: 3,
+				Chart: "app", Version: "1.2.0", At: metav1.Now(), StorageRemoved: true}
+		}
 		if err := c.Status().Update(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
@@ -187,6 +191,14 @@ func TestFleetPages(t *testing.T) {
 		}},
 		{"page 2", "/installations?limit=1&q=app&page=2", "app-eu-1", http.StatusOK, []string{"page 2 of 2"}},
 		{"invalid selector", "/installations?selector=%21%21", "", http.StatusBadRequest, []string{`id="filter-error">selector: &#34;!!&#34; is not a label selector`}},
+		// An adopted installation says where it came from
+		// (status.adoptedFrom), in the list and on its page.
+		{"adopted", "/installations?q=app-eu-1", "app-eu-1", http.StatusOK, []string{
+			`app-eu-1</a> <span class="muted adopted">adopted from Helm release team/app-eu-1 revision 3 (app 1.2.0)</span>`,
+		}},
+		{"adopted, its page", "/installations/team/app-eu-1", "", http.StatusOK, []string{
+			`<dt>Adopted from</dt><dd id="adopted-from">Helm release team/app-eu-1 revision 3 (app 1.2.0), taken over in place as revision 1</dd>`,
+		}},
 	} {
 		t.Run("installations "+tc.name, func(t *testing.T) {
 			status, body := get(t, base, tc.path)
@@ -202,5 +214,8 @@ func TestFleetPages(t *testing.T) {
 				}
 			}
 		})
+	}
+	if _, body := get(t, base, "/installations/team/app-eu-2"); strings.Contains(body, "Adopted from") {
+		t.Errorf("an installation that adopted nothing says Adopted from:\n%s", body)
 	}
 }

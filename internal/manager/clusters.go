@@ -132,6 +132,14 @@ func (w applierAdapter) RetireHelmRelease(ctx context.Context, namespace, name s
 	return w.a.RetireHelmRelease(ctx, namespace, name)
 }
 
+func (w applierAdapter) OLMOperator(ctx context.Context, namespace, name string) (*adopt.Operator, error) {
+	return w.a.OLMOperator(ctx, namespace, name)
+}
+
+func (w applierAdapter) RetireOLMOperator(ctx context.Context, op *adopt.Operator, inventory []v1alpha1.ObjectReference) (int, error) {
+	return w.a.RetireOLMOperator(ctx, op, inventory)
+}
+
 func (w applierAdapter) Live(ctx context.Context, ns string, objects []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	return w.a.Live(ctx, ns, objects)
 }

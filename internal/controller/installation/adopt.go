@@ -44,9 +44,16 @@ import (
 // the Helm CLI's and Flux's helm-controller's.
 var DefaultHandOver = []string{"helm", "helm-controller"}
 
-// adoption is what this reconcile takes over.
+// DefaultOLMHandOver are the field managers whose fields an adoption of
+// an OLM operator takes over when spec.adopt.olm.fieldManagers is empty:
+// OLM v0's olm-operator and catalog-operator, named after their binaries.
+var DefaultOLMHandOver = []string{"olm", "catalog"}
+
+// adoption is what this reconcile takes over: a Helm release or an OLM
+// operator.
 type adoption struct {
 	release          *adopt.Release
+	operator         *adopt.Operator
 	storageNamespace string
 	managers         []string
 	compared         adopt.Comparison
@@ -62,6 +69,9 @@ func adopting(inst *v1alpha1.ExtensionInstallation) bool {
 // before anything is written (see the top of this file).
 func (r *Reconciler) adoptRelease(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
+	if adoptingOperator(inst) {
+		return r.adoptOperator(ctx, s)
+	}
 	if !adopting(inst) {
 		return ctrl.Result{}, nil
 	}
@@ -115,6 +125,47 @@ func (r *Reconciler) adoptRelease(ctx context.Context, s *scope) (ctrl.Result, e
 	return ctrl.Result{}, nil
 }
 
+// adoptingOperator reports whether inst adopts an OLM operator on its
+// first install.
+func adoptingOperator(inst *v1alpha1.ExtensionInstallation) bool {
+	return inst.Spec.Adopt != nil && inst.Spec.Adopt.OLM != nil && len(inst.Status.History) == 0
+}
+
+// adoptOperator reads and checks the OLM Subscription spec.adopt.olm
+// names, and its CSV, before anything is written: the bundle's plans then
+// run with the operator's objects handed over (see the top of this file).
+func (r *Reconciler) adoptOperator(ctx context.Context, s *scope) (ctrl.Result, error) {
+	inst := s.inst
+	o := inst.Spec.Adopt.OLM
+	ns, where := s.targetNamespace(), clusterName(inst.Spec.Cluster)
+	op, err := s.target.Applier().OLMOperator(ctx, ns, o.Subscription)
+	if err != nil {
+		return r.stop(s, retry(v1alpha1.ReasonAdoptionRefused, fmt.Sprintf("spec.adopt.olm: reading Subscription %s/%s on %s: %v", ns, o.Subscription, where, err)), ctrl.Result{})
+	}
+	if op == nil {
+		return r.stop(s, terminal(v1alpha1.ReasonAdoptionRefused, fmt.Sprintf(
+			"spec.adopt.olm: there is no Subscription %q (operators.coreos.com/v1alpha1) in namespace %s of %s; check spec.adopt.olm.subscription and spec.targetNamespace, or remove spec.adopt to install afresh",
+			o.Subscription, ns, where)), ctrl.Result{})
+	}
+	self := adopt.Installation{
+		Extension: inst.Spec.Extension, Version: s.choice.Version.Version, TargetNamespace: ns,
+		Name: inst.Name, Namespace: inst.Namespace,
+	}
+	if err := adopt.CheckOperator(op, self); err != nil {
+		return r.stop(s, terminal(v1alpha1.ReasonAdoptionRefused, "spec.adopt.olm: "+err.Error()), ctrl.Result{})
+	}
+	if !s.artifact.release.Resumable() {
+		return r.stop(s, terminal(v1alpha1.ReasonAdoptionRefused, fmt.Sprintf(
+			"spec.adopt.olm: %s %s is not an operator bundle (engine Bundle); an OLM operator is adopted as its bundle from an olm Catalog",
+			inst.Spec.Extension, s.choice.Version.Version)), ctrl.Result{})
+	}
+	s.artifact.adoption = &adoption{operator: op, managers: o.FieldManagers}
+	if len(o.FieldManagers) == 0 {
+		s.artifact.adoption.managers = DefaultOLMHandOver
+	}
+	return ctrl.Result{}, nil
+}
+
 // placed returns copies of rendered with the namespace of the live object
 // of the same name and kind, for adopt.Compare: the applier placed live.
 func placed(rendered, live []*unstructured.Unstructured) []*unstructured.Unstructured {
@@ -140,14 +191,25 @@ func (a *adoption) applying(objects []*unstructured.Unstructured, opts ApplyOpti
 	if a == nil {
 		return objects, opts
 	}
-	opts.TakeOwnership, opts.HandOver = true, a.managers
-	return slices.DeleteFunc(slices.Clone(objects), adopt.IsHook), opts
+	return slices.DeleteFunc(slices.Clone(objects), adopt.IsHook), a.options(opts)
+}
+
+// options are opts for an apply of an adoption: existing objects are
+// taken over, and the other tool's field managers hand theirs over.
+func (a *adoption) options(opts ApplyOptions) ApplyOptions {
+	if a != nil {
+		opts.TakeOwnership, opts.HandOver = true, a.managers
+	}
+	return opts
 }
 
 // recordOf is what revision 1's record keeps of the release.
 func (a *adoption) recordOf() *record.Adopted {
 	if a == nil {
 		return nil
+	}
+	if op := a.operator; op != nil {
+		return &record.Adopted{Kind: adoptedOperatorKind, Name: op.Subscription, Namespace: op.Namespace, Chart: op.Package, Version: op.Version}
 	}
 	rel := a.release
 	return &record.Adopted{
@@ -156,14 +218,27 @@ func (a *adoption) recordOf() *record.Adopted {
 	}
 }
 
-// adoptedKind is status.adoptedFrom.kind of a Helm release.
-const adoptedKind = "HelmRelease"
+// adoptedKind is status.adoptedFrom.kind of a Helm release;
+// adoptedOperatorKind that of an OLM operator.
+const (
+	adoptedKind         = "HelmRelease"
+	adoptedOperatorKind = "Subscription"
+)
 
 // adopted notes in the status that the revision just recorded adopted
 // the release, and tells it in an Event.
 func (r *Reconciler) adopted(s *scope) {
 	a := s.artifact.adoption
 	if a == nil {
+		return
+	}
+	if op := a.operator; op != nil {
+		s.inst.Status.AdoptedFrom = &v1alpha1.AdoptedFrom{
+			Kind: adoptedOperatorKind, Name: op.Subscription, Namespace: op.Namespace,
+			Chart: op.Package, Version: op.Version, ClusterServiceVersion: op.CSV, At: metav1.NewTime(r.now()),
+		}
+		r.event(s, corev1.EventTypeNormal, "Adopted", fmt.Sprintf("adopted operator %s %s of OLM Subscription %s/%s (ClusterServiceVersion %s) in place",
+			op.Package, op.Version, op.Namespace, op.Subscription, op.CSV))
 		return
 	}
 	rel := a.release
@@ -198,6 +273,9 @@ func (r *Reconciler) retireAdopted(ctx context.Context, s *scope) (ctrl.Result, 
 	if err := r.persist(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	if from.Kind == adoptedOperatorKind {
+		return r.retireOperator(ctx, s)
+	}
 	ns := cmp.Or(from.StorageNamespace, from.Namespace)
 	n, err := s.target.Applier().RetireHelmRelease(ctx, ns, from.Name)
 	if err != nil {
@@ -208,5 +286,30 @@ func (r *Reconciler) retireAdopted(ctx context.Context, s *scope) (ctrl.Result, 
 	s.inst.Status.AdoptedFrom.StorageRemoved = true
 	r.event(s, corev1.EventTypeNormal, "HelmReleaseRetired", fmt.Sprintf(
 		"deleted the storage of Helm release %s/%s (%d objects): helm list no longer shows it; its last manifest is in the record of revision 1", ns, from.Name, n))
+	return ctrl.Result{}, nil
+}
+
+// retireOperator, once revision 1 of an adopted OLM operator is
+// recorded, takes the operator's objects from OLM (their ownerReferences
+// to the CSV and OLM's olm.owner labels go) and then deletes the
+// Subscription, its InstallPlans and the CSV, so that OLM neither
+// removes nor reinstalls the operator; its custom resources are not
+// touched. It notes it in status.adoptedFrom.storageRemoved.
+func (r *Reconciler) retireOperator(ctx context.Context, s *scope) (ctrl.Result, error) {
+	from := s.inst.Status.AdoptedFrom
+	op := &adopt.Operator{Subscription: from.Name, Namespace: from.Namespace, CSV: from.ClusterServiceVersion}
+	if a := s.artifact.adoption; a != nil && a.operator != nil {
+		op = a.operator
+	}
+	n, err := s.target.Applier().RetireOLMOperator(ctx, op, s.inst.Status.Inventory)
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonAdoptionRefused, fmt.Sprintf("taking operator %s over from OLM (Subscription %s/%s, ClusterServiceVersion %s): %v",
+			from.Chart, op.Namespace, op.Subscription, op.CSV, err))
+		return ctrl.Result{}, s.block
+	}
+	s.inst.Status.AdoptedFrom.StorageRemoved = true
+	r.event(s, corev1.EventTypeNormal, "OLMRetired", fmt.Sprintf(
+		"removed the ownerReferences to ClusterServiceVersion %s/%s from %d objects, then deleted Subscription %s/%s, its InstallPlans and the CSV: OLM no longer manages operator %s; its custom resources are untouched",
+		op.Namespace, op.CSV, n, op.Namespace, op.Subscription, from.Chart))
 	return ctrl.Result{}, nil
 }

@@ -1,7 +1,6 @@
 package installation_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/release/common"
 	rspb "helm.sh/helm/v4/pkg/release/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -94,39 +90,18 @@ data: {at: install}
 	}}
 }
 
-var helmManager sync.Once
-
 // helmInstall installs chart c as release name in ns with the Helm v4
-// SDK's install action, as `helm install` does (server-side apply, field
-// manager "helm", Secret storage), and returns its configuration.
+// SDK, as `helm install` does (server-side apply, field manager "helm",
+// Secret storage), and returns its configuration.
 func helmInstall(t *testing.T, ns, name string, c helmrepo.Chart, values map[string]any) *action.Configuration {
 	t.Helper()
-	// The helm CLI's field manager; the SDK would name it after the test
-	// binary.
-	helmManager.Do(func() { kube.ManagedFieldsManager = "helm" })
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	data, err := helmrepo.Archive(c)
+	cfg, err := helmrepo.Install(context.Background(), kubeconfig, "secret", ns, ns, name, "helm", c, values)
 	if err != nil {
 		t.Fatal(err)
-	}
-	ch, err := loader.LoadArchive(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
-	cfg := action.NewConfiguration()
-	if err := cfg.Init(flags, ns, "secret"); err != nil {
-		t.Fatal(err)
-	}
-	in := action.NewInstall(cfg)
-	in.ReleaseName, in.Namespace = name, ns
-	in.WaitStrategy, in.Timeout = kube.HookOnlyStrategy, time.Minute
-	if _, err := in.RunWithContext(context.Background(), ch, values); err != nil {
-		t.Fatalf("helm install %s -n %s: %v", name, ns, err)
 	}
 	return cfg
 }
@@ -353,6 +328,79 @@ func TestAdoptHelmReleaseInPlace(t *testing.T) {
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("%s %s still exists after uninstall (err=%v)", kind, key, err)
 		}
+	}
+}
+
+// An adopted release rolled back to its adopted revision, the way Annex
+// rolls back: an upgrade that never becomes healthy (1.2.0 runs a
+// replica, and no controller makes it Available here) is rolled back to
+// the last healthy revision — revision 1, the adoption — from its
+// record. The objects are as adopted, with their UIDs, and the hook is
+// not run; then the installation uninstalls clean.
+func TestAdoptedRevisionRollback(t *testing.T) {
+	ctx := context.Background()
+	broken := adoptChart("rollee", "1.2.0")
+	broken.Files["values.yaml"] = "replicas: 1\nmessage: hello\n"
+	ns, _ := setup(t, adoptChart("rollee", "1.0.0"), broken)
+	helmInstall(t, ns, "web", adoptChart("rollee", "1.0.0"), map[string]any{"message": "hi"})
+	if err := env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-installed"}}); err != nil {
+		t.Fatal(err)
+	}
+	inst := install(t, ns, "web", "rollee", "1.0.0", adoptInstallation(`{"message":"hi"}`), func(i *v1alpha1.ExtensionInstallation) {
+		i.Spec.Timeout = metav1.Duration{Duration: 2 * time.Second}
+		i.Spec.Upgrade.Retries = ptrTo(int32(0))
+	})
+	got := waitAdopted(t, inst)
+	adopted := liveObjects(t, ns, "rollee")
+
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Version = "1.2.0"
+	if err := env.Client.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	got = waitCondition(t, got, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonRolledBack)
+	if c := findCond(got, v1alpha1.ConditionReady); !strings.Contains(c.Message, "upgrade to rollee 1.2.0 failed") ||
+		!strings.Contains(c.Message, "rolled back to rollee 1.0.0 (revision 1,") {
+		t.Errorf("Ready: %s", c.Message)
+	}
+	if got.Status.InstalledVersion != "1.0.0" || got.Status.History[0].Version != "1.0.0" {
+		t.Errorf("installed %q, history %+v", got.Status.InstalledVersion, got.Status.History)
+	}
+	back := liveObjects(t, ns, "rollee")
+	for kind, o := range back {
+		if o.GetUID() != adopted[kind].GetUID() {
+			t.Errorf("%s: UID %s, was %s: the rollback recreated it", kind, o.GetUID(), adopted[kind].GetUID())
+		}
+	}
+	if d := back["ConfigMap"].Object["data"]; fmt.Sprint(d) != "map[message:hi version:1.0.0]" {
+		t.Errorf("ConfigMap after the rollback: %v, want the adopted data", d)
+	}
+	for _, field := range [][]string{{"spec", "replicas"}, {"spec", "template"}} {
+		was, _, _ := unstructured.NestedFieldNoCopy(adopted["Deployment"].Object, field...)
+		now, _, _ := unstructured.NestedFieldNoCopy(back["Deployment"].Object, field...)
+		if fmt.Sprint(was) != fmt.Sprint(now) {
+			t.Errorf("Deployment %v after the rollback: %v, adopted %v", field, now, was)
+		}
+	}
+	if _, err := get(t, configMapGVK, ns, "web-installed"); !apierrors.IsNotFound(err) {
+		t.Errorf("the post-install hook ran in the upgrade or the rollback (err=%v)", err)
+	}
+
+	if err := env.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, "web")
+	for kind, key := range releaseObjects(ns, "rollee") {
+		if _, err := get(t, releaseGVKs[kind], key.Namespace, key.Name); kind != "CustomResourceDefinition" && !apierrors.IsNotFound(err) {
+			t.Errorf("%s %s still exists after uninstall (err=%v)", kind, key, err)
+		}
+	}
+	var records corev1.SecretList
+	if err := env.Client.List(ctx, &records, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range records.Items {
+		t.Errorf("Secret %s left after uninstall", s.Name)
 	}
 }
 

@@ -52,7 +52,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 	switch t.Kind {
 	case plan.TaskApply:
 		applied, err := applier.Apply(ctx, s.owner(), ns, Set{Objects: t.Objects},
-			ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership})
+			s.artifact.adoption.options(ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}))
 		if err != nil {
 			if b := r.permissionBlock(s.inst, err); b != nil {
 				return plan.Failed(t.Name, errors.New(b.message))

@@ -345,6 +345,15 @@ type Applier interface {
 	// RetireHelmRelease deletes the storage of every revision of a Helm
 	// release and returns how many objects it deleted.
 	RetireHelmRelease(ctx context.Context, namespace, name string) (int, error)
+	// OLMOperator reads the OLM v0 Subscription name of namespace, its
+	// installed CSV and the InstallPlans that installed it; nil, nil when
+	// the Subscription (or OLM's kinds) does not exist.
+	OLMOperator(ctx context.Context, namespace, name string) (*adopt.Operator, error)
+	// RetireOLMOperator removes the ownerReferences to op's CSV and OLM's
+	// olm.owner labels from the objects of inventory, then deletes op's
+	// Subscription, InstallPlans and CSV; it returns how many objects it
+	// orphaned.
+	RetireOLMOperator(ctx context.Context, op *adopt.Operator, inventory []v1alpha1.ObjectReference) (int, error)
 }
 
 // StepRunner runs the steps of one release's one-pass plan (Applier.Start).

@@ -219,6 +219,7 @@ func (r *Reconciler) revisionDone(ctx context.Context, s *scope, rev v1alpha1.Re
 	}
 	s.showPermissions(set)
 	r.record(s, current, rev, "")
+	r.adopted(s)
 	return ctrl.Result{}, nil
 }
 
