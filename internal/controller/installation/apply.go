@@ -62,6 +62,9 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	objects, opts := s.artifact.adoption.applying(set.Objects, ApplyOptions{
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
+		// Nothing applied yet: create, one request per object where
+		// reading and applying take two.
+		Create: inst.Status.InstalledVersion == "" && len(inst.Status.Inventory) == 0,
 	})
 	applied, st, err := r.applyOnePass(ctx, s, s.artifact.release.OnePass(set.CRDs, objects), opts)
 	metrics.ObserveApply(op, time.Since(start))
