@@ -20,6 +20,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -161,6 +162,15 @@ type ApplyOptions struct {
 	// gets Annex's labels and the new managedFields in one write, which
 	// leaves its spec, and so its generation, alone.
 	HandOver []string
+	// Create expects the objects not to exist yet (an installation's first
+	// apply): each is created, one request where reading and applying
+	// take two, and one that exists after all (a retry after a crash, an
+	// object to take over) is read and applied as without Create. A
+	// created object's fields are owned by the create's managedFields
+	// entry until Annex next applies it, which first turns that entry
+	// into its apply entry (claimCreated), so that the apply removes what
+	// a new revision no longer sets.
+	Create bool
 }
 
 // Result is what an apply did.
@@ -494,6 +504,10 @@ func (a *Applier) applyConcurrently(ctx context.Context, owner Owner, objs []*un
 			live[i], errs[i] = a.handOverOne(ctx, owner, objs[i], opts.HandOver)
 			return
 		}
+		if opts.Create {
+			live[i], errs[i] = a.createOne(ctx, owner, objs[i], opts.TakeOwnership)
+			return
+		}
 		live[i], errs[i] = a.applyOne(ctx, owner, objs[i], opts.TakeOwnership)
 	})
 	var applied []appliedObject
@@ -532,7 +546,10 @@ const maxApplyAttempts = 4
 // refusing an object that belongs to another installation. The write of an
 // existing object is conditional on the resourceVersion read. A Job of
 // owner whose immutable fields obj changes is deleted and created anew
-// (see mustReplaceJob), at most once per call. It returns the object as
+// (see mustReplaceJob), at most once per call. An object Annex created
+// (ApplyOptions.Create) and has not applied since is claimed first (see
+// claimCreated): a write the first time it is applied again, even when
+// nothing else changes. It returns the object as
 // the server answered the write, or as read when it needed none; obj
 // itself is not changed beyond its labels.
 func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.Unstructured, force bool) (*unstructured.Unstructured, error) {
@@ -553,6 +570,14 @@ func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.U
 			if other := installationOf(live); other != "" && other != owner.String() {
 				return nil, &ConflictError{Object: ref, Installation: other}
 			}
+			claimed, err := a.claimCreated(ctx, live)
+			if apierrors.IsConflict(err) && attempt < maxApplyAttempts {
+				continue // changed since it was read
+			}
+			if err != nil {
+				return nil, &ObjectError{Op: "apply", Object: ref, Err: err}
+			}
+			live = claimed
 			drift := drifted(obj, live)
 			if len(drift) == 0 {
 				return live, nil
@@ -589,6 +614,64 @@ func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.U
 		}
 		return nil, &ObjectError{Op: "apply", Object: ref, Err: a.explainApplyError(ctx, err)}
 	}
+}
+
+// createOne labels obj for owner and creates it, with the field
+// validation an apply has (unknown fields are refused, not dropped). An
+// object that exists already is left to applyOne, which refuses it when
+// it belongs to another installation. It returns the object as the
+// server answered; obj itself is not changed beyond its labels.
+func (a *Applier) createOne(ctx context.Context, owner Owner, obj *unstructured.Unstructured, force bool) (*unstructured.Unstructured, error) {
+	labelFor(obj, owner)
+	body := obj.DeepCopy() // the server's answer is decoded into it
+	body.SetResourceVersion("")
+	body.SetManagedFields(nil)
+	err := a.Client.Create(ctx, body, client.FieldOwner(v1alpha1.FieldManager), client.FieldValidation("Strict"))
+	switch {
+	case err == nil:
+		failpoint.Hit(failpoint.AfterFirstObject, owner.String())
+		return body, nil
+	case apierrors.IsAlreadyExists(err):
+		return a.applyOne(ctx, owner, obj, force)
+	default:
+		return nil, &ObjectError{Op: "apply", Object: refOf(obj), Err: a.explainApplyError(ctx, err)}
+	}
+}
+
+// claimCreated turns the managedFields entry of Annex's create of live
+// (ApplyOptions.Create) into the entry of its applies, in one merge patch
+// conditional on live's resourceVersion, and returns the object as the
+// server answered; live without such an entry is returned as it is. The
+// fields stay Annex's, now as applied: the apply that follows removes
+// those the new revision no longer sets (fields the server defaulted at
+// the create among them, which it defaults again).
+func (a *Applier) claimCreated(ctx context.Context, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	i := createdEntry(live)
+	if i < 0 {
+		return live, nil
+	}
+	entries := slices.Clone(live.GetManagedFields())
+	entries[i].Operation = metav1.ManagedFieldsOperationApply
+	return a.patchOwnership(ctx, live, nil, entries)
+}
+
+// createdEntry returns the index in obj's managedFields of the entry
+// Annex's create made (field manager "annex", operation Update, no
+// subresource) when obj has no entry of Annex's applies, else -1.
+func createdEntry(obj *unstructured.Unstructured) int {
+	created := -1
+	for i, e := range obj.GetManagedFields() {
+		if e.Manager != v1alpha1.FieldManager || e.Subresource != "" {
+			continue
+		}
+		switch e.Operation {
+		case metav1.ManagedFieldsOperationApply:
+			return -1
+		case metav1.ManagedFieldsOperationUpdate:
+			created = i
+		}
+	}
+	return created
 }
 
 // labelFor adds owner's labels to obj.

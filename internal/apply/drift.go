@@ -165,7 +165,9 @@ var serverMetadata = map[string]bool{
 //     that agrees on the key fields it sets (a key field the server
 //     defaults, such as a port's protocol, may be left out). Without such
 //     an entry the result is ".metadata.managedFields": Annex owns nothing
-//     yet, so an apply is needed.
+//     yet, so an apply is needed — unless Annex created live
+//     (ApplyOptions.Create) and has not applied it since, when desired is
+//     the set that created it and only the first rule applies.
 //
 // A nil result means an apply of desired would change nothing live.
 // Server-set metadata (resourceVersion, uid, ...) and status are never
@@ -346,6 +348,14 @@ func removedFields(desired, live *unstructured.Unstructured) []string {
 			entry = &e
 			break
 		}
+	}
+	if entry == nil && createdEntry(live) >= 0 {
+		// Created by Annex (ApplyOptions.Create) and not applied since:
+		// the entry of the create holds the fields the server defaulted
+		// too, so it cannot tell what desired dropped. A set compared
+		// here is the one that created it (a new revision is applied,
+		// and applyOne claims the entry first).
+		return nil
 	}
 	if entry == nil || entry.FieldsV1 == nil {
 		return []string{".metadata.managedFields"}

@@ -109,13 +109,13 @@ func (w applierAdapter) Refs(objects []*unstructured.Unstructured, ns string) []
 }
 
 func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, set installation.Set, opts installation.ApplyOptions) (installation.Applied, error) {
-	res, err := w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, applySet(set), apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver})
+	res, err := w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, applySet(set), apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver, Create: opts.Create})
 	return appliedOf(res), err
 }
 
 func (w applierAdapter) Start(o installation.Owner, ns string, p plan.Plan, opts installation.ApplyOptions) (installation.StepRunner, error) {
 	run, err := w.a.Start(apply.Owner(o), ns, p, apply.HookOptions{
-		ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver},
+		ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver, Create: opts.Create},
 		HookTimeout:  opts.HookTimeout,
 	})
 	if err != nil {

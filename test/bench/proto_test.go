@@ -132,15 +132,10 @@ func protocolInstall(ctx context.Context, c client.Client, i int) error {
 	}); err != nil {
 		return err
 	}
+	// A first install creates its objects (ApplyOptions.Create): one
+	// request each, with the validation an apply has.
 	for _, o := range objs {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(o.GroupVersionKind())
-		if err := c.Get(ctx, client.ObjectKeyFromObject(o), live); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	for _, o := range objs {
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+		if err := c.Create(ctx, o, client.FieldOwner(v1alpha1.FieldManager), client.FieldValidation("Strict")); err != nil {
 			return err
 		}
 	}

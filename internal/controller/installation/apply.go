@@ -40,6 +40,10 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	set := Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, true)}
 	applier := s.target.Applier()
 	rev := r.nextRevision(s)
+	// Nothing applied yet (writeIntent adds the planned objects to the
+	// inventory): the objects are created, one request each where reading
+	// and applying take two.
+	first := inst.Status.InstalledVersion == "" && len(inst.Status.Inventory) == 0
 
 	// Record the intent first, so that a crash at any instant leaves
 	// nothing unowned and the next reconcile resumes (see writeIntent).
@@ -62,6 +66,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	objects, opts := s.artifact.adoption.applying(set.Objects, ApplyOptions{
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
+		Create:        first,
 	})
 	applied, st, err := r.applyOnePass(ctx, s, s.artifact.release.OnePass(set.CRDs, objects), opts)
 	metrics.ObserveApply(op, time.Since(start))

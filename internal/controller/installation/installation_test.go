@@ -255,6 +255,10 @@ func TestInstallUpgradePruneUninstall(t *testing.T) {
 	if cm.GetLabels()[v1alpha1.LabelInstallationName] != "web" || cm.GetLabels()[v1alpha1.LabelInstallationNamespace] != ns {
 		t.Fatalf("labels: %v", cm.GetLabels())
 	}
+	// The first apply created the objects (ApplyOptions.Create).
+	if m := annexEntries(cm); m != "Update" {
+		t.Errorf("web-config after the install: Annex's managedFields entries %q, want the create's (Update)", m)
+	}
 	if _, err := get(t, serviceGVK, ns, "web"); err != nil {
 		t.Fatal(err)
 	}
@@ -278,6 +282,11 @@ func TestInstallUpgradePruneUninstall(t *testing.T) {
 	cm, _ = get(t, configMapGVK, ns, "web-config")
 	if v, _, _ := unstructured.NestedString(cm.Object, "data", "version"); v != "2.0.0" {
 		t.Fatalf("config version %q, want 2.0.0", v)
+	}
+	// The upgrade claimed what the install created: Annex's fields are its
+	// apply's now, so a later revision removes what it drops.
+	if m := annexEntries(cm); m != "Apply" {
+		t.Errorf("web-config after the upgrade: Annex's managedFields entries %q, want its apply's only", m)
 	}
 	assertNoWarnings(t, got)
 
@@ -560,4 +569,16 @@ func stepNames(p v1alpha1.PlanStatus) string {
 		}
 	}
 	return strings.Join(names, ",")
+}
+
+// annexEntries lists the operations of obj's managedFields entries of
+// Annex's field manager (subresources left out), joined by commas.
+func annexEntries(obj *unstructured.Unstructured) string {
+	var ops []string
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == v1alpha1.FieldManager && e.Subresource == "" {
+			ops = append(ops, string(e.Operation))
+		}
+	}
+	return strings.Join(ops, ",")
 }

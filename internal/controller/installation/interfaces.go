@@ -399,6 +399,10 @@ type ApplyOptions struct {
 	// adoption takes over in place: each is written only as taking it
 	// over needs, and their managedFields entries are removed.
 	HandOver []string
+	// Create expects the objects not to exist yet (an installation's
+	// first apply): each is created, and one that exists after all is
+	// applied as without Create.
+	Create bool
 }
 
 // Drift is one object that differs from the installed revision.
