@@ -96,6 +96,10 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	case sel.Channel != "":
 		msg += ", channel " + sel.Channel
 	}
+	for _, p := range sel.Providers {
+		// An operator's required API is met by the extension that owns it.
+		msg += fmt.Sprintf("; it requires %s, from %s (%s)", p.API, p.Provider, p.Reason)
+	}
 	if sel.Target != nil {
 		// An operator upgrade walks its catalog's graph one edge at a time.
 		msg += fmt.Sprintf("; on the way to %s: %s", sel.Target.Version, sel.Hop)
