@@ -269,16 +269,21 @@ func (ix *Index) variantFor(p Problem) *Index {
 	for _, in := range p.Installations {
 		asked[in.Extension] = true
 	}
-	// The candidates asked for, when one of them is not the choice.
+	// The candidates asked for, when the first of them (the one
+	// withRequirements prefers) is not root's choice.
 	relevant, differs := map[string]bool{}, false
 	for _, cs := range root.choices {
 		for _, c := range cs {
+			first := ""
 			for _, o := range c.Candidates {
 				if asked[o] && len(c.Candidates) > 1 {
 					relevant[o] = true
-					differs = differs || !asked[c.Provider]
+					if first == "" {
+						first = o
+					}
 				}
 			}
+			differs = differs || first != "" && first != c.Provider
 		}
 	}
 	if !differs {
@@ -315,4 +320,19 @@ func (ix *Index) variantFor(p Problem) *Index {
 // when it requires none.
 func (ix *Index) Providers(extension, version string) []ProviderChoice {
 	return ix.choices[extension+" "+version]
+}
+
+// UniverseWithRequirements is UniverseOf(extensions) with the
+// requirements of operator bundles turned into Dependencies, as Solve
+// sees them on a cluster whose installations ask for the extensions in
+// onCluster (see withRequirements): what an installed version needs,
+// for callers that look at dependencies outside a Solve. extensions is
+// not modified.
+func UniverseWithRequirements(extensions []v1alpha1.Extension, onCluster []string) Universe {
+	asked := make(map[string]bool, len(onCluster))
+	for _, e := range onCluster {
+		asked[e] = true
+	}
+	u, _ := withRequirements(UniverseOf(extensions), asked)
+	return u
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
@@ -224,6 +226,32 @@ func TestOwnersRange(t *testing.T) {
 	} {
 		if got := ownersRange(versions(tt.owning...), widget); got != tt.want {
 			t.Errorf("owning %v: %q, want %q", tt.owning, got, tt.want)
+		}
+	}
+}
+
+// UniverseWithRequirements gives the dependencies Solve uses on a cluster:
+// the provider an installation asks for, else the rule's choice.
+func TestUniverseWithRequirements(t *testing.T) {
+	extensions := []v1alpha1.Extension{
+		{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: v1alpha1.ExtensionSpec{Versions: []v1alpha1.ExtensionVersion{operatorVersion("1.0.0", "apps", requires(widget))}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "widgets"}, Spec: v1alpha1.ExtensionSpec{Versions: []v1alpha1.ExtensionVersion{operatorVersion("1.0.0", "community", owning(widget))}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "widgets-ee"}, Spec: v1alpha1.ExtensionSpec{Versions: []v1alpha1.ExtensionVersion{operatorVersion("2.0.0", "ops", owning(widget))}}},
+	}
+	for _, tt := range []struct {
+		onCluster []string
+		want      string
+	}{
+		{nil, "widgets"},
+		{[]string{"app", "widgets-ee"}, "widgets-ee"},
+		{[]string{"widgets", "widgets-ee"}, "widgets"},
+	} {
+		u := UniverseWithRequirements(extensions, tt.onCluster)
+		if deps := u["app"][0].Dependencies; len(deps) != 1 || deps[0].Name != tt.want {
+			t.Errorf("on a cluster with %v: app depends on %+v, want %s", tt.onCluster, deps, tt.want)
+		}
+		if len(extensions[0].Spec.Versions[0].Dependencies) != 0 {
+			t.Fatal("the extensions given were modified")
 		}
 	}
 }

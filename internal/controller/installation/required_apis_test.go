@@ -187,7 +187,8 @@ func (r *revisions) observe(ev watch.Event, provider, dependent string) {
 // and its CSV's required CRDs) from another catalog: the operator that owns
 // the API is added as a dependency, and is Ready before anything of the
 // dependent is applied; the Resolved condition says which provider and
-// why. Deleting the dependent releases the provider.
+// why. Deleting the provider is held while the dependent runs; deleting
+// the dependent releases the provider.
 func TestBundleRequiringAnotherOperatorsAPI(t *testing.T) {
 	ns := packageNamespace(t)
 	providerDir, dependentDir := t.TempDir(), t.TempDir()
@@ -230,6 +231,13 @@ func TestBundleRequiringAnotherOperatorsAPI(t *testing.T) {
 			t.Errorf("an object of memcached-user was created at revision %d, before memcached-provider was Ready (revision %d)", rv, ready)
 		}
 	}
+
+	// The provider is held while the operator that requires its API runs.
+	if err := env.Client.Delete(t.Context(), provider); err != nil {
+		t.Fatal(err)
+	}
+	waitConditionMessage(t, ns, "memcached-provider", v1alpha1.ConditionReady,
+		"deletion held: memcached-provider still needed by "+ns+"/memcached-user (memcached-user 1.0.0)")
 
 	if err := env.Client.Delete(t.Context(), user); err != nil {
 		t.Fatal(err)

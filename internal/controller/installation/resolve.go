@@ -129,13 +129,24 @@ func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.Extensio
 		}
 	}
 	var out []string
+	var versions resolve.Universe // read only for an installation no version fits any more
 	for _, other := range insts {
 		if other == inst {
 			continue
 		}
 		name := nameOf(other)
 		_, isInstance := resolution.Selected[resolve.InstanceKey(other.Spec.Extension, name)]
-		if dependentInstances[name] || dependentExts[other.Spec.Extension] && !isInstance || keepsNeeding(other, resolution, extensions, inst.Spec.Extension) {
+		if dependentInstances[name] || dependentExts[other.Spec.Extension] && !isInstance {
+			out = append(out, name)
+			continue
+		}
+		if resolution.Failed[name] == nil || other.Status.InstalledVersion == "" {
+			continue
+		}
+		if versions == nil {
+			versions = resolve.UniverseWithRequirements(extensions, extensionsOf(insts))
+		}
+		if keepsNeeding(other, versions, inst.Spec.Extension) {
 			out = append(out, name)
 		}
 	}
@@ -146,22 +157,24 @@ func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.Extensio
 // keepsNeeding reports whether other, which no version fits any more,
 // keeps running an installed version that depends on extension: what it
 // runs still needs its dependencies, though the resolution selects nothing for
-// it.
-func keepsNeeding(other *v1alpha1.ExtensionInstallation, resolution *resolve.Resolution, extensions []v1alpha1.Extension, extension string) bool {
-	if resolution.Failed[nameOf(other)] == nil || other.Status.InstalledVersion == "" {
-		return false
-	}
-	for _, ext := range extensions {
-		if ext.Name != other.Spec.Extension {
-			continue
-		}
-		for _, v := range ext.Spec.Versions {
-			if v.Version == other.Status.InstalledVersion {
-				return slices.ContainsFunc(v.Dependencies, func(d v1alpha1.Dependency) bool { return d.Name == extension })
-			}
+// it. versions are the catalogs' versions with their dependencies as the
+// resolver sees them (resolve.UniverseWithRequirements).
+func keepsNeeding(other *v1alpha1.ExtensionInstallation, versions resolve.Universe, extension string) bool {
+	for _, v := range versions[other.Spec.Extension] {
+		if v.Version == other.Status.InstalledVersion {
+			return slices.ContainsFunc(v.Dependencies, func(d v1alpha1.Dependency) bool { return d.Name == extension })
 		}
 	}
 	return false
+}
+
+// extensionsOf lists the extensions installations ask for.
+func extensionsOf(insts []*v1alpha1.ExtensionInstallation) []string {
+	out := make([]string, 0, len(insts))
+	for _, i := range insts {
+		out = append(out, i.Spec.Extension)
+	}
+	return out
 }
 
 // releaseIfUnneeded deletes an installation Annex added for dependencies
@@ -318,10 +331,9 @@ func heldBy(inst *v1alpha1.ExtensionInstallation, st *clusterState) []string {
 			return nil
 		}
 	}
-	versions := map[string][]v1alpha1.ExtensionVersion{}
-	for _, ext := range st.extensions {
-		versions[ext.Name] = ext.Spec.Versions
-	}
+	// The dependencies as the resolver sees them: an operator's required
+	// APIs hold the extension that provides them.
+	versions := resolve.UniverseWithRequirements(st.extensions, extensionsOf(st.installations))
 	var held []string
 	for _, other := range st.installations {
 		if other == inst || other.Status.InstalledVersion == "" {
