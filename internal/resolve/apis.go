@@ -35,10 +35,13 @@ type ProviderChoice struct {
 //     as they are.
 //   - Each of Operator.RequiredAPIs is a dependency on one extension that
 //     owns the API (Operator.OwnedAPIs) in some version, from any
-//     catalog, within the versions that own it. Among several, the choice
-//     is: an extension that an installation on the cluster already asks
-//     for; else one the bundle names in its required packages; else one
-//     of the bundle's own catalog; else the first by name.
+//     catalog, within the versions that own it, or whose installation on
+//     the cluster owns the API's CRD (Problem.Provided; any version of
+//     it). Among several, the choice is: the extension whose installation
+//     owns the CRD on the cluster; else one that an installation on the
+//     cluster asks for; else one the bundle names in its required
+//     packages; else one of the bundle's own catalog; else the first by
+//     name.
 //   - An API a version owns itself, and an API of Kubernetes itself (the
 //     core group, a group without a dot, or a group under k8s.io or
 //     kubernetes.io), needs no provider.
@@ -49,8 +52,9 @@ type ProviderChoice struct {
 // withRequirements returns u with those dependencies added to the versions
 // that have requirements (copies; u is not modified) and the choices made,
 // by version label ("name version"). onCluster holds the extensions that
-// installations on the cluster ask for; nil for none.
-func withRequirements(u Universe, onCluster map[string]bool) (Universe, map[string][]ProviderChoice) {
+// installations on the cluster ask for, provided the APIs whose CRDs an
+// installation on the cluster owns, by its extension; nil for none.
+func withRequirements(u Universe, onCluster map[string]bool, provided map[string]string) (Universe, map[string][]ProviderChoice) {
 	owners := map[string][]string{} // API → extensions owning it in some version, sorted
 	needed := false
 	names := make([]string, 0, len(u))
@@ -74,6 +78,12 @@ func withRequirements(u Universe, onCluster map[string]bool) (Universe, map[stri
 	if !needed {
 		return u, nil
 	}
+	for api, ext := range provided {
+		if _, known := u[ext]; known && !slices.Contains(owners[api], ext) {
+			owners[api] = append(owners[api], ext)
+			slices.Sort(owners[api])
+		}
+	}
 	out := make(Universe, len(u))
 	choices := map[string][]ProviderChoice{}
 	for _, name := range names {
@@ -94,7 +104,11 @@ func withRequirements(u Universe, onCluster map[string]bool) (Universe, map[stri
 				if builtinAPI(api) || slices.Contains(v.Operator.OwnedAPIs, api) {
 					continue
 				}
-				c := chooseProvider(u, name, *v, api, owners[api], onCluster)
+				installed := provided[api]
+				if _, known := u[installed]; !known {
+					installed = ""
+				}
+				c := chooseProvider(u, name, *v, api, owners[api], onCluster, installed)
 				choices[name+" "+v.Version] = append(choices[name+" "+v.Version], c)
 				if c.Provider == "" {
 					deps = append(deps, v1alpha1.Dependency{Name: apiDependencyName(api)})
@@ -134,7 +148,7 @@ func builtinAPI(api string) bool {
 
 // chooseProvider picks the extension that meets requirement api of
 // version v of extension name, by the rules of withRequirements.
-func chooseProvider(u Universe, name string, v v1alpha1.ExtensionVersion, api string, owners []string, onCluster map[string]bool) ProviderChoice {
+func chooseProvider(u Universe, name string, v v1alpha1.ExtensionVersion, api string, owners []string, onCluster map[string]bool, installed string) ProviderChoice {
 	c := ProviderChoice{API: api}
 	for _, o := range owners {
 		if o != name {
@@ -163,6 +177,10 @@ func chooseProvider(u Universe, name string, v v1alpha1.ExtensionVersion, api st
 		})
 	}
 	switch {
+	case installed != "" && installed != name:
+		// Whatever the catalogs say, the cluster serves it already.
+		c.Provider, c.Reason = installed, "its installation on the cluster owns the API's CRD"
+		return c
 	case len(c.Candidates) == 1:
 		c.Provider, c.Reason = c.Candidates[0], "the only extension that owns it"
 	case pick(func(o string) bool { return onCluster[o] }, "an installation on the cluster already asks for it"):
@@ -207,8 +225,9 @@ func ownersRange(versions []v1alpha1.ExtensionVersion, api string) string {
 		}
 	}
 	switch {
-	case count == len(all):
-		return ""
+	case count == len(all) || count == 0:
+		return "" // count 0: the owner is known from the cluster, not its catalog
+
 	case count == hi-lo+1 && !pre && hi == len(all)-1:
 		return ">=" + all[lo].sv.Original()
 	case count == hi-lo+1 && !pre:
@@ -269,6 +288,22 @@ func (ix *Index) variantFor(p Problem) *Index {
 	for _, in := range p.Installations {
 		asked[in.Extension] = true
 	}
+	// The provided APIs that a version requires, when their provider is
+	// not root's choice.
+	var provided map[string]string
+	var providedKeys []string
+	for _, cs := range root.choices {
+		for _, c := range cs {
+			if ext, ok := p.Provided[c.API]; ok && ext != c.Provider && provided[c.API] == "" {
+				if provided == nil {
+					provided = map[string]string{}
+				}
+				provided[c.API] = ext
+				providedKeys = append(providedKeys, c.API+"="+ext)
+			}
+		}
+	}
+	sort.Strings(providedKeys)
 	// The candidates asked for, when the first of them (the one
 	// withRequirements prefers) is not root's choice.
 	relevant, differs := map[string]bool{}, false
@@ -286,7 +321,7 @@ func (ix *Index) variantFor(p Problem) *Index {
 			differs = differs || first != "" && first != c.Provider
 		}
 	}
-	if !differs {
+	if !differs && provided == nil {
 		clear(relevant)
 	}
 	keys := make([]string, 0, len(relevant))
@@ -295,6 +330,9 @@ func (ix *Index) variantFor(p Problem) *Index {
 	}
 	sort.Strings(keys)
 	key := strings.Join(keys, ",")
+	if provided != nil {
+		key += ";" + strings.Join(providedKeys, ",")
+	}
 	if key == ix.clusterKey {
 		return ix
 	}
@@ -309,7 +347,7 @@ func (ix *Index) variantFor(p Problem) *Index {
 	if root.variants == nil || len(root.variants) >= maxVariants {
 		root.variants = map[string]*Index{}
 	}
-	v := newIndex(root.source, root.defaults, relevant)
+	v := newIndex(root.source, root.defaults, relevant, provided)
 	v.root, v.clusterKey = root, key
 	root.variants[key] = v
 	return v
@@ -328,11 +366,33 @@ func (ix *Index) Providers(extension, version string) []ProviderChoice {
 // onCluster (see withRequirements): what an installed version needs,
 // for callers that look at dependencies outside a Solve. extensions is
 // not modified.
-func UniverseWithRequirements(extensions []v1alpha1.Extension, onCluster []string) Universe {
+func UniverseWithRequirements(extensions []v1alpha1.Extension, onCluster []string, provided map[string]string) Universe {
 	asked := make(map[string]bool, len(onCluster))
 	for _, e := range onCluster {
 		asked[e] = true
 	}
-	u, _ := withRequirements(UniverseOf(extensions), asked)
+	u, _ := withRequirements(UniverseOf(extensions), asked, provided)
 	return u
+}
+
+// RequiredAPIGroups lists the API groups that versions of extensions
+// require (Operator.RequiredAPIs) and Kubernetes does not serve itself,
+// sorted: the groups whose CRDs on a cluster can meet a requirement
+// (Problem.Provided).
+func RequiredAPIGroups(extensions []v1alpha1.Extension) []string {
+	var groups []string
+	for i := range extensions {
+		for _, v := range extensions[i].Spec.Versions {
+			if v.Operator == nil {
+				continue
+			}
+			for _, api := range v.Operator.RequiredAPIs {
+				if group, _, ok := strings.Cut(api, "/"); ok && !builtinAPI(api) && !slices.Contains(groups, group) {
+					groups = append(groups, group)
+				}
+			}
+		}
+	}
+	sort.Strings(groups)
+	return groups
 }

@@ -49,6 +49,7 @@ func TestRequiredAPIs(t *testing.T) {
 		name     string
 		universe Universe
 		insts    []Installation
+		provided map[string]string // Problem.Provided
 		// selected is "extension version" of every Selection in install
 		// order; added the Added extensions.
 		selected, added []string
@@ -113,6 +114,21 @@ func TestRequiredAPIs(t *testing.T) {
 			providers: []string{widget + " → widgets-ee  (an installation on the cluster already asks for it)"},
 		},
 		{
+			// A chart (no bundle, nothing in the catalogs says it owns
+			// the API) whose installation owns the API's CRD on the
+			// cluster: it meets the requirement, nothing is added.
+			name: "the CRD's owner on the cluster",
+			universe: Universe{
+				"app":         {operatorVersion("1.0.0", "apps", requires(widget))},
+				"widget-crds": {ev("3.0.0", "")},
+				"widgets":     {operatorVersion("1.0.0", "apps", owning(widget))},
+			},
+			insts:     []Installation{want("team/app", "app", ""), auto("infra/widget-crds", "widget-crds", "", "3.0.0", false)},
+			provided:  map[string]string{widget: "widget-crds"},
+			selected:  []string{"widget-crds 3.0.0", "app 1.0.0"},
+			providers: []string{widget + " → widget-crds  (its installation on the cluster owns the API's CRD)"},
+		},
+		{
 			// Two providers, one named by olm.package.required too.
 			name: "two providers: the required package",
 			universe: Universe{
@@ -173,7 +189,8 @@ func TestRequiredAPIs(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res := NewIndex(tt.universe).Solve(Problem{ClusterVersion: "v1.33.0", Installations: tt.insts})
+			ix := NewIndex(tt.universe)
+			res := ix.Solve(Problem{ClusterVersion: "v1.33.0", Installations: tt.insts, Provided: tt.provided})
 			if ex := res.Failed["team/app"]; ex != nil || tt.reason != "" {
 				switch {
 				case ex == nil:
@@ -196,6 +213,11 @@ func TestRequiredAPIs(t *testing.T) {
 			}
 			if !reflect.DeepEqual(selected, tt.selected) || !reflect.DeepEqual(added, tt.added) || !reflect.DeepEqual(providers, tt.providers) {
 				t.Errorf("selected %q, added %q, providers %q\nwant %q, %q, %q", selected, added, providers, tt.selected, tt.added, tt.providers)
+			}
+			// The same problem again gives the same answer (a variant
+			// for the cluster is kept, not rebuilt differently).
+			if again := ix.Solve(Problem{ClusterVersion: "v1.33.0", Installations: tt.insts, Provided: tt.provided}); !reflect.DeepEqual(again.InstallOrder, res.InstallOrder) {
+				t.Errorf("solved again: %v, first %v", again.InstallOrder, res.InstallOrder)
 			}
 		})
 	}
@@ -246,7 +268,7 @@ func TestUniverseWithRequirements(t *testing.T) {
 		{[]string{"app", "widgets-ee"}, "widgets-ee"},
 		{[]string{"widgets", "widgets-ee"}, "widgets"},
 	} {
-		u := UniverseWithRequirements(extensions, tt.onCluster)
+		u := UniverseWithRequirements(extensions, tt.onCluster, nil)
 		if deps := u["app"][0].Dependencies; len(deps) != 1 || deps[0].Name != tt.want {
 			t.Errorf("on a cluster with %v: app depends on %+v, want %s", tt.onCluster, deps, tt.want)
 		}

@@ -135,7 +135,7 @@ type depGroup struct {
 // already seen, and versions whose kubeVersion or dependency range does not
 // parse are left out (such a version could never be installed safely) and
 // counted in Skipped.
-func NewIndex(u Universe) *Index { return newIndex(u, nil, nil) }
+func NewIndex(u Universe) *Index { return newIndex(u, nil, nil, nil) }
 
 // IndexOf is NewIndex over the Extensions' versions (UniverseOf) that also
 // knows each operator package's defaultChannel, the channel of an
@@ -147,16 +147,17 @@ func IndexOf(extensions []v1alpha1.Extension) *Index {
 			defaults[extensions[i].Name] = c
 		}
 	}
-	return newIndex(UniverseOf(extensions), defaults, nil)
+	return newIndex(UniverseOf(extensions), defaults, nil, nil)
 }
 
 // newIndex indexes u, with the requirements of operator bundles turned
 // into dependencies for a cluster whose installations ask for the
-// extensions in onCluster (see withRequirements).
-func newIndex(u Universe, defaultChannels map[string]string, onCluster map[string]bool) *Index {
+// extensions in onCluster and own the CRDs of the APIs in provided (see
+// withRequirements).
+func newIndex(u Universe, defaultChannels map[string]string, onCluster map[string]bool, provided map[string]string) *Index {
 	ix := &Index{byName: make(map[string]int, len(u)), rangeMemo: map[rangeKey]installRange{},
 		source: u, defaults: defaultChannels}
-	u, ix.choices = withRequirements(u, onCluster)
+	u, ix.choices = withRequirements(u, onCluster, provided)
 	for _, cs := range ix.choices {
 		for _, c := range cs {
 			if c.Provider == "" {

@@ -62,6 +62,11 @@ type Problem struct {
 	// "v1.31.2+k3s1".
 	ClusterVersion string
 	Installations  []Installation
+	// Provided maps an API ("group/version/Kind") whose CRD is on the
+	// cluster, owned by an installation, to that installation's
+	// extension: it meets an operator's requirement of the API whatever
+	// the catalogs say (see withRequirements). Nil when unknown.
+	Provided map[string]string
 }
 
 // Selection is the version chosen for one extension.

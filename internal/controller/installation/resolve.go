@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,6 +31,61 @@ type clusterState struct {
 	// resolution is the resolver's answer for every installation on the
 	// cluster; nil until the resolve step ran (and on uninstall).
 	resolution *resolve.Resolution
+	// provided are the APIs operators require whose CRDs installations
+	// on the cluster own, by extension (resolve.Problem.Provided); nil
+	// until the resolve step ran (and on uninstall).
+	provided map[string]string
+}
+
+// providedAPIs reads which installations on s's cluster own the CRDs of
+// APIs that versions on offer require (resolve.RequiredAPIGroups): for
+// each served version of such a CRD in an installation's inventory,
+// "group/version/Kind" → the installation's extension (the first
+// installation by name when two list it). It reads nothing when no
+// version requires an API, or no inventory holds a CRD of a required
+// group. Errors are the cluster's, retried.
+func providedAPIs(ctx context.Context, s *scope) (map[string]string, error) {
+	groups := resolve.RequiredAPIGroups(s.cluster.extensions)
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	owner := map[string]string{} // CRD name → extension
+	var names []string
+	insts := slices.Clone(s.cluster.installations)
+	slices.SortFunc(insts, func(a, b *v1alpha1.ExtensionInstallation) int { return strings.Compare(nameOf(a), nameOf(b)) })
+	for _, inst := range insts {
+		for _, ref := range inst.Status.Inventory {
+			if ref.Kind != "CustomResourceDefinition" || owner[ref.Name] != "" {
+				continue
+			}
+			_, group, _ := strings.Cut(ref.Name, ".")
+			if _, found := slices.BinarySearch(groups, group); found {
+				owner[ref.Name] = inst.Spec.Extension
+				names = append(names, ref.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	crds, err := s.target.CRDs(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	provided := map[string]string{}
+	for name, crd := range crds {
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			if served, _ := m["served"].(bool); served {
+				version, _ := m["name"].(string)
+				provided[group+"/"+version+"/"+kind] = owner[name]
+			}
+		}
+	}
+	return provided, nil
 }
 
 // loadCluster reads the installations on s's cluster and the Extensions.
@@ -67,11 +123,17 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	if err := r.loadCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	problem := resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations)
+	provided, err := providedAPIs(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	problem.Provided, s.cluster.provided = provided, provided
 	start := time.Now()
-	resolution := r.Resolver.Solve(s.cluster.extensions, resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations))
+	resolution := r.Resolver.Solve(s.cluster.extensions, problem)
 	metrics.ObserveResolve(time.Since(start))
 	s.cluster.resolution = resolution
-	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, s.cluster.extensions, resolution)
+	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, s.cluster.extensions, s.cluster.provided, resolution)
 	if ex := resolution.Failed[nameOf(s.inst)]; ex != nil {
 		s.block = terminal(ex.Reason, ex.Message)
 		if s.inst.Status.InstalledVersion != "" {
@@ -111,7 +173,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 // requiredBy lists the installations whose chosen version depends on inst's
 // extension, sorted. An instance of an extension serves no dependency
 // (the shared version does), so nothing requires it.
-func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.ExtensionInstallation, extensions []v1alpha1.Extension, resolution *resolve.Resolution) []string {
+func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.ExtensionInstallation, extensions []v1alpha1.Extension, provided map[string]string, resolution *resolve.Resolution) []string {
 	if sel, ok := resolution.For(inst.Spec.Extension, nameOf(inst)); ok && sel.Instance != "" {
 		return nil
 	}
@@ -144,7 +206,7 @@ func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.Extensio
 			continue
 		}
 		if versions == nil {
-			versions = resolve.UniverseWithRequirements(extensions, extensionsOf(insts))
+			versions = resolve.UniverseWithRequirements(extensions, extensionsOf(insts), provided)
 		}
 		if keepsNeeding(other, versions, inst.Spec.Extension) {
 			out = append(out, name)
@@ -333,7 +395,7 @@ func heldBy(inst *v1alpha1.ExtensionInstallation, st *clusterState) []string {
 	}
 	// The dependencies as the resolver sees them: an operator's required
 	// APIs hold the extension that provides them.
-	versions := resolve.UniverseWithRequirements(st.extensions, extensionsOf(st.installations))
+	versions := resolve.UniverseWithRequirements(st.extensions, extensionsOf(st.installations), st.provided)
 	var held []string
 	for _, other := range st.installations {
 		if other == inst || other.Status.InstalledVersion == "" {
