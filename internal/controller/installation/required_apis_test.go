@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv/helmrepo"
 )
 
 // requiredGroup is the API group of the provider's CRD in this test: the
@@ -68,11 +70,19 @@ func providerCatalog(t *testing.T, dir, pkgName string) {
 	}
 }
 
+// requiredAPI is an API a bundle of requiringCatalog requires.
+type requiredAPI struct{ group, version, kind, plural string }
+
+// memcachedAPI is the provider's API in providerCatalog.
+var memcachedAPI = requiredAPI{requiredGroup, "v1alpha1", "Memcached", "memcacheds"}
+
+func (a requiredAPI) String() string { return a.group + "/" + a.version + "/" + a.kind }
+
 // requiringCatalog writes a File-Based Catalog of package pkgName 1.0.0:
 // an operator with one Deployment (scaled to zero) and no CRD of its own,
-// whose bundle requires the Memcached API of requiredGroup twice over, as
-// an olm.gvk.required property and in its CSV's required CRDs.
-func requiringCatalog(t *testing.T, dir, pkgName string) {
+// whose bundle requires api twice over, as an olm.gvk.required property
+// and in its CSV's required CRDs.
+func requiringCatalog(t *testing.T, dir, pkgName string, api requiredAPI) {
 	t.Helper()
 	name := pkgName + ".v1.0.0"
 	csv := map[string]any{
@@ -82,11 +92,11 @@ func requiringCatalog(t *testing.T, dir, pkgName string) {
 			"version":      "1.0.0",
 			"installModes": []any{map[string]any{"type": "AllNamespaces", "supported": true}, map[string]any{"type": "OwnNamespace", "supported": true}},
 			"customresourcedefinitions": map[string]any{"required": []any{
-				map[string]any{"name": "memcacheds." + requiredGroup, "version": "v1alpha1", "kind": "Memcached"},
+				map[string]any{"name": api.plural + "." + api.group, "version": api.version, "kind": api.kind},
 			}},
 			"install": map[string]any{"strategy": "deployment", "spec": map[string]any{
 				"clusterPermissions": []any{map[string]any{"serviceAccountName": pkgName, "rules": []any{
-					map[string]any{"apiGroups": []any{requiredGroup}, "resources": []any{"memcacheds"}, "verbs": []any{"get", "list", "watch"}},
+					map[string]any{"apiGroups": []any{api.group}, "resources": []any{api.plural}, "verbs": []any{"get", "list", "watch"}},
 				}}},
 				"deployments": []any{map[string]any{"name": pkgName, "spec": map[string]any{
 					"replicas": 0,
@@ -110,7 +120,7 @@ func requiringCatalog(t *testing.T, dir, pkgName string) {
 		{"schema": "olm.channel", "package": pkgName, "name": "stable", "entries": []any{map[string]any{"name": name}}},
 		{"schema": "olm.bundle", "package": pkgName, "name": name, "properties": []any{
 			map[string]any{"type": "olm.package", "value": map[string]any{"packageName": pkgName, "version": "1.0.0"}},
-			map[string]any{"type": "olm.gvk.required", "value": map[string]any{"group": requiredGroup, "version": "v1alpha1", "kind": "Memcached"}},
+			map[string]any{"type": "olm.gvk.required", "value": map[string]any{"group": api.group, "version": api.version, "kind": api.kind}},
 			map[string]any{"type": "olm.bundle.object", "value": map[string]any{"data": base64.StdEncoding.EncodeToString(raw)}},
 		}},
 	}
@@ -193,7 +203,7 @@ func TestBundleRequiringAnotherOperatorsAPI(t *testing.T) {
 	ns := packageNamespace(t)
 	providerDir, dependentDir := t.TempDir(), t.TempDir()
 	providerCatalog(t, providerDir, "memcached-provider")
-	requiringCatalog(t, dependentDir, "memcached-user")
+	requiringCatalog(t, dependentDir, "memcached-user", memcachedAPI)
 	olmCatalog(t, ns, providerDir)
 	olmCatalog(t, ns+"-apps", dependentDir)
 
@@ -203,7 +213,7 @@ func TestBundleRequiringAnotherOperatorsAPI(t *testing.T) {
 	user := install(t, ns, "memcached-user", "memcached-user", "")
 	user = waitCondition(t, user, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
 	resolved := meta.FindStatusCondition(user.Status.Conditions, v1alpha1.ConditionResolved)
-	if want := "it requires " + requiredGroup + "/v1alpha1/Memcached, from memcached-provider (the only extension that owns it)"; !strings.Contains(resolved.Message, want) {
+	if want := "it requires " + memcachedAPI.String() + ", from memcached-provider (the only extension that owns it)"; !strings.Contains(resolved.Message, want) {
 		t.Errorf("Resolved: %q, want it to contain %q", resolved.Message, want)
 	}
 
@@ -244,4 +254,72 @@ func TestBundleRequiringAnotherOperatorsAPI(t *testing.T) {
 	}
 	waitGone(t, ns, "memcached-user")
 	waitGone(t, ns, "memcached-provider")
+}
+
+// widgetCRDChart is a chart whose only object is the CustomResourceDefinition
+// of api: no catalog says it owns the API, its installation does.
+func widgetCRDChart(api requiredAPI) helmrepo.Chart {
+	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[4]s.%[1]s
+spec:
+  group: %[1]s
+  scope: Namespaced
+  names: {kind: %[3]s, listKind: %[3]sList, plural: %[4]s, singular: %[5]s}
+  versions:
+  - name: %[2]s
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`, api.group, api.version, api.kind, api.plural, strings.ToLower(api.kind))
+	return helmrepo.Chart{Name: "widget-crds", Version: "1.0.0", Files: map[string]string{"templates/crd.yaml": crd}}
+}
+
+// An operator requiring an API that no catalog's operator owns, but whose
+// CRD an installation on the cluster owns (here a chart's): that
+// installation meets the requirement, nothing is added, and the operator
+// installs; the Resolved condition says so, and the chart's installation
+// is held while the operator runs.
+func TestBundleRequiringAnAPIInstalledByAChart(t *testing.T) {
+	widgets := requiredAPI{"crds.required.example.com", "v1", "Widget", "widgets"}
+	ns, _ := setup(t, widgetCRDChart(widgets))
+	dir := t.TempDir()
+	requiringCatalog(t, dir, "widget-user", widgets)
+	olmCatalog(t, ns+"-apps", dir)
+
+	crds := install(t, ns, "widget-crds", "widget-crds", "", func(i *v1alpha1.ExtensionInstallation) { i.Spec.Uninstall.DeleteCRDs = true })
+	waitCondition(t, crds, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+
+	user := install(t, ns, "widget-user", "widget-user", "")
+	user = waitCondition(t, user, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+	resolved := meta.FindStatusCondition(user.Status.Conditions, v1alpha1.ConditionResolved)
+	if want := "it requires " + widgets.String() + ", from widget-crds (its installation on the cluster owns the API's CRD)"; !strings.Contains(resolved.Message, want) {
+		t.Errorf("Resolved: %q, want it to contain %q", resolved.Message, want)
+	}
+	var all v1alpha1.ExtensionInstallationList
+	if err := env.Client.List(t.Context(), &all, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Items) != 2 {
+		var names []string
+		for _, i := range all.Items {
+			names = append(names, i.Name)
+		}
+		t.Errorf("installations %v, want widget-crds and widget-user only", names)
+	}
+
+	// The chart's installation is held while the operator runs.
+	if err := env.Client.Delete(t.Context(), crds); err != nil {
+		t.Fatal(err)
+	}
+	waitConditionMessage(t, ns, "widget-crds", v1alpha1.ConditionReady,
+		"deletion held: widget-crds still needed by "+ns+"/widget-user (widget-user 1.0.0)")
+
+	if err := env.Client.Delete(t.Context(), user); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, "widget-user")
+	waitGone(t, ns, "widget-crds")
 }

@@ -37,21 +37,21 @@ type clusterState struct {
 	provided map[string]string
 }
 
-// providedAPIs reads which installations on s's cluster own the CRDs of
+// providedAPIs reads which installations on st's cluster own the CRDs of
 // APIs that versions on offer require (resolve.RequiredAPIGroups): for
 // each served version of such a CRD in an installation's inventory,
 // "group/version/Kind" → the installation's extension (the first
 // installation by name when two list it). It reads nothing when no
 // version requires an API, or no inventory holds a CRD of a required
 // group. Errors are the cluster's, retried.
-func providedAPIs(ctx context.Context, s *scope) (map[string]string, error) {
-	groups := resolve.RequiredAPIGroups(s.cluster.extensions)
+func providedAPIs(ctx context.Context, target Target, st *clusterState) (map[string]string, error) {
+	groups := resolve.RequiredAPIGroups(st.extensions)
 	if len(groups) == 0 {
 		return nil, nil
 	}
 	owner := map[string]string{} // CRD name → extension
 	var names []string
-	insts := slices.Clone(s.cluster.installations)
+	insts := slices.Clone(st.installations)
 	slices.SortFunc(insts, func(a, b *v1alpha1.ExtensionInstallation) int { return strings.Compare(nameOf(a), nameOf(b)) })
 	for _, inst := range insts {
 		for _, ref := range inst.Status.Inventory {
@@ -68,7 +68,7 @@ func providedAPIs(ctx context.Context, s *scope) (map[string]string, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
-	crds, err := s.target.CRDs(ctx, names)
+	crds, err := target.CRDs(ctx, names)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 		return ctrl.Result{}, err
 	}
 	problem := resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations)
-	provided, err := providedAPIs(ctx, s)
+	provided, err := providedAPIs(ctx, s.target, s.cluster)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
