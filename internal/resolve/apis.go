@@ -375,13 +375,22 @@ func UniverseWithRequirements(extensions []v1alpha1.Extension, onCluster []strin
 	return u
 }
 
-// RequiredAPIGroups lists the API groups that versions of extensions
-// require (Operator.RequiredAPIs) and Kubernetes does not serve itself,
-// sorted: the groups whose CRDs on a cluster can meet a requirement
-// (Problem.Provided).
-func RequiredAPIGroups(extensions []v1alpha1.Extension) []string {
+// RequiredAPIGroups lists the API groups that versions of the extensions
+// named in asked (those the installations on a cluster ask for) require
+// (Operator.RequiredAPIs) and Kubernetes does not serve itself, sorted:
+// the groups whose CRDs on the cluster can meet a requirement
+// (Problem.Provided). A provider added for a requirement is an
+// installation in the next solve, so its own requirements count then.
+func RequiredAPIGroups(extensions []v1alpha1.Extension, asked []string) []string {
+	want := make(map[string]bool, len(asked))
+	for _, name := range asked {
+		want[name] = true
+	}
 	var groups []string
 	for i := range extensions {
+		if !want[extensions[i].Name] {
+			continue
+		}
 		for _, v := range extensions[i].Spec.Versions {
 			if v.Operator == nil {
 				continue

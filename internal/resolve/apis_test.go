@@ -277,3 +277,23 @@ func TestUniverseWithRequirements(t *testing.T) {
 		}
 	}
 }
+
+// RequiredAPIGroups: the groups the asked extensions require, without
+// Kubernetes' own.
+func TestRequiredAPIGroups(t *testing.T) {
+	extensions := []v1alpha1.Extension{
+		{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: v1alpha1.ExtensionSpec{Versions: []v1alpha1.ExtensionVersion{
+			operatorVersion("1.0.0", "apps", requires(widget), requires("v1/ConfigMap")),
+			operatorVersion("2.0.0", "apps", requires("gadgets.example.com/v1/Gadget"), requires("apps/v1/Deployment")),
+		}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: v1alpha1.ExtensionSpec{Versions: []v1alpha1.ExtensionVersion{
+			operatorVersion("1.0.0", "apps", requires("others.example.com/v1/Other")),
+		}}},
+	}
+	if got := RequiredAPIGroups(extensions, []string{"app", "unknown"}); !reflect.DeepEqual(got, []string{"gadgets.example.com", "widgets.example.com"}) {
+		t.Errorf("groups %v, want gadgets.example.com and widgets.example.com", got)
+	}
+	if got := RequiredAPIGroups(extensions, nil); got != nil {
+		t.Errorf("nothing asked: %v", got)
+	}
+}

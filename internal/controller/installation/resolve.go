@@ -38,14 +38,14 @@ type clusterState struct {
 }
 
 // providedAPIs reads which installations on st's cluster own the CRDs of
-// APIs that versions on offer require (resolve.RequiredAPIGroups): for
-// each served version of such a CRD in an installation's inventory,
-// "group/version/Kind" → the installation's extension (the first
-// installation by name when two list it). It reads nothing when no
-// version requires an API, or no inventory holds a CRD of a required
-// group. Errors are the cluster's, retried.
+// APIs that the extensions they ask for require
+// (resolve.RequiredAPIGroups): for each served version of such a CRD in
+// an installation's inventory, "group/version/Kind" → the installation's
+// extension (the first installation by name when two list it). It reads
+// nothing when no such extension requires an API, or no inventory holds
+// a CRD of a required group. Errors are the cluster's, retried.
 func providedAPIs(ctx context.Context, target Target, st *clusterState) (map[string]string, error) {
-	groups := resolve.RequiredAPIGroups(st.extensions)
+	groups := resolve.RequiredAPIGroups(st.extensions, extensionsOf(st.installations))
 	if len(groups) == 0 {
 		return nil, nil
 	}
