@@ -253,7 +253,18 @@ func (a *Applier) run(ctx context.Context, owner Owner, defaultNamespace string,
 			return r.Result(), err
 		}
 	}
-	return r.Result(), nil
+	res := r.Result()
+	a.checkWebhooks(ctx, &res.Health, liveOf(r.inventory), false)
+	return res, nil
+}
+
+// liveOf returns the live objects of entries.
+func liveOf(entries []phasedRef) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(entries))
+	for i, e := range entries {
+		out[i] = e.live
+	}
+	return out
 }
 
 // Run is an apply of a chart's steps in progress: the steps of the plan

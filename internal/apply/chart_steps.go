@@ -123,7 +123,7 @@ func ChartSteps(set Set, namespace string, isUpgrade bool) []Step {
 	}
 	add(phaseCRDs)
 	steps = append(steps, hookSteps(pre, preHooks, crds)...)
-	for _, p := range []phase{phaseNamespaces, phaseRBAC, phaseObjects, phaseCustomResources} {
+	for _, p := range []phase{phaseNamespaces, phaseRBAC, phaseObjects, phaseCustomResources, phaseWebhooks} {
 		add(p)
 	}
 	return append(steps, hookSteps(post, postHooks, crds)...)
@@ -172,6 +172,7 @@ var phaseNames = map[phase]string{
 	phaseRBAC:            "ServiceAccounts and RBAC",
 	phaseObjects:         "objects",
 	phaseCustomResources: "custom resources",
+	phaseWebhooks:        "webhook configurations",
 }
 
 // hookSteps groups hooks of one event into one step per weight, lowest

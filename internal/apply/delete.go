@@ -74,8 +74,9 @@ func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha
 // that is 0. Objects not labelled for owner are left alone and not counted;
 // CRDs too, unless deleteCRDs.
 //
-// Objects go in reverse phase order: custom resources, everything else,
-// RBAC, namespaces, and CRDs last. Delete issues the deletes (background
+// Objects go in reverse phase order: webhook configurations, custom
+// resources, everything else, RBAC — once the Pods of the inventory's
+// workloads are gone too (see workloadPods) —, namespaces, and CRDs last. Delete issues the deletes (background
 // propagation) of one phase, Workers at a time, and moves to the next only
 // when that phase's objects are gone, so that an operator still runs while its custom
 // resources are finalized. An object counts as gone when the server says
@@ -101,8 +102,17 @@ func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.
 	}
 	live = inDeleteOrder(live, crds)
 
+	podsGone := false
 	for start := 0; start < len(live); {
 		p := phaseOf(live[start].GroupVersionKind().GroupKind(), crds)
+		if p <= phaseRBAC && !podsGone {
+			// The workloads are gone; their Pods may still be stopping.
+			pods, err := a.workloadPods(ctx, inventory)
+			if err != nil || pods > 0 {
+				return len(live) - start, err
+			}
+			podsGone = true
+		}
 		end := start
 		for end < len(live) && phaseOf(live[end].GroupVersionKind().GroupKind(), crds) == p {
 			end++

@@ -71,6 +71,7 @@ func (a *Applier) Diff(ctx context.Context, owner Owner, set Set, defaultNamespa
 	}
 	slices.SortFunc(out, func(x, y Drift) int { return compareRefs(x.Object, y.Object) })
 	h := resultOf(entries).Health
+	a.checkWebhooks(ctx, &h, liveOf(entries), true)
 	a.nameStuckPods(ctx, h, func(ref v1alpha1.ObjectReference) *unstructured.Unstructured {
 		if i := slices.IndexFunc(entries, func(e phasedRef) bool { return e.ref == ref }); i >= 0 {
 			return entries[i].live

@@ -68,13 +68,15 @@ func (h Health) Summary() string {
 // kubelet's reason (see podProblem), e.g. `Deployment not Available; Pod
 // demo/web-x2v4q: cannot be scheduled (Unschedulable): 0/3 nodes are
 // available: ...`. Pods are read only then: a healthy inventory costs no
-// Pod reads.
+// Pod reads. A webhook configuration whose Service has no ready endpoint
+// is pending too (checkWebhooks).
 func (a *Applier) Health(ctx context.Context, inventory []v1alpha1.ObjectReference) (Health, error) {
 	objs, err := a.getAll(ctx, inventory)
 	if err != nil {
 		return Health{}, err
 	}
 	h := healthOf(inventory, objs)
+	a.checkWebhooks(ctx, &h, objs, true)
 	a.nameStuckPods(ctx, h, func(ref v1alpha1.ObjectReference) *unstructured.Unstructured {
 		if i := slices.Index(inventory, ref); i >= 0 {
 			return objs[i]

@@ -28,6 +28,10 @@ const (
 	// same set; they come last so that an operator applied in phaseObjects
 	// is there to act on them (and, on delete, to clean them up first).
 	phaseCustomResources
+	// phaseWebhooks holds admission webhook configurations: applied after
+	// the workloads that serve them, deleted first, so that a webhook
+	// whose server is gone never blocks the cluster's requests.
+	phaseWebhooks
 )
 
 // crdGroupKinds is the set of kinds that CRDs of one set define.
@@ -57,6 +61,8 @@ func phaseOf(gk schema.GroupKind, crdsInSet crdGroupKinds) phase {
 		return phaseRBAC
 	case crdsInSet[gk]:
 		return phaseCustomResources
+	case webhookKinds[gk]:
+		return phaseWebhooks
 	default:
 		return phaseObjects
 	}

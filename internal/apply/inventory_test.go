@@ -37,6 +37,9 @@ func TestPhaseOf(t *testing.T) {
 		{"custom resource of the set", greeting, phaseCustomResources},
 		// A custom resource of a CRD installed earlier is an ordinary object.
 		{"custom resource of an installed CRD", schema.GroupKind{Group: "cert-manager.io", Kind: "Issuer"}, phaseObjects},
+		// Webhook configurations after their servers, and deleted first.
+		{"validating webhook", schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}, phaseWebhooks},
+		{"mutating webhook", schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}, phaseWebhooks},
 		// Same kind name, other group: not the set's CRD.
 		{"same kind other group", schema.GroupKind{Group: "other.dev", Kind: "Greeting"}, phaseObjects},
 	}

@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/annex-platform/annex/internal/localcluster"
 	"github.com/annex-platform/annex/internal/testenv"
@@ -131,6 +136,81 @@ func TestPodsOnLocalCluster(t *testing.T) {
 			": cannot be scheduled (Unschedulable): " + schedulerReason} {
 			if !strings.Contains(err.Error(), part) {
 				t.Errorf("error %q does not say %q", err, part)
+			}
+		}
+	})
+
+	// Deleting an operator's objects, its ServiceAccount goes only once the
+	// Pods of its Deployment are gone: a stopping operator keeps its RBAC.
+	t.Run("RBAC after the Pods", func(t *testing.T) {
+		const opNS = "rbac-after-pods"
+		createNamespace(t, a, opNS)
+		set := Set{Objects: objects(t,
+			`{apiVersion: v1, kind: ServiceAccount, metadata: {name: op}}`,
+			`
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: op}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: op}}
+  template:
+    metadata: {labels: {app: op}}
+    spec:
+      serviceAccountName: op
+      nodeSelector: {kubernetes.io/os: linux}
+      containers: [{name: op, image: "registry.example/op:1.0"}]`)}
+		res, err := a.ApplyWithOptions(ctx, owner, opNS, set, ApplyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, func() error {
+			h, err := a.Health(ctx, res.Inventory)
+			if err != nil {
+				return err
+			}
+			if !h.Ready {
+				return errors.New(h.Summary())
+			}
+			return nil
+		})
+		cs, err := kubernetes.NewForConfig(c.RESTConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods, err := cs.CoreV1().Pods(opNS).Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pods.Stop()
+		accounts, err := cs.CoreV1().ServiceAccounts(opNS).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=op"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer accounts.Stop()
+		deleteUntilGone(t, a, owner, res.Inventory, false)
+		// Each deletion's resourceVersion is a revision of the one etcd.
+		deletedAt := func(w watch.Interface, wantAll int) []uint64 {
+			var rvs []uint64
+			timeout := time.After(30 * time.Second)
+			for len(rvs) < wantAll {
+				select {
+				case ev := <-w.ResultChan():
+					if ev.Type == watch.Deleted {
+						rv, _ := strconv.ParseUint(ev.Object.(metav1.Object).GetResourceVersion(), 10, 64)
+						rvs = append(rvs, rv)
+					}
+				case <-timeout:
+					t.Fatalf("saw %d deletions, want %d", len(rvs), wantAll)
+				}
+			}
+			return rvs
+		}
+		podsGone := deletedAt(pods, 2)
+		saGone := deletedAt(accounts, 1)[0]
+		for _, rv := range podsGone {
+			if rv > saGone {
+				t.Errorf("the ServiceAccount was deleted (revision %d) before a Pod of its Deployment (revision %d)", saGone, rv)
 			}
 		}
 	})

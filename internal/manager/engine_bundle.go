@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -47,6 +48,12 @@ func (bundleEngine) Render(_ context.Context, in installation.EngineInput) (*ins
 			"%s: the artifact is not a registry+v1 bundle: %v; fix the bundle in its catalog or choose another version", in.Ref, err))
 	}
 	install, err := convertBundle(b, in)
+	var facts *factError
+	if errors.As(err, &facts) {
+		// Reading the certificate Secrets failed: the controller's to
+		// phrase and retry.
+		return nil, facts.err
+	}
 	if err != nil {
 		// Convert is pure: what it refuses (an *UnsupportedError names the
 		// CSV field, spec.watchNamespaces or spec.resources[i]) is refused
@@ -59,6 +66,11 @@ func (bundleEngine) Render(_ context.Context, in installation.EngineInput) (*ins
 		// Only when set, so that installations from before spec.resources
 		// keep their digest.
 		inputs["resources"] = in.Resources
+	}
+	if certs := certificateExpiries(install); len(certs) > 0 {
+		// Only with webhooks. The expiry changes when a certificate is
+		// renewed, so a renewal is a new revision that applies it.
+		inputs["certificates"] = certs
 	}
 	return &installation.Release{
 		ArtifactDigest: in.ArtifactDigest,
@@ -75,12 +87,42 @@ func convertBundle(b *bundle.Bundle, in installation.EngineInput) (plan.Plan, er
 	if err != nil {
 		return plan.Plan{}, err
 	}
-	return bundle.Convert(b, bundle.Options{
+	var secretErr error
+	certificates := &bundle.CertificateInputs{Now: in.Facts.Now(), Secret: func(name string) map[string][]byte {
+		data, err := in.Facts.Secret(in.Namespace, name)
+		if err != nil && secretErr == nil {
+			secretErr = err
+		}
+		return data
+	}}
+	p, err := bundle.Convert(b, bundle.Options{
 		InstallNamespace: in.Namespace,
 		WatchNamespaces:  in.WatchNamespaces,
 		Name:             in.Name,
 		Resources:        resources,
+		Certificates:     certificates,
 	})
+	if secretErr != nil {
+		return plan.Plan{}, &factError{secretErr}
+	}
+	return p, err
+}
+
+// factError is an error of the engine's facts met while converting.
+type factError struct{ err error }
+
+func (e *factError) Error() string { return e.err.Error() }
+
+// certificateExpiries returns, for each webhook certificate Secret of p,
+// when its certificate expires.
+func certificateExpiries(p plan.Plan) map[string]string {
+	out := map[string]string{}
+	for _, obj := range p.Objects(plan.TaskApply) {
+		if at, ok := obj.GetAnnotations()[bundle.AnnotationCertificateNotAfter]; ok && obj.GetKind() == "Secret" {
+			out[obj.GetName()] = at
+		}
+	}
+	return out
 }
 
 // specResources decodes spec.resources for the bundle engine, which

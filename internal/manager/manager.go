@@ -68,6 +68,9 @@ type Options struct {
 	// hooks waits for their answers (default
 	// hookrequest.DefaultAnswerWait; negative: it does not wait).
 	HookAnswerWait time.Duration
+	// CertificateClock is the time operators' webhook certificates are
+	// issued and renewed at; nil is the wall clock. Tests move it ahead.
+	CertificateClock func() time.Time
 	// SeveralPerProcess lets a process build more than one manager, as
 	// tests do: controller-runtime refuses a second controller of the same
 	// name in one process, whose metrics would collide.
@@ -183,6 +186,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		DefaultServiceAccount: o.DefaultServiceAccount,
 		RestrictTargets:       o.RestrictTargets,
 		Fence:                 fence,
+		CertificateClock:      o.CertificateClock,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

@@ -244,6 +244,12 @@ func start() (*Env, error) {
 		Scheme:                scheme,
 	}
 	te.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", serviceClusterIPRange)
+	// No Service of this cluster has a routable ClusterIP: with aggregator
+	// routing the API server calls a webhook's Service through its
+	// EndpointSlices instead, so a test can point one (an FQDN slice of
+	// address 127.0.0.1: IP slices refuse loopback addresses) at a server
+	// it runs on 127.0.0.1.
+	te.ControlPlane.GetAPIServer().Configure().Set("enable-aggregator-routing", "true")
 	cfg, err := te.Start()
 	if err != nil {
 		// Start may fail after etcd or the API server came up.

@@ -83,6 +83,10 @@ type Reconciler struct {
 	ResyncInterval time.Duration
 	// Now returns the current time; tests may fix it.
 	Now func() time.Time
+	// CertificateClock is the time webhook certificates are issued and
+	// renewed at (EngineFacts.Now); nil means Now. Tests move it ahead to
+	// see a certificate renewed.
+	CertificateClock func() time.Time
 
 	index *installationIndex // the cache's installations by cluster; set up by SetupWithManager
 	share *clusterShare      // how many reconciles each managed cluster may have at once; set up by SetupWithManager

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,11 +30,18 @@ import (
 // own namespace.
 var env *testenv.Env
 
+// certificateClockAhead is how far ahead of the wall clock the manager
+// issues and renews webhook certificates (TestBundleWebhooks moves it).
+var certificateClockAhead atomic.Int64
+
 // The hooks' tests answer within a few hundred milliseconds, but share
 // two cores with other test packages: the reconcile that asks a hook
 // waits long enough for the answer to arrive on a loaded machine.
 func TestMain(m *testing.M) {
-	withmanager.MainWith(m, &env, func(o *manager.Options) { o.HookAnswerWait = 20 * time.Second })
+	withmanager.MainWith(m, &env, func(o *manager.Options) {
+		o.HookAnswerWait = 20 * time.Second
+		o.CertificateClock = func() time.Time { return time.Now().Add(time.Duration(certificateClockAhead.Load())) }
+	})
 }
 
 // podinfoChart is a small web app: ServiceAccount, Service, ConfigMap and a

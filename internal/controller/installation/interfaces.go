@@ -134,6 +134,11 @@ type EngineFacts interface {
 	// Base chooses the version of the package name that a package
 	// extends, within versionRange, among the Extensions on offer.
 	Base(name, versionRange string) (v1alpha1.ExtensionVersion, error)
+	// Secret reads the data of the target cluster's Secret namespace/name
+	// (an operator's webhook certificates); nil when there is none.
+	Secret(namespace, name string) (map[string][]byte, error)
+	// Now is the time certificates are issued and renewed at.
+	Now() time.Time
 }
 
 // EngineError is an engine's refusal to make a release, phrased for the

@@ -2,15 +2,18 @@ package installation
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,6 +136,33 @@ func (f *engineFacts) APIVersions() ([]string, error) {
 func (f *engineFacts) InstalledParams() (map[string]any, error) {
 	prev, err := f.r.installedState(f.ctx, f.s)
 	return decodePackageRecord(prev.pkg).Params, err
+}
+
+func (f *engineFacts) Secret(namespace, name string) (map[string][]byte, error) {
+	stub := &unstructured.Unstructured{}
+	stub.SetAPIVersion("v1")
+	stub.SetKind("Secret")
+	stub.SetNamespace(namespace)
+	stub.SetName(name)
+	live, err := f.s.target.Applier().Live(f.ctx, namespace, []*unstructured.Unstructured{stub})
+	if err != nil || len(live) == 0 {
+		return nil, err
+	}
+	encoded, _, _ := unstructured.NestedStringMap(live[0].Object, "data")
+	data := make(map[string][]byte, len(encoded))
+	for k, v := range encoded {
+		if data[k], err = base64.StdEncoding.DecodeString(v); err != nil {
+			return nil, fmt.Errorf("secret %s/%s: key %s: %w", namespace, name, k, err)
+		}
+	}
+	return data, nil
+}
+
+func (f *engineFacts) Now() time.Time {
+	if f.r.CertificateClock != nil {
+		return f.r.CertificateClock()
+	}
+	return f.r.now()
 }
 
 func (f *engineFacts) Base(name, versionRange string) (v1alpha1.ExtensionVersion, error) {

@@ -29,6 +29,9 @@ type Options struct {
 	// Resources are the custom resources to create once the operator is
 	// up (spec.resources).
 	Resources []Resource
+	// Certificates issue the webhooks' certificates; required when the
+	// CSV declares webhooks.
+	Certificates *CertificateInputs
 }
 
 // UnsupportedError reports a bundle, or a choice of watched namespaces,
@@ -83,8 +86,18 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 // Convert turns b into the plan "install", one serial phase of serial
 // steps, each one Apply task; empty steps are left out:
 //
-//  1. crds: the bundle's CRDs, unchanged.
-//  2. rbac: a ServiceAccount in the install namespace per distinct
+//  1. webhook-certificates (only with webhooks): the installation's CA
+//     Secret (<Name>-webhook-ca) and, per webhook Deployment, a
+//     kubernetes.io/tls Secret <service>-cert for <service>.<namespace>.svc,
+//     issued by IssueCertificates from what Options.Certificates finds —
+//     the same CA and certificate on every render until renewal is due —
+//     and a Service <deployment>-service selecting its pods. They come
+//     first, applied in the reconcile that rendered them, so that every
+//     later render (and the CA bundle of every later step) reads the same
+//     CA from the cluster.
+//  2. crds: the bundle's CRDs; those a ConversionWebhook names get
+//     spec.conversion (strategy Webhook, its Service, the CA bundle).
+//  3. rbac: a ServiceAccount in the install namespace per distinct
 //     serviceAccountName of the CSV's permissions and clusterPermissions
 //     ("default" excepted); each clusterPermissions entry as a ClusterRole
 //     and ClusterRoleBinding; each permissions entry as a Role and
@@ -92,17 +105,21 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 //     install namespace too (operators keep leader-election leases and
 //     events there) — or, for AllNamespaces, as a ClusterRole and
 //     ClusterRoleBinding with read access to namespaces added, as OLM does.
-//  3. manifests: the bundle's other manifests, namespaced ones placed in
+//  4. manifests: the bundle's other manifests, namespaced ones placed in
 //     the install namespace. They come before the Deployments because
 //     those mount the ConfigMaps and Secrets and would never become
 //     available without them.
-//  4. deployments: the CSV's Deployments in the install namespace, labelled
+//  5. deployments: the CSV's Deployments in the install namespace, labelled
 //     with their label, revisionHistoryLimit 1 unless set, and on the pod
 //     template the CSV's annotations (but alm-examples and olm.examples,
 //     which are for UIs and can be large) under the template's own, plus
 //     olm.targetNamespaces (watched namespaces comma-joined, "" for all)
-//     and olm.operatorNamespace.
-//  5. resources: the custom resources of Options.Resources (see
+//     and olm.operatorNamespace; a webhook Deployment mounts its serving
+//     certificate at WebhookCertDir and APIServiceCertDir, as OLM does.
+//  6. webhooks: the Validating- and MutatingWebhookConfigurations, with
+//     the CA bundle, once the step before made the Deployments Available:
+//     a webhook is never registered before it serves.
+//  7. resources: the custom resources of Options.Resources (see
 //     resources), once the step before made the operator Available.
 //
 // Generated RBAC names are <Name>-<serviceAccount> cut to fit 63
@@ -112,11 +129,12 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 //
 // Convert refuses, with *UnsupportedError, what Annex does not install:
 // watched namespaces the CSV's installModes do not support, owned or
-// required APIServices, webhooks, owned CRDs missing from the bundle, and
-// Deployments with no, invalid or duplicate names. Bad Options are
-// *UnsupportedError on the options' field (spec.watchNamespaces,
-// spec.resources[i]...). Required CRDs are not refused: the resolver has
-// the extension that owns them installed first (olm.gvk.required).
+// required APIServices, webhook definitions it cannot serve (see
+// checkWebhooks), owned CRDs missing from the bundle, and Deployments with
+// no, invalid or duplicate names. Bad Options are *UnsupportedError on the
+// options' field (spec.watchNamespaces, spec.resources[i]...). Required
+// CRDs are not refused: the resolver has the extension that owns them
+// installed first (olm.gvk.required).
 func Convert(b *Bundle, o Options) (plan.Plan, error) {
 	targets, err := checkOptions(b, o)
 	if err != nil {
@@ -126,15 +144,35 @@ func Convert(b *Bundle, o Options) (plan.Plan, error) {
 		return plan.Plan{}, err
 	}
 	c := converter{b: b, o: o, targets: targets}
+	if err := c.checkWebhooks(); err != nil {
+		return plan.Plan{}, err
+	}
 	resources, err := c.resources()
 	if err != nil {
 		return plan.Plan{}, err
 	}
+	crds := clone(b.CRDs)
+	var certificates, webhooks []*unstructured.Unstructured
+	if len(b.CSV.Spec.WebhookDefinitions) > 0 {
+		secrets, caBundle, err := c.webhookCerts()
+		if err != nil {
+			return plan.Plan{}, err
+		}
+		services, err := c.webhookServices()
+		if err != nil {
+			return plan.Plan{}, err
+		}
+		c.convertCRDs(crds, caBundle)
+		certificates = append(secrets, services...)
+		webhooks = c.webhookConfigurations(caBundle)
+	}
 	steps := []plan.Step{
-		step(StepCRDs, clone(b.CRDs)),
+		step(StepCertificates, certificates),
+		step(StepCRDs, crds),
 		step(StepRBAC, c.rbac()),
 		step(StepManifests, c.manifests()),
 		step(StepOperator, c.deployments()),
+		step(StepWebhooks, webhooks),
 		step(StepResources, resources),
 	}
 	steps = slices.DeleteFunc(steps, func(s plan.Step) bool { return len(s.Tasks[0].Objects) == 0 })
@@ -221,10 +259,6 @@ func checkSupported(b *Bundle) error {
 	}
 	if len(s.APIServiceDefinitions.Required) > 0 {
 		return refuse("spec.apiservicedefinitions.required", "the operator requires APIService %q, and Annex resolves no API dependencies; install what provides it first, or pick a version without the requirement", s.APIServiceDefinitions.Required[0].Name)
-	}
-	if len(s.WebhookDefinitions) > 0 {
-		w := s.WebhookDefinitions[0]
-		return refuse("spec.webhookdefinitions", "%s %q of deployment %q is not supported: webhooks need serving certificates Annex does not issue; pick a version of the operator without webhooks", w.Type, w.GenerateName, w.DeploymentName)
 	}
 	if len(s.Install.Spec.Deployments) == 0 {
 		return refuse("spec.install.spec.deployments", "is empty; an operator bundle runs at least one Deployment")
@@ -375,6 +409,9 @@ func (c *converter) deployments() []*unstructured.Unstructured {
 		annotations[AnnotationTargetNamespaces] = strings.Join(c.targets, ",")
 		annotations[AnnotationOperatorNamespace] = c.o.InstallNamespace
 		_ = unstructured.SetNestedStringMap(spec, annotations, "template", "metadata", "annotations")
+		if slices.Contains(c.webhookDeployments(), d.Name) {
+			mountCertificates(spec, WebhookCertSecretName(WebhookServiceName(d.Name)))
+		}
 		obj.Object["spec"] = spec
 		out = append(out, obj)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/internal/plan"
@@ -30,10 +31,25 @@ func TestConvertRefusals(t *testing.T) {
 		{"required APIService", func(b *Bundle, _ *Options) {
 			b.CSV.Spec.APIServiceDefinitions.Required = []APIServiceDescription{{Name: "v1beta1.metrics.k8s.io"}}
 		}, "spec.apiservicedefinitions.required", "resolves no API dependencies"},
-		// Webhooks need serving certificates, which this engine does not issue.
-		{"webhook", func(b *Bundle, _ *Options) {
-			b.CSV.Spec.WebhookDefinitions = []WebhookDefinition{{GenerateName: "vmemcached.kb.io", Type: "ValidatingAdmissionWebhook", DeploymentName: "memcached-operator-controller-manager"}}
-		}, "spec.webhookdefinitions", "webhooks need serving certificates"},
+		// A webhook served by a Deployment the CSV does not run.
+		{"webhook of unknown deployment", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.WebhookDefinitions = []WebhookDefinition{{GenerateName: "vmemcached.kb.io", Type: ValidatingAdmissionWebhook, DeploymentName: "nope"}}
+		}, "spec.webhookdefinitions[0].deploymentName", `"nope" is not a deployment`},
+		// A webhook that would intercept every API group.
+		{"webhook on all groups", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.WebhookDefinitions = []WebhookDefinition{{GenerateName: "vmemcached.kb.io", Type: ValidatingAdmissionWebhook, DeploymentName: "memcached-operator-controller-manager",
+				Rules: []admissionregistrationv1.RuleWithOperations{{Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}}}}}}
+		}, "spec.webhookdefinitions[0].rules", `API group "*" may not be intercepted`},
+		// Conversion of a CRD the bundle does not ship.
+		{"conversion of a foreign CRD", func(b *Bundle, o *Options) {
+			b.CSV.Spec.WebhookDefinitions = []WebhookDefinition{{GenerateName: "cmemcached.kb.io", Type: ConversionWebhook, DeploymentName: "memcached-operator-controller-manager", ConversionCRDs: []string{"widgets.example.com"}}}
+			o.WatchNamespaces = nil
+		}, "spec.webhookdefinitions[0].conversionCRDs", `CRD "widgets.example.com" is not in the bundle`},
+		// A CRD converts for every namespace: the operator must watch all.
+		{"conversion watching one namespace", func(b *Bundle, o *Options) {
+			b.CSV.Spec.WebhookDefinitions = []WebhookDefinition{{GenerateName: "cmemcached.kb.io", Type: ConversionWebhook, DeploymentName: "memcached-operator-controller-manager", ConversionCRDs: []string{"memcacheds.cache.example.com"}}}
+			o.WatchNamespaces = []string{"operators"}
+		}, "spec.webhookdefinitions[0].type", "must watch all namespaces"},
 		// All namespaces requested, but the CSV supports only OwnNamespace.
 		{"AllNamespaces unsupported", func(b *Bundle, o *Options) {
 			b.CSV.Spec.InstallModes = ownOnly

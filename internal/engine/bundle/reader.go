@@ -143,14 +143,6 @@ type APIServiceDescription struct {
 	DeploymentName string `json:"deploymentName,omitempty"`
 }
 
-// WebhookDefinition is the part of a spec.webhookdefinitions entry the
-// engine reads (to name it when refusing it).
-type WebhookDefinition struct {
-	GenerateName   string `json:"generateName"`
-	Type           string `json:"type"`
-	DeploymentName string `json:"deploymentName"`
-}
-
 // RelatedImage is an image the operator uses.
 type RelatedImage struct {
 	Name  string `json:"name"`
