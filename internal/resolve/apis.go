@@ -270,12 +270,12 @@ func catalogsOf(u Universe) string {
 // maxVariants bounds the variants an Index keeps.
 const maxVariants = 16
 
-// variantFor returns the Index that solves p: ix itself, unless an
-// installation on p's cluster asks for an extension that is one of
-// several candidates to provide a required API, in which case an Index
-// whose choices prefer the extensions on the cluster (built once per such
-// set, and kept). Only the candidates count, so clusters that differ in
-// anything else share ix.
+// variantFor returns the Index that solves p: ix itself, unless p's
+// cluster changes a choice of provider — an installation asks for another
+// of several candidates, or owns the CRD of a required API
+// (Problem.Provided) — in which case an Index whose choices follow the
+// cluster (built once per such set of facts, and kept). Only those facts
+// count, so clusters that differ in anything else share ix.
 func (ix *Index) variantFor(p Problem) *Index {
 	root := ix
 	if ix.root != nil {
@@ -284,9 +284,16 @@ func (ix *Index) variantFor(p Problem) *Index {
 	if ix.base != nil || len(root.choices) == 0 {
 		return ix
 	}
-	asked := map[string]bool{}
+	asked, matters := map[string]bool{}, false
 	for _, in := range p.Installations {
 		asked[in.Extension] = true
+		matters = matters || root.candidates[in.Extension]
+	}
+	for api := range p.Provided {
+		matters = matters || root.requiredAPIs[api]
+	}
+	if !matters {
+		return root
 	}
 	// The provided APIs that a version requires, when their provider is
 	// not root's choice.

@@ -46,6 +46,11 @@ type Index struct {
 	// dependency name, and what a variant for a cluster is built from.
 	choices  map[string][]ProviderChoice
 	apiNotes map[string]string
+	// candidates are the extensions among several that could provide a
+	// required API, requiredAPIs the APIs required: only they make a
+	// cluster's variant differ (see variantFor).
+	candidates   map[string]bool
+	requiredAPIs map[string]bool
 	source   Universe
 	defaults map[string]string
 	// variants are Indexes of source whose providers are chosen for the
@@ -158,8 +163,17 @@ func newIndex(u Universe, defaultChannels map[string]string, onCluster map[strin
 	ix := &Index{byName: make(map[string]int, len(u)), rangeMemo: map[rangeKey]installRange{},
 		source: u, defaults: defaultChannels}
 	u, ix.choices = withRequirements(u, onCluster, provided)
+	if len(ix.choices) > 0 {
+		ix.candidates, ix.requiredAPIs = map[string]bool{}, map[string]bool{}
+	}
 	for _, cs := range ix.choices {
 		for _, c := range cs {
+			ix.requiredAPIs[c.API] = true
+			if len(c.Candidates) > 1 {
+				for _, o := range c.Candidates {
+					ix.candidates[o] = true
+				}
+			}
 			if c.Provider == "" {
 				if ix.apiNotes == nil {
 					ix.apiNotes = map[string]string{}
