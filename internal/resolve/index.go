@@ -51,8 +51,8 @@ type Index struct {
 	// cluster's variant differ (see variantFor).
 	candidates   map[string]bool
 	requiredAPIs map[string]bool
-	source   Universe
-	defaults map[string]string
+	source       Universe
+	defaults     map[string]string
 	// variants are Indexes of source whose providers are chosen for the
 	// extensions on a cluster (see variantFor), by variantKey.
 	variantMu sync.Mutex
