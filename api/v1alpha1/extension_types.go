@@ -135,9 +135,16 @@ type OperatorInfo struct {
 	// brings.
 	// +optional
 	OwnedAPIs []string `json:"ownedAPIs,omitempty"`
-	// RequiredAPIs are the APIs the operator needs from others.
+	// RequiredAPIs are the APIs the operator needs from others
+	// (olm.gvk.required, the CSV's required CRDs). The resolver meets each
+	// by installing an extension whose versions own it (see OwnedAPIs).
 	// +optional
 	RequiredAPIs []string `json:"requiredAPIs,omitempty"`
+	// RequiredPackages are the packages the operator needs, each within a
+	// version range (olm.package.required). The resolver meets them as it
+	// meets Dependencies.
+	// +optional
+	RequiredPackages []Dependency `json:"requiredPackages,omitempty"`
 }
 
 // Engine is how an artifact turns into objects.

@@ -70,8 +70,8 @@ func (r *indexedResolver) indexFor(extensions []v1alpha1.Extension) *resolve.Ind
 // problemKey identifies a problem: the SHA-256 of the cluster version and
 // every installation's request, in order (ProblemFor sorts them), each
 // string prefixed with its length so that no two problems write the same
-// bytes. It runs on every reconcile over every installation of the
-// cluster, so it formats nothing.
+// bytes, then Provided's entries in order. It runs on every reconcile
+// over every installation of the cluster, so it formats nothing.
 func problemKey(p resolve.Problem) [sha256.Size]byte {
 	h := sha256.New()
 	buf := make([]byte, 0, 256)
@@ -100,6 +100,16 @@ func problemKey(p resolve.Problem) [sha256.Size]byte {
 		flag(i.AnyInRange)
 		h.Write(buf)
 		buf = buf[:0]
+	}
+	// The APIs the cluster's installations own CRDs of, in API order.
+	apis := make([]string, 0, len(p.Provided))
+	for api := range p.Provided {
+		apis = append(apis, api)
+	}
+	sort.Strings(apis)
+	for _, api := range apis {
+		str(api)
+		str(p.Provided[api])
 	}
 	h.Write(buf)
 	var key [sha256.Size]byte

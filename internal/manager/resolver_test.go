@@ -28,6 +28,9 @@ func TestProblemKey(t *testing.T) {
 			p.Installations[0].Extension, p.Installations[0].Range = "hello1", ".x"
 		},
 		"one fewer": func(p *resolve.Problem) { p.Installations = p.Installations[:1] },
+		"provided": func(p *resolve.Problem) {
+			p.Provided = map[string]string{"widgets.example.com/v1/Widget": "widgets"}
+		},
 	}
 	key := problemKey(base)
 	for name, change := range variants {

@@ -385,7 +385,7 @@ func operatorProblem(pkgs int) Problem {
 // each). The target is p99 < 10 ms.
 func BenchmarkSolveOperators(b *testing.B) {
 	u, defaults := operatorUniverse(300)
-	ix := newIndex(u, defaults)
+	ix := newIndex(u, defaults, nil, nil)
 	p := operatorProblem(300)
 	resolution := ix.Solve(p)
 	if len(resolution.Failed) > 0 {

@@ -173,7 +173,7 @@ func TestSolveChannels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resolution := newIndex(tt.universe, tt.defaults).Solve(Problem{ClusterVersion: "v1.31.0", Installations: []Installation{tt.inst}})
+			resolution := newIndex(tt.universe, tt.defaults, nil, nil).Solve(Problem{ClusterVersion: "v1.31.0", Installations: []Installation{tt.inst}})
 			if tt.failure != "" {
 				ex := resolution.Failed[tt.inst.Name]
 				if ex == nil {

@@ -284,6 +284,8 @@ func (n *narrator) dependencyText(g *depGroup) string {
 		need += " " + g.rangeText
 	}
 	switch {
+	case g.to < 0 && n.pr.ix.apiNotes[g.toName] != "":
+		return need + ", but " + n.pr.ix.apiNotes[g.toName]
 	case g.to < 0:
 		return need + ", which no catalog offers"
 	case g.allowed.empty():
@@ -434,6 +436,8 @@ func (pr *problem) fixes(x int, n *narrator, active []int) []string {
 		g := n.s.incs[id].group
 		switch {
 		case g == nil:
+		case g.to < 0 && strings.HasPrefix(g.toName, apiPrefix):
+			fixes = appendNew(fixes, "add a Catalog with an operator that owns "+strings.TrimPrefix(g.toName, apiPrefix))
 		case g.to < 0:
 			fixes = appendNew(fixes, "add a Catalog that offers "+g.toName)
 		case g.allowed.empty():

@@ -40,6 +40,27 @@ type Index struct {
 	base      *Index
 	instances map[string]int
 	copies    []instanceOf // in id order, after base's extensions
+
+	// The required APIs of operator bundles (see withRequirements):
+	// choices by version label, the texts of APIs no extension owns by
+	// dependency name, and what a variant for a cluster is built from.
+	choices  map[string][]ProviderChoice
+	apiNotes map[string]string
+	// candidates are the extensions among several that could provide a
+	// required API, requiredAPIs the APIs required: only they make a
+	// cluster's variant differ (see variantFor).
+	candidates   map[string]bool
+	requiredAPIs map[string]bool
+	source       Universe
+	defaults     map[string]string
+	// variants are Indexes of source whose providers are chosen for the
+	// extensions on a cluster (see variantFor), by variantKey.
+	variantMu sync.Mutex
+	variants  map[string]*Index
+	// A variant has root set to the Index it was made from, and
+	// clusterKey to the extensions it prefers, comma-joined.
+	root       *Index
+	clusterKey string
 }
 
 // maxRangeMemo bounds the installation ranges an Index remembers.
@@ -119,7 +140,7 @@ type depGroup struct {
 // already seen, and versions whose kubeVersion or dependency range does not
 // parse are left out (such a version could never be installed safely) and
 // counted in Skipped.
-func NewIndex(u Universe) *Index { return newIndex(u, nil) }
+func NewIndex(u Universe) *Index { return newIndex(u, nil, nil, nil) }
 
 // IndexOf is NewIndex over the Extensions' versions (UniverseOf) that also
 // knows each operator package's defaultChannel, the channel of an
@@ -131,11 +152,36 @@ func IndexOf(extensions []v1alpha1.Extension) *Index {
 			defaults[extensions[i].Name] = c
 		}
 	}
-	return newIndex(UniverseOf(extensions), defaults)
+	return newIndex(UniverseOf(extensions), defaults, nil, nil)
 }
 
-func newIndex(u Universe, defaultChannels map[string]string) *Index {
-	ix := &Index{byName: make(map[string]int, len(u)), rangeMemo: map[rangeKey]installRange{}}
+// newIndex indexes u, with the requirements of operator bundles turned
+// into dependencies for a cluster whose installations ask for the
+// extensions in onCluster and own the CRDs of the APIs in provided (see
+// withRequirements).
+func newIndex(u Universe, defaultChannels map[string]string, onCluster map[string]bool, provided map[string]string) *Index {
+	ix := &Index{byName: make(map[string]int, len(u)), rangeMemo: map[rangeKey]installRange{},
+		source: u, defaults: defaultChannels}
+	u, ix.choices = withRequirements(u, onCluster, provided)
+	if len(ix.choices) > 0 {
+		ix.candidates, ix.requiredAPIs = map[string]bool{}, map[string]bool{}
+	}
+	for _, cs := range ix.choices {
+		for _, c := range cs {
+			ix.requiredAPIs[c.API] = true
+			if len(c.Candidates) > 1 {
+				for _, o := range c.Candidates {
+					ix.candidates[o] = true
+				}
+			}
+			if c.Provider == "" {
+				if ix.apiNotes == nil {
+					ix.apiNotes = map[string]string{}
+				}
+				ix.apiNotes[apiDependencyName(c.API)] = c.Reason
+			}
+		}
+	}
 	var ok bool
 	names := make([]string, 0, len(u))
 	for name := range u {
@@ -338,6 +384,8 @@ func (ix *Index) withInstances(instances []instanceOf) *Index {
 		kubeRanges: ix.kubeRanges,
 		base:       ix,
 		instances:  make(map[string]int, len(instances)),
+		choices:    ix.choices,
+		apiNotes:   ix.apiNotes,
 	}
 	copy(out.exts, ix.exts)
 	for _, in := range instances {

@@ -114,7 +114,7 @@ func (ix *Index) SolveDistinct(p Problem) *Resolution {
 	if len(reps) == len(p.Installations) {
 		return ix.Solve(p)
 	}
-	resolution := ix.Solve(Problem{ClusterVersion: p.ClusterVersion, Installations: reps})
+	resolution := ix.Solve(Problem{ClusterVersion: p.ClusterVersion, Installations: reps, Provided: p.Provided})
 	members := map[string][]string{} // representative → every member
 	for _, rep := range reps {
 		key := rep

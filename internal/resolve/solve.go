@@ -62,6 +62,11 @@ type Problem struct {
 	// "v1.31.2+k3s1".
 	ClusterVersion string
 	Installations  []Installation
+	// Provided maps an API ("group/version/Kind") whose CRD is on the
+	// cluster, owned by an installation, to that installation's
+	// extension: it meets an operator's requirement of the API whatever
+	// the catalogs say (see withRequirements). Nil when unknown.
+	Provided map[string]string
 }
 
 // Selection is the version chosen for one extension.
@@ -94,6 +99,10 @@ type Selection struct {
 	// in channel stable; 0.2.0 is — it will be installed first".
 	Target *v1alpha1.ExtensionVersion
 	Hop    string
+	// Providers are how the version's required APIs are met: the
+	// extension each one became a dependency on, and why that one (see
+	// withRequirements). Version.Dependencies holds those dependencies.
+	Providers []ProviderChoice
 }
 
 // Resolution is the outcome of a Solve.
@@ -169,6 +178,9 @@ func (a attempt) solvable() bool {
 // fails as a whole: installations that cannot be satisfied are in
 // Resolution.Failed, the rest are solved without them.
 func (ix *Index) Solve(p Problem) *Resolution {
+	if v := ix.variantFor(p); v != ix {
+		return v.Solve(p)
+	}
 	resolution := &Resolution{Selected: map[string]Selection{}, Failed: map[string]*Explanation{}}
 	insts := slices.Clone(p.Installations)
 	sort.SliceStable(insts, func(i, j int) bool { return insts[i].Name < insts[j].Name })
@@ -681,6 +693,7 @@ func (pr *problem) fillResolution(resolution *Resolution, active []int, chosen [
 			continue
 		}
 		sel := Selection{Extension: ix.exts[p].name, Version: ix.exts[p].versions[v].spec}
+		sel.Providers = ix.choices[ix.exts[p].name+" "+sel.Version.Version]
 		if names, ok := requested[p]; ok {
 			sel.RequiredBy = names // active is sorted by name already
 			sel.Kept = pr.kept(p, v, active)

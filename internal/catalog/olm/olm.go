@@ -43,6 +43,7 @@ const (
 	fbcPropPackage     = "olm.package"
 	fbcPropGVK         = "olm.gvk"
 	fbcPropGVKRequired = "olm.gvk.required"
+	fbcPropPkgRequired = "olm.package.required"
 	fbcPropCSVMetadata = "olm.csv.metadata"
 	fbcPropObject      = "olm.bundle.object"
 )
@@ -128,6 +129,27 @@ type csvFacts struct {
 	Keywords       []string         `json:"keywords"`
 	MinKubeVersion string           `json:"minKubeVersion"`
 	InstallModes   []csvInstallMode `json:"installModes"`
+	CRDs           struct {
+		Owned    []csvCRD `json:"owned"`
+		Required []csvCRD `json:"required"`
+	} `json:"customresourcedefinitions"`
+}
+
+// csvCRD is an owned or required CRD of a CSV: name is <plural>.<group>.
+type csvCRD struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
+}
+
+// gvk is the CRD's API as "group/version/Kind"; "" when the name has no
+// group or version or kind is missing.
+func (c csvCRD) gvk() string {
+	_, group, ok := strings.Cut(c.Name, ".")
+	if !ok || group == "" || c.Version == "" || c.Kind == "" {
+		return ""
+	}
+	return fbcGVK{Group: group, Version: c.Version, Kind: c.Kind}.String()
 }
 
 type csvInstallMode struct {
@@ -150,6 +172,7 @@ type olmBundle struct {
 	version     *semver.Version
 	raw         string
 	owned, req  []string
+	reqPackages []v1alpha1.Dependency
 	csv         *csvFacts
 	objects     int
 }
@@ -429,6 +452,18 @@ func parseBundle(b *fbcBlob) (*olmBundle, string) {
 			} else {
 				out.req = append(out.req, g.String())
 			}
+		case fbcPropPkgRequired:
+			var v struct {
+				PackageName  string `json:"packageName"`
+				VersionRange string `json:"versionRange"`
+			}
+			if err := json.Unmarshal(prop.Value, &v); err != nil || v.PackageName == "" {
+				return nil, fmt.Sprintf("%s: must be {packageName, versionRange} with packageName set", field)
+			}
+			if v.VersionRange != "" && !versionRange.MatchString(v.VersionRange) {
+				return nil, fmt.Sprintf("%s: versionRange %q is not a version range (such as \">=1.2.0 <2.0.0\")", field, v.VersionRange)
+			}
+			out.reqPackages = append(out.reqPackages, v1alpha1.Dependency{Name: v.PackageName, Version: v.VersionRange})
 		case fbcPropCSVMetadata:
 			meta = &csvFacts{}
 			if err := json.Unmarshal(prop.Value, meta); err != nil {
@@ -455,6 +490,19 @@ func parseBundle(b *fbcBlob) (*olmBundle, string) {
 	}
 	if out.csv == nil {
 		out.csv = meta
+	}
+	if out.csv != nil {
+		// A CSV's CRDs are its APIs too when no olm.gvk property lists them.
+		for _, c := range out.csv.CRDs.Owned {
+			if g := c.gvk(); g != "" && !slices.Contains(out.owned, g) {
+				out.owned = append(out.owned, g)
+			}
+		}
+		for _, c := range out.csv.CRDs.Required {
+			if g := c.gvk(); g != "" && !slices.Contains(out.req, g) {
+				out.req = append(out.req, g)
+			}
+		}
 	}
 	if out.image == "" && out.objects == 0 {
 		return nil, "field image: is empty and the bundle has no olm.bundle.object properties; Annex cannot fetch it"
@@ -586,7 +634,7 @@ func buildOLMPackage(name string, op *olmPackage, catalogName string) (*catalog.
 			Channels:   channelEntries[bn],
 			Source:     v1alpha1.ArtifactSource{Catalog: catalogName, URL: bundleURL(catalogName, name, b)},
 		}
-		op := &v1alpha1.OperatorInfo{OwnedAPIs: b.owned, RequiredAPIs: b.req}
+		op := &v1alpha1.OperatorInfo{OwnedAPIs: b.owned, RequiredAPIs: b.req, RequiredPackages: b.reqPackages}
 		if b.csv != nil {
 			for _, m := range b.csv.InstallModes {
 				if m.Supported {
@@ -601,7 +649,7 @@ func buildOLMPackage(name string, op *olmPackage, catalogName string) (*catalog.
 				}
 			}
 		}
-		if len(op.InstallModes) > 0 || len(op.OwnedAPIs) > 0 || len(op.RequiredAPIs) > 0 {
+		if len(op.InstallModes) > 0 || len(op.OwnedAPIs) > 0 || len(op.RequiredAPIs) > 0 || len(op.RequiredPackages) > 0 {
 			spec.Operator = op
 		}
 		versions = append(versions, versioned{sv: b.version, b: b, spec: spec})
@@ -650,7 +698,9 @@ func bundleURL(catalogName, pkg string, b *olmBundle) string {
 // entries of every channel naming it (replaces and skips given as the
 // versions of the bundles they name; edges to bundles not in the catalog
 // are left out), owned and required APIs from olm.gvk and olm.gvk.required
-// ("group/version/Kind", "version/Kind" for the core group), install modes
+// ("group/version/Kind", "version/Kind" for the core group) and from the
+// CSV's owned and required CRDs, required packages from
+// olm.package.required ({packageName, versionRange}), install modes
 // (the supported ones) and kubeVersion ">=<minKubeVersion>" from an inline
 // CSV or the olm.csv.metadata property, and deprecations from
 // olm.deprecations (a package entry deprecates every version, a channel

@@ -199,6 +199,45 @@ func TestOLMMalformedStream(t *testing.T) {
 	}
 }
 
+// What a bundle requires of other operators: olm.gvk.required and
+// olm.package.required properties, and the CRDs its CSV (here its
+// olm.csv.metadata) owns and requires, each once; a required package
+// with a range that is not one skips the bundle, naming the property.
+func TestOLMRequirements(t *testing.T) {
+	digest := "@sha256:" + strings.Repeat("0", 64)
+	in := `{"schema":"olm.package","name":"a"}
+{"schema":"olm.bundle","package":"a","name":"a.v1","image":"r.example/a` + digest + `","properties":[
+ {"type":"olm.package","value":{"packageName":"a","version":"1.0.0"}},
+ {"type":"olm.gvk","value":{"group":"a.example.com","version":"v1","kind":"A"}},
+ {"type":"olm.gvk.required","value":{"group":"b.example.com","version":"v1","kind":"B"}},
+ {"type":"olm.package.required","value":{"packageName":"c","versionRange":">=1.2.0 <2.0.0"}},
+ {"type":"olm.csv.metadata","value":{"customresourcedefinitions":{
+   "owned":[{"name":"as.a.example.com","version":"v1","kind":"A"},{"name":"extras.a.example.com","version":"v1beta1","kind":"Extra"}],
+   "required":[{"name":"bs.b.example.com","version":"v1","kind":"B"},{"name":"ds.d.example.com","version":"v2","kind":"D"}]}}}]}
+{"schema":"olm.bundle","package":"a","name":"a.v2","image":"r.example/a` + digest + `","properties":[
+ {"type":"olm.package","value":{"packageName":"a","version":"2.0.0"}},
+ {"type":"olm.package.required","value":{"packageName":"c","versionRange":"one or two"}}]}
+`
+	index, err := olm.Parse(strings.NewReader(in), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(index.Packages) != 1 || len(index.Packages[0].Spec.Versions) != 1 {
+		t.Fatalf("packages = %+v", index.Packages)
+	}
+	want := &v1alpha1.OperatorInfo{
+		OwnedAPIs:        []string{"a.example.com/v1/A", "a.example.com/v1beta1/Extra"},
+		RequiredAPIs:     []string{"b.example.com/v1/B", "d.example.com/v2/D"},
+		RequiredPackages: []v1alpha1.Dependency{{Name: "c", Version: ">=1.2.0 <2.0.0"}},
+	}
+	if got := index.Packages[0].Spec.Versions[0].Operator; !reflect.DeepEqual(got, want) {
+		t.Errorf("operator = %+v, want %+v", got, want)
+	}
+	if len(index.Skipped) != 1 || !strings.Contains(index.Skipped[0], `olm.package.required: versionRange "one or two" is not a version range`) {
+		t.Errorf("skipped = %q", index.Skipped)
+	}
+}
+
 // TestFetchBundleInline serves an inline bundle's objects as a
 // registry+v1 tree, re-read from the catalog's folder.
 func TestFetchBundleInline(t *testing.T) {

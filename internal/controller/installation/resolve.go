@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,61 @@ type clusterState struct {
 	// resolution is the resolver's answer for every installation on the
 	// cluster; nil until the resolve step ran (and on uninstall).
 	resolution *resolve.Resolution
+	// provided are the APIs operators require whose CRDs installations
+	// on the cluster own, by extension (resolve.Problem.Provided); nil
+	// until the resolve step ran (and on uninstall).
+	provided map[string]string
+}
+
+// providedAPIs reads which installations on st's cluster own the CRDs of
+// APIs that the extensions they ask for require
+// (resolve.RequiredAPIGroups): for each served version of such a CRD in
+// an installation's inventory, "group/version/Kind" → the installation's
+// extension (the first installation by name when two list it). It reads
+// nothing when no such extension requires an API, or no inventory holds
+// a CRD of a required group. Errors are the cluster's, retried.
+func providedAPIs(ctx context.Context, target Target, st *clusterState) (map[string]string, error) {
+	groups := resolve.RequiredAPIGroups(st.extensions, extensionsOf(st.installations))
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	owner := map[string]string{} // CRD name → extension
+	var names []string
+	insts := slices.Clone(st.installations)
+	slices.SortFunc(insts, func(a, b *v1alpha1.ExtensionInstallation) int { return strings.Compare(nameOf(a), nameOf(b)) })
+	for _, inst := range insts {
+		for _, ref := range inst.Status.Inventory {
+			if ref.Kind != "CustomResourceDefinition" || owner[ref.Name] != "" {
+				continue
+			}
+			_, group, _ := strings.Cut(ref.Name, ".")
+			if _, found := slices.BinarySearch(groups, group); found {
+				owner[ref.Name] = inst.Spec.Extension
+				names = append(names, ref.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	crds, err := target.CRDs(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	provided := map[string]string{}
+	for name, crd := range crds {
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			if served, _ := m["served"].(bool); served {
+				version, _ := m["name"].(string)
+				provided[group+"/"+version+"/"+kind] = owner[name]
+			}
+		}
+	}
+	return provided, nil
 }
 
 // loadCluster reads the installations on s's cluster and the Extensions.
@@ -67,11 +123,17 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	if err := r.loadCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	problem := resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations)
+	provided, err := providedAPIs(ctx, s.target, s.cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	problem.Provided, s.cluster.provided = provided, provided
 	start := time.Now()
-	resolution := r.Resolver.Solve(s.cluster.extensions, resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations))
+	resolution := r.Resolver.Solve(s.cluster.extensions, problem)
 	metrics.ObserveResolve(time.Since(start))
 	s.cluster.resolution = resolution
-	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, s.cluster.extensions, resolution)
+	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, s.cluster.extensions, s.cluster.provided, resolution)
 	if ex := resolution.Failed[nameOf(s.inst)]; ex != nil {
 		s.block = terminal(ex.Reason, ex.Message)
 		if s.inst.Status.InstalledVersion != "" {
@@ -96,6 +158,10 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	case sel.Channel != "":
 		msg += ", channel " + sel.Channel
 	}
+	for _, p := range sel.Providers {
+		// An operator's required API is met by the extension that owns it.
+		msg += fmt.Sprintf("; it requires %s, from %s (%s)", p.API, p.Provider, p.Reason)
+	}
 	if sel.Target != nil {
 		// An operator upgrade walks its catalog's graph one edge at a time.
 		msg += fmt.Sprintf("; on the way to %s: %s", sel.Target.Version, sel.Hop)
@@ -107,7 +173,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 // requiredBy lists the installations whose chosen version depends on inst's
 // extension, sorted. An instance of an extension serves no dependency
 // (the shared version does), so nothing requires it.
-func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.ExtensionInstallation, extensions []v1alpha1.Extension, resolution *resolve.Resolution) []string {
+func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.ExtensionInstallation, extensions []v1alpha1.Extension, provided map[string]string, resolution *resolve.Resolution) []string {
 	if sel, ok := resolution.For(inst.Spec.Extension, nameOf(inst)); ok && sel.Instance != "" {
 		return nil
 	}
@@ -125,13 +191,24 @@ func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.Extensio
 		}
 	}
 	var out []string
+	var versions resolve.Universe // read only for an installation no version fits any more
 	for _, other := range insts {
 		if other == inst {
 			continue
 		}
 		name := nameOf(other)
 		_, isInstance := resolution.Selected[resolve.InstanceKey(other.Spec.Extension, name)]
-		if dependentInstances[name] || dependentExts[other.Spec.Extension] && !isInstance || keepsNeeding(other, resolution, extensions, inst.Spec.Extension) {
+		if dependentInstances[name] || dependentExts[other.Spec.Extension] && !isInstance {
+			out = append(out, name)
+			continue
+		}
+		if resolution.Failed[name] == nil || other.Status.InstalledVersion == "" {
+			continue
+		}
+		if versions == nil {
+			versions = resolve.UniverseWithRequirements(extensions, extensionsOf(insts), provided)
+		}
+		if keepsNeeding(other, versions, inst.Spec.Extension) {
 			out = append(out, name)
 		}
 	}
@@ -142,22 +219,24 @@ func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.Extensio
 // keepsNeeding reports whether other, which no version fits any more,
 // keeps running an installed version that depends on extension: what it
 // runs still needs its dependencies, though the resolution selects nothing for
-// it.
-func keepsNeeding(other *v1alpha1.ExtensionInstallation, resolution *resolve.Resolution, extensions []v1alpha1.Extension, extension string) bool {
-	if resolution.Failed[nameOf(other)] == nil || other.Status.InstalledVersion == "" {
-		return false
-	}
-	for _, ext := range extensions {
-		if ext.Name != other.Spec.Extension {
-			continue
-		}
-		for _, v := range ext.Spec.Versions {
-			if v.Version == other.Status.InstalledVersion {
-				return slices.ContainsFunc(v.Dependencies, func(d v1alpha1.Dependency) bool { return d.Name == extension })
-			}
+// it. versions are the catalogs' versions with their dependencies as the
+// resolver sees them (resolve.UniverseWithRequirements).
+func keepsNeeding(other *v1alpha1.ExtensionInstallation, versions resolve.Universe, extension string) bool {
+	for _, v := range versions[other.Spec.Extension] {
+		if v.Version == other.Status.InstalledVersion {
+			return slices.ContainsFunc(v.Dependencies, func(d v1alpha1.Dependency) bool { return d.Name == extension })
 		}
 	}
 	return false
+}
+
+// extensionsOf lists the extensions installations ask for.
+func extensionsOf(insts []*v1alpha1.ExtensionInstallation) []string {
+	out := make([]string, 0, len(insts))
+	for _, i := range insts {
+		out = append(out, i.Spec.Extension)
+	}
+	return out
 }
 
 // releaseIfUnneeded deletes an installation Annex added for dependencies
@@ -314,10 +393,9 @@ func heldBy(inst *v1alpha1.ExtensionInstallation, st *clusterState) []string {
 			return nil
 		}
 	}
-	versions := map[string][]v1alpha1.ExtensionVersion{}
-	for _, ext := range st.extensions {
-		versions[ext.Name] = ext.Spec.Versions
-	}
+	// The dependencies as the resolver sees them: an operator's required
+	// APIs hold the extension that provides them.
+	versions := resolve.UniverseWithRequirements(st.extensions, extensionsOf(st.installations), st.provided)
 	var held []string
 	for _, other := range st.installations {
 		if other == inst || other.Status.InstalledVersion == "" {

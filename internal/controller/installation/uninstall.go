@@ -38,6 +38,13 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	if err := r.loadCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	// An operator that requires an API this installation's CRD serves
+	// holds it too. A cluster that cannot be reached is reported below.
+	if target, err := r.Clusters.Target(ctx, inst.Spec.Cluster); err == nil {
+		if s.cluster.provided, err = providedAPIs(ctx, target, s.cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if held := heldBy(inst, s.cluster); len(held) > 0 {
 		s.block = wait(v1alpha1.ReasonDeletionHeld, fmt.Sprintf(
 			"deletion held: %s still needed by %s; delete those first, or together with this one (dependents are uninstalled first)",

@@ -130,10 +130,11 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 // Convert refuses, with *UnsupportedError, what Annex does not install:
 // watched namespaces the CSV's installModes do not support, owned or
 // required APIServices, webhook definitions it cannot serve (see
-// checkWebhooks), required CRDs (Annex resolves no GVK
-// dependencies), owned CRDs missing from the bundle, and Deployments with
-// no, invalid or duplicate names. Bad Options are *UnsupportedError on
-// the options' field (spec.watchNamespaces, spec.resources[i]...).
+// checkWebhooks), owned CRDs missing from the bundle, and Deployments with
+// no, invalid or duplicate names. Bad Options are *UnsupportedError on the
+// options' field (spec.watchNamespaces, spec.resources[i]...). Required
+// CRDs are not refused: the resolver has the extension that owns them
+// installed first (olm.gvk.required).
 func Convert(b *Bundle, o Options) (plan.Plan, error) {
 	targets, err := checkOptions(b, o)
 	if err != nil {
@@ -258,10 +259,6 @@ func checkSupported(b *Bundle) error {
 	}
 	if len(s.APIServiceDefinitions.Required) > 0 {
 		return refuse("spec.apiservicedefinitions.required", "the operator requires APIService %q, and Annex resolves no API dependencies; install what provides it first, or pick a version without the requirement", s.APIServiceDefinitions.Required[0].Name)
-	}
-	if len(s.CustomResourceDefinitions.Required) > 0 {
-		r := s.CustomResourceDefinitions.Required[0]
-		return refuse("spec.customresourcedefinitions.required", "the operator requires CRD %q (%s %s), and Annex resolves no API dependencies (OLM v1 refuses such bundles too); install the extension that owns it as a dependency, or pick a version without the requirement", r.Name, r.Version, r.Kind)
 	}
 	if len(s.Install.Spec.Deployments) == 0 {
 		return refuse("spec.install.spec.deployments", "is empty; an operator bundle runs at least one Deployment")

@@ -3,6 +3,7 @@ package bundle
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -30,10 +31,6 @@ func TestConvertRefusals(t *testing.T) {
 		{"required APIService", func(b *Bundle, _ *Options) {
 			b.CSV.Spec.APIServiceDefinitions.Required = []APIServiceDescription{{Name: "v1beta1.metrics.k8s.io"}}
 		}, "spec.apiservicedefinitions.required", "resolves no API dependencies"},
-		// Required CRDs: no extension is resolved to provide them.
-		{"required CRD", func(b *Bundle, _ *Options) {
-			b.CSV.Spec.CustomResourceDefinitions.Required = []CRDDescription{{Name: "certificates.cert-manager.io", Version: "v1", Kind: "Certificate"}}
-		}, "spec.customresourcedefinitions.required", `requires CRD "certificates.cert-manager.io"`},
 		// A webhook served by a Deployment the CSV does not run.
 		{"webhook of unknown deployment", func(b *Bundle, _ *Options) {
 			b.CSV.Spec.WebhookDefinitions = []WebhookDefinition{{GenerateName: "vmemcached.kb.io", Type: ValidatingAdmissionWebhook, DeploymentName: "nope"}}
@@ -142,6 +139,26 @@ func TestConvertRefusals(t *testing.T) {
 				t.Errorf("error %q does not name the CSV and the field", err)
 			}
 		})
+	}
+}
+
+// A bundle that requires another operator's CRD converts: the resolver
+// installs the operator that owns it first, so the plan is the bundle's
+// own content, with nothing for the required API.
+func TestConvertRequiredCRD(t *testing.T) {
+	b := loadFixture(t, "memcached-operator")
+	o := Options{InstallNamespace: "operators", WatchNamespaces: []string{"operators"}, Name: "memcached"}
+	want, err := Convert(b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.CSV.Spec.CustomResourceDefinitions.Required = []CRDDescription{{Name: "certificates.cert-manager.io", Version: "v1", Kind: "Certificate"}}
+	got, err := Convert(b, o)
+	if err != nil {
+		t.Fatalf("a bundle requiring certificates.cert-manager.io: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the plan changed with a required CRD:\n got %+v\nwant %+v", got, want)
 	}
 }
 
