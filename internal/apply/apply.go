@@ -10,6 +10,8 @@ package apply
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -570,6 +572,11 @@ func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.U
 			if other := installationOf(live); other != "" && other != owner.String() {
 				return nil, &ConflictError{Object: ref, Installation: other}
 			}
+			if createdFromSame(obj, live) && len(drifted(obj, live)) == 0 {
+				// Created from this very object and not changed since:
+				// nothing to write, nothing to claim.
+				return live, nil
+			}
 			claimed, err := a.claimCreated(ctx, live)
 			if apierrors.IsConflict(err) && attempt < maxApplyAttempts {
 				continue // changed since it was read
@@ -626,6 +633,12 @@ func (a *Applier) createOne(ctx context.Context, owner Owner, obj *unstructured.
 	body := obj.DeepCopy() // the server's answer is decoded into it
 	body.SetResourceVersion("")
 	body.SetManagedFields(nil)
+	annotations := body.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[annotationCreatedFrom] = desiredDigest(obj)
+	body.SetAnnotations(annotations)
 	err := a.Client.Create(ctx, body, client.FieldOwner(v1alpha1.FieldManager), client.FieldValidation("Strict"))
 	switch {
 	case err == nil:
@@ -653,6 +666,38 @@ func (a *Applier) claimCreated(ctx context.Context, live *unstructured.Unstructu
 	entries := slices.Clone(live.GetManagedFields())
 	entries[i].Operation = metav1.ManagedFieldsOperationApply
 	return a.patchOwnership(ctx, live, nil, entries)
+}
+
+// annotationCreatedFrom marks an object Annex created (ApplyOptions.Create)
+// with the digest of the desired object it created it from, so that an
+// apply of the same desired object knows it drops nothing and need not
+// claim it. The claim's apply removes it, as it does every field the
+// desired object does not set.
+const annotationCreatedFrom = "annex.dev/created-from"
+
+// desiredDigest is the SHA-256 of obj's JSON (keys sorted), without the
+// fields the server sets and without annotationCreatedFrom.
+func desiredDigest(obj *unstructured.Unstructured) string {
+	c := obj.DeepCopy()
+	c.SetResourceVersion("")
+	c.SetManagedFields(nil)
+	if annotations := c.GetAnnotations(); annotations[annotationCreatedFrom] != "" {
+		delete(annotations, annotationCreatedFrom)
+		c.SetAnnotations(annotations)
+	}
+	data, err := json.Marshal(c.Object)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("sha256:%x", sha256.Sum256(data))
+}
+
+// createdFromSame reports whether live is an object Annex created and has
+// not applied since, created from desired itself: an apply of desired
+// would then remove nothing the create set.
+func createdFromSame(desired, live *unstructured.Unstructured) bool {
+	from := live.GetAnnotations()[annotationCreatedFrom]
+	return from != "" && createdEntry(live) >= 0 && from == desiredDigest(desired)
 }
 
 // createdEntry returns the index in obj's managedFields of the entry

@@ -13,10 +13,11 @@ import (
 )
 
 // TestApplyCreate: a first apply with Create creates each object (one
-// request each, no reads); the objects are Annex's and show no drift; a
-// later revision removes what it no longer sets, as an apply of an applied
-// object would, without rolling a Deployment whose template did not
-// change; an object of another installation is refused.
+// request each, no reads); the objects are Annex's and show no drift, and
+// an apply of the same set writes nothing; a later revision removes what
+// it no longer sets, as an apply of an applied object would, and leaves an
+// object it does not change unwritten; an object of another installation
+// is refused.
 func TestApplyCreate(t *testing.T) {
 	a, counter := newCountingApplier(t)
 	ctx := t.Context()
@@ -56,13 +57,16 @@ func TestApplyCreate(t *testing.T) {
 		}
 	}
 
-	// The same set again: no drift, nothing written while it stays.
+	// The same set again: no drift; read and applied, nothing written.
 	before = counter.Snapshot()
 	if drifts, _, err := a.Diff(ctx, owner, set(deployment, settings("{a: '1', b: '2'}"), serviceDoc(ns, "web")), ns); err != nil || len(drifts) != 0 {
 		t.Errorf("Diff of the created set = %+v, %v; want no drift", drifts, err)
 	}
-	if used := counter.Snapshot().Sub(before); used.Writes != 0 || used.Total != 3 {
-		t.Errorf("Diff of the created set made %v requests, want 3 reads", used.ByMethod)
+	if _, err := a.ApplyWithOptions(ctx, owner, ns, set(deployment, settings("{a: '1', b: '2'}"), serviceDoc(ns, "web")), ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if used := counter.Snapshot().Sub(before); used.Writes != 0 || used.Total != 6 {
+		t.Errorf("Diff and Apply of the created set made %v requests, want 6 reads", used.ByMethod)
 	}
 
 	// A revision that drops key b: b is removed; the Deployment, the same,
@@ -80,10 +84,12 @@ func TestApplyCreate(t *testing.T) {
 	if dep2.GetGeneration() != dep.GetGeneration() || !reflect.DeepEqual(dep2.Object["spec"], dep.Object["spec"]) {
 		t.Errorf("the unchanged Deployment changed: generation %d → %d", dep.GetGeneration(), dep2.GetGeneration())
 	}
-	for _, obj := range []*unstructured.Unstructured{cm, dep2} {
-		if createdEntry(obj) >= 0 || !hasApplyEntry(obj) {
-			t.Errorf("%s/%s after a revision: managedFields %v, want Annex's apply entry only", obj.GetKind(), obj.GetName(), managers(obj))
-		}
+	if createdEntry(cm) >= 0 || !hasApplyEntry(cm) || cm.GetAnnotations()[annotationCreatedFrom] != "" {
+		t.Errorf("the changed ConfigMap: managedFields %v, annotations %v; want Annex's apply entry only, claimed", managers(cm), cm.GetAnnotations())
+	}
+	if dep2.GetResourceVersion() != dep.GetResourceVersion() || createdEntry(dep2) < 0 {
+		t.Errorf("the Deployment the revision left as created was written (resourceVersion %s → %s, managedFields %v)",
+			dep.GetResourceVersion(), dep2.GetResourceVersion(), managers(dep2))
 	}
 
 	// A revision that drops the Deployment's env var removes it.
@@ -93,6 +99,9 @@ func TestApplyCreate(t *testing.T) {
 	containers, _, _ := unstructured.NestedSlice(read(t, a, depRef).Object, "spec", "template", "spec", "containers")
 	if env := containers[0].(map[string]any)["env"]; env != nil {
 		t.Errorf("env after the revision dropping it = %v, want none", env)
+	}
+	if dep3 := read(t, a, depRef); createdEntry(dep3) >= 0 || !hasApplyEntry(dep3) || dep3.GetAnnotations()[annotationCreatedFrom] != "" {
+		t.Errorf("the changed Deployment: managedFields %v, annotations %v; want Annex's apply entry only, claimed", managers(dep3), dep3.GetAnnotations())
 	}
 
 	// Create meets an object of another installation: refused, not written.
