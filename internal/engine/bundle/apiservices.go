@@ -90,7 +90,8 @@ func (c *converter) checkAPIServices() error {
 }
 
 // apiServices returns the APIService objects of the owned descriptions,
-// served by their Deployments' Services with caBundle.
+// served by their Deployments' Services with caBundle (nil under
+// cert-manager, whose CA injector writes it).
 func (c *converter) apiServices(caBundle []byte) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, d := range c.b.CSV.Spec.APIServiceDefinitions.Owned {
@@ -103,10 +104,13 @@ func (c *converter) apiServices(caBundle []byte) []*unstructured.Unstructured {
 				"name":      WebhookServiceName(d.DeploymentName),
 				"port":      int64(443),
 			},
-			"caBundle":             base64.StdEncoding.EncodeToString(caBundle),
 			"groupPriorityMinimum": int64(apiServiceGroupPriorityMinimum),
 			"versionPriority":      int64(apiServiceVersionPriority),
 		}
+		if caBundle != nil {
+			obj.Object["spec"].(map[string]any)["caBundle"] = base64.StdEncoding.EncodeToString(caBundle)
+		}
+		c.injectCA(obj, d.DeploymentName)
 		out = append(out, obj)
 	}
 	return out

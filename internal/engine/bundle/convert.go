@@ -30,8 +30,13 @@ type Options struct {
 	// up (spec.resources).
 	Resources []Resource
 	// Certificates issue the webhooks' certificates; required when the
-	// CSV declares webhooks.
+	// CSV declares webhooks or owned APIServices, unless CertManager is
+	// set.
 	Certificates *CertificateInputs
+	// CertManager, when set, has cert-manager issue those certificates
+	// and inject the CA bundle (see certmanager.go) in place of Annex's
+	// own CA (spec.webhookCertificates.provider CertManager).
+	CertManager *CertManagerIssuer
 }
 
 // UnsupportedError reports a bundle, or a choice of watched namespaces,
@@ -96,6 +101,10 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 //     first, applied in the reconcile that rendered them, so that every
 //     later render (and the CA bundle of every later step) reads the same
 //     CA from the cluster.
+//     Under Options.CertManager this step holds cert-manager's Issuers and
+//     Certificates in place of the Secrets (certManagerCertificates), and
+//     the CA bundles of the later steps are left to cert-manager's CA
+//     injector (annotation cert-manager.io/inject-ca-from).
 //  2. crds: the bundle's CRDs; those a ConversionWebhook names get
 //     spec.conversion (strategy Webhook, its Service, the CA bundle).
 //  3. rbac: a ServiceAccount in the install namespace per distinct
@@ -164,8 +173,11 @@ func Convert(b *Bundle, o Options) (plan.Plan, error) {
 	var certificates, webhooks []*unstructured.Unstructured
 	rbac := c.rbac()
 	if len(b.CSV.Spec.WebhookDefinitions) > 0 || len(b.CSV.Spec.APIServiceDefinitions.Owned) > 0 {
-		secrets, caBundle, err := c.webhookCerts()
-		if err != nil {
+		var secrets []*unstructured.Unstructured
+		var caBundle []byte // nil under cert-manager: its CA injector writes it
+		if c.o.CertManager != nil {
+			secrets = c.certManagerCertificates()
+		} else if secrets, caBundle, err = c.webhookCerts(); err != nil {
 			return plan.Plan{}, err
 		}
 		services, err := c.webhookServices()

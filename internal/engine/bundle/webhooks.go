@@ -303,17 +303,21 @@ func (c *converter) webhookServices() ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// clientConfig is the webhook's service reference with the CA bundle.
+// clientConfig is the webhook's service reference with the CA bundle
+// (none under cert-manager, whose CA injector writes it).
 func (c *converter) clientConfig(w WebhookDefinition, caBundle []byte) map[string]any {
-	return map[string]any{
+	cc := map[string]any{
 		"service": map[string]any{
 			"namespace": c.o.InstallNamespace,
 			"name":      WebhookServiceName(w.DeploymentName),
 			"path":      w.path(),
 			"port":      int64(w.port()),
 		},
-		"caBundle": base64.StdEncoding.EncodeToString(caBundle),
 	}
+	if caBundle != nil {
+		cc["caBundle"] = base64.StdEncoding.EncodeToString(caBundle)
+	}
+	return cc
 }
 
 // webhookConfigurations returns a Validating- or
@@ -352,6 +356,7 @@ func (c *converter) webhookConfigurations(caBundle []byte) []*unstructured.Unstr
 		}
 		obj := object("admissionregistration.k8s.io/v1", kind, "", w.name(), nil)
 		obj.Object["webhooks"] = []any{hook}
+		c.injectCA(obj, w.DeploymentName)
 		out = append(out, obj)
 	}
 	return out
@@ -375,6 +380,7 @@ func (c *converter) convertCRDs(crds []*unstructured.Unstructured, caBundle []by
 					"conversionReviewVersions": toData(orDefault(w.AdmissionReviewVersions, []string{"v1"})),
 				},
 			}
+			c.injectCA(crd, w.DeploymentName)
 		}
 	}
 }
