@@ -756,6 +756,13 @@ type ExtensionInstallationStatus struct {
 	// +optional
 	Change *PendingChange `json:"change,omitempty"`
 
+	// CRDChanges is what Annex found comparing the CustomResourceDefinitions
+	// the last change brings with those installed (spec.upgrade.crdPolicy),
+	// before anything of it was applied: absent when none of its CRD changes
+	// can break stored objects or clients.
+	// +optional
+	CRDChanges *CRDChangeReport `json:"crdChanges,omitempty"`
+
 	// ScopedGrants says what spec.scopedGrants changed in the objects
 	// last rendered, one line per binding, e.g. "ClusterRoleBinding
 	// op-manager → RoleBindings in team-a, team-b (ClusterRole
@@ -957,4 +964,56 @@ type CertManagerIssuerRef struct {
 	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
 	// +optional
 	Kind string `json:"kind,omitempty"`
+}
+
+// CRDChangeOutcome is what a change did about its CRD findings.
+// +kubebuilder:validation:Enum=Refused;Applied;Skipped
+type CRDChangeOutcome string
+
+const (
+	// CRDChangeRefused: nothing of the change was applied (Strict).
+	CRDChangeRefused CRDChangeOutcome = "Refused"
+	// CRDChangeApplied: the changed CRDs were applied anyway (Warn, Force).
+	CRDChangeApplied CRDChangeOutcome = "Applied"
+	// CRDChangeSkipped: the installed CRDs were kept as they are (Skip).
+	CRDChangeSkipped CRDChangeOutcome = "Skipped"
+)
+
+// CRDChangeReport is what one change's CRD comparison found.
+type CRDChangeReport struct {
+	// Version is the extension version the change brings.
+	Version string `json:"version"`
+	// Policy is the spec.upgrade.crdPolicy the change was judged under.
+	Policy CRDPolicy `json:"policy"`
+	// Outcome is what the change did about the findings.
+	Outcome CRDChangeOutcome `json:"outcome"`
+	// Findings are the changes that can break stored objects or clients,
+	// at most 20 (Truncated counts the rest).
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	Findings []CRDFinding `json:"findings"`
+	// Truncated is how many findings were left out of Findings.
+	// +optional
+	Truncated int32 `json:"truncated,omitempty"`
+}
+
+// CRDFinding is one change of a CRD that can break stored objects or
+// clients.
+type CRDFinding struct {
+	// CRD is the CustomResourceDefinition's name (<plural>.<group>).
+	CRD string `json:"crd"`
+	// Version is the API version it is about; empty for a scope change.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Path is the field in the custom objects (".spec.replicas"); empty
+	// for version and scope findings.
+	// +optional
+	Path string `json:"path,omitempty"`
+	// Class is the kind of change: StoredVersionRemoved,
+	// ServedVersionRemoved, ScopeChanged, FieldRemoved, RequiredAdded,
+	// TypeChanged, EnumNarrowed, BoundTightened, PatternChanged,
+	// DefaultChanged, NullableRemoved, ...
+	Class string `json:"class"`
+	// Message says what changed, what it breaks and what to do.
+	Message string `json:"message"`
 }
