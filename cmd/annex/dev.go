@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -268,7 +269,24 @@ func exampleOperatorImage(binary string, out io.Writer) []localcluster.Image {
 	return []localcluster.Image{{
 		Repository: exampleoperator.Image,
 		Command:    func(tag string) []string { return []string{binary, "--version=" + tag} },
+		Local:      exampleOperatorLocal,
 	}}
+}
+
+// exampleOperatorLocal points the example operator's webhook server (from
+// 0.4.0) at what the image runner gives its process instead of the Pod's
+// fixed places: the folder of the serving certificate's Secret volume and
+// a port on 127.0.0.1, which the runner publishes as the endpoint of the
+// webhook's Service.
+func exampleOperatorLocal(l localcluster.Local) []string {
+	args := []string{"--webhook-host=127.0.0.1"}
+	if dir, ok := l.Dirs[exampleoperator.WebhookCertDir]; ok {
+		args = append(args, "--webhook-cert-dir="+dir)
+	}
+	if port, ok := l.Ports[exampleoperator.WebhookPort]; ok {
+		args = append(args, "--webhook-port="+strconv.Itoa(port))
+	}
+	return args
 }
 
 // builtinCatalog is the name of the Catalog annex dev creates.
