@@ -56,7 +56,9 @@ kubernetes.io/arch, hostname, instance type, zones local-a/b/c of region
 local) and offer --node-cpu, --node-memory and --node-pods; they run no
 containers. It runs the
 Pods of the built-in example operator's image as local processes
-(--example-operator), installs
+(--example-operator) and publishes the ports they listen on as endpoints of
+the Services selecting their Pods, so the API server reaches their webhooks;
+no other Service has endpoints. It installs
 the Annex CRDs, creates the Catalog "builtin", runs the manager in this process
 and writes an admin kubeconfig to <dir>/kubeconfig. Ctrl-C or SIGTERM stops
 everything; the next run finds the same state.`,
@@ -278,13 +280,15 @@ func exampleOperatorImage(binary string, out io.Writer) []localcluster.Image {
 // fixed places: the folder of the serving certificate's Secret volume and
 // a port on 127.0.0.1, which the runner publishes as the endpoint of the
 // webhook's Service.
+// Versions without the port (before 0.4.0) get no arguments.
 func exampleOperatorLocal(l localcluster.Local) []string {
-	args := []string{"--webhook-host=127.0.0.1"}
+	port, ok := l.Ports[exampleoperator.WebhookPort]
+	if !ok {
+		return nil
+	}
+	args := []string{"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(port)}
 	if dir, ok := l.Dirs[exampleoperator.WebhookCertDir]; ok {
 		args = append(args, "--webhook-cert-dir="+dir)
-	}
-	if port, ok := l.Ports[exampleoperator.WebhookPort]; ok {
-		args = append(args, "--webhook-port="+strconv.Itoa(port))
 	}
 	return args
 }

@@ -52,6 +52,12 @@ import (
 //     then SIGKILL after 10 s) when its Pod is deleted or finishes, or when
 //     the container's image changes, and when the cluster stops.
 //
+//   - Its Secret and ConfigMap volumes are files in a folder, its
+//     containerPorts ports on 127.0.0.1 (Image.Local tells the program
+//     where), and once it listens the Services selecting its Pod have it
+//     as their endpoint, so the API server reaches its webhooks
+//     (serving.go).
+//
 // The Pod's status stays kwok's: Running and Ready whatever the process
 // does. Each start and stop is one line in Options.Log ("images: …").
 const (
