@@ -51,7 +51,6 @@ import (
 //     30 s), as a kubelet restarts a container. It is stopped (SIGTERM,
 //     then SIGKILL after 10 s) when its Pod is deleted or finishes, or when
 //     the container's image changes, and when the cluster stops.
-//
 //   - Its Secret and ConfigMap volumes are files in a folder, its
 //     containerPorts ports on 127.0.0.1 (Image.Local tells the program
 //     where), and once it listens the Services selecting its Pod have it
