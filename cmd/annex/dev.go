@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,7 +56,9 @@ kubernetes.io/arch, hostname, instance type, zones local-a/b/c of region
 local) and offer --node-cpu, --node-memory and --node-pods; they run no
 containers. It runs the
 Pods of the built-in example operator's image as local processes
-(--example-operator), installs
+(--example-operator) and publishes the ports they listen on as endpoints of
+the Services selecting their Pods, so the API server reaches their webhooks;
+no other Service has endpoints. It installs
 the Annex CRDs, creates the Catalog "builtin", runs the manager in this process
 and writes an admin kubeconfig to <dir>/kubeconfig. Ctrl-C or SIGTERM stops
 everything; the next run finds the same state.`,
@@ -268,7 +271,26 @@ func exampleOperatorImage(binary string, out io.Writer) []localcluster.Image {
 	return []localcluster.Image{{
 		Repository: exampleoperator.Image,
 		Command:    func(tag string) []string { return []string{binary, "--version=" + tag} },
+		Local:      exampleOperatorLocal,
 	}}
+}
+
+// exampleOperatorLocal points the example operator's webhook server (from
+// 0.4.0) at what the image runner gives its process instead of the Pod's
+// fixed places: the folder of the serving certificate's Secret volume and
+// a port on 127.0.0.1, which the runner publishes as the endpoint of the
+// webhook's Service.
+// Versions without the port (before 0.4.0) get no arguments.
+func exampleOperatorLocal(l localcluster.Local) []string {
+	port, ok := l.Ports[exampleoperator.WebhookPort]
+	if !ok {
+		return nil
+	}
+	args := []string{"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(port)}
+	if dir, ok := l.Dirs[exampleoperator.WebhookCertDir]; ok {
+		args = append(args, "--webhook-cert-dir="+dir)
+	}
+	return args
 }
 
 // builtinCatalog is the name of the Catalog annex dev creates.

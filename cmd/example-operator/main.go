@@ -7,7 +7,10 @@
 // Like an operator in a pod it reads its namespaces from WATCH_NAMESPACE
 // (the bundle sets it from the olm.targetNamespaces annotation; empty
 // means all) and its own namespace from POD_NAMESPACE; the cluster comes
-// from --kubeconfig, KUBECONFIG, or the in-cluster service account.
+// from --kubeconfig, KUBECONFIG, or the in-cluster service account. From
+// version 0.4.0 it serves a validating and a conversion webhook for Banners
+// on --webhook-port with the certificate in --webhook-cert-dir, where the
+// bundle's Pod has them; annex dev points both at what it gives the process.
 package main
 
 import (
@@ -31,6 +34,9 @@ func main() {
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "take turns with other replicas through a Lease")
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the leader-election Lease (default $POD_NAMESPACE)")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", `address of the metrics endpoint; "0" turns it off`)
+	flag.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server (versions from 0.4.0) listens on; empty means all")
+	flag.IntVar(&o.WebhookPort, "webhook-port", exampleoperator.WebhookPort, "port of the webhook server (versions from 0.4.0)")
+	flag.StringVar(&o.WebhookCertDir, "webhook-cert-dir", exampleoperator.WebhookCertDir, "folder holding the webhook server's tls.crt and tls.key (versions from 0.4.0)")
 	flag.StringVar(&o.HealthAddr, "health-probe-bind-address", "0", `address of /healthz and /readyz; "0" turns them off`)
 	logOpts := zap.Options{Development: true}
 	logOpts.BindFlags(flag.CommandLine)

@@ -57,6 +57,9 @@ type behaviour struct {
 	// recordVersion writes data.version into the ConfigMap and
 	// status.configMapName (from 0.2.0).
 	recordVersion bool
+	// webhooks serves the validating and the conversion webhook (from
+	// 0.4.0; see webhooks.go).
+	webhooks bool
 }
 
 // behaviourOf returns the behaviour of a version (semver, e.g. 0.2.0).
@@ -65,7 +68,10 @@ func behaviourOf(version string) (behaviour, error) {
 	if err != nil {
 		return behaviour{}, fmt.Errorf("operator version %q is not a semantic version such as 0.2.0: %w", version, err)
 	}
-	return behaviour{recordVersion: !v.LessThan(semver.MustParse("0.2.0"))}, nil
+	return behaviour{
+		recordVersion: !v.LessThan(semver.MustParse("0.2.0")),
+		webhooks:      !v.LessThan(semver.MustParse("0.4.0")),
+	}, nil
 }
 
 // ParseNamespaces reads the comma-separated namespaces of OLM's

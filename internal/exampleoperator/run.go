@@ -1,6 +1,7 @@
 package exampleoperator
 
 import (
+	"cmp"
 	"errors"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -12,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // Options configure one operator process.
@@ -29,11 +32,19 @@ type Options struct {
 	// MetricsAddr and HealthAddr are the metrics and probe endpoints; "0"
 	// or empty turns them off.
 	MetricsAddr, HealthAddr string
+	// WebhookHost, WebhookPort and WebhookCertDir are where versions from
+	// 0.4.0 serve their webhooks (HTTPS) and read tls.crt and tls.key;
+	// defaults: all addresses, WebhookPort, WebhookCertDir. Earlier
+	// versions serve none.
+	WebhookHost    string
+	WebhookPort    int
+	WebhookCertDir string
 }
 
 // NewManager returns a manager running the Banner controller with o: its
 // cache holds Banners and ConfigMaps of the watched namespaces only, so
-// the operator needs no more access than OLM's install modes grant. An
+// the operator needs no more access than OLM's install modes grant. From
+// version 0.4.0 it also serves the webhooks of webhooks.go. An
 // error means bad options (a version that is not semver, leader election
 // without a namespace) or a configuration the manager refuses.
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
@@ -53,7 +64,22 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			namespaces[ns] = cache.Config{}
 		}
 	}
+	b, err := behaviourOf(o.Version)
+	if err != nil {
+		return nil, err
+	}
+	var hooks webhook.Server
+	if b.webhooks {
+		hooks = webhook.NewServer(webhook.Options{
+			Host:    o.WebhookHost,
+			Port:    cmp.Or(o.WebhookPort, WebhookPort),
+			CertDir: cmp.Or(o.WebhookCertDir, WebhookCertDir),
+		})
+		hooks.Register(ValidatingPath, &webhook.Admission{Handler: admission.HandlerFunc(validateBanner)})
+		hooks.Register(ConversionPath, conversionHandler{})
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer:                 hooks,
 		Scheme:                        scheme,
 		Cache:                         cache.Options{DefaultNamespaces: namespaces},
 		Metrics:                       metricsserver.Options{BindAddress: offIfEmpty(o.MetricsAddr)},
@@ -67,6 +93,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if b.webhooks {
+		// Added to the manager, which starts it with the controller.
+		mgr.GetWebhookServer()
 	}
 	r, err := NewReconciler(mgr.GetClient(), mgr.GetEventRecorder(Name), o.Version)
 	if err != nil {

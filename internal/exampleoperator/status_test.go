@@ -52,10 +52,13 @@ func TestSetStatus(t *testing.T) {
 }
 
 func TestBehaviourOf(t *testing.T) {
-	for version, want := range map[string]bool{"0.1.0": false, "0.1.9": false, "0.2.0": true, "v0.3.0": true, "1.0.0": true} {
+	for version, want := range map[string]behaviour{
+		"0.1.0": {}, "0.1.9": {}, "0.2.0": {recordVersion: true}, "v0.3.0": {recordVersion: true},
+		"0.4.0": {recordVersion: true, webhooks: true}, "1.0.0": {recordVersion: true, webhooks: true},
+	} {
 		b, err := behaviourOf(version)
-		if err != nil || b.recordVersion != want {
-			t.Errorf("behaviourOf(%s) = %+v, %v; want recordVersion %v", version, b, err, want)
+		if err != nil || b != want {
+			t.Errorf("behaviourOf(%s) = %+v, %v; want %+v", version, b, err, want)
 		}
 	}
 	if _, err := behaviourOf("latest"); err == nil {

@@ -51,6 +51,11 @@ import (
 //     30 s), as a kubelet restarts a container. It is stopped (SIGTERM,
 //     then SIGKILL after 10 s) when its Pod is deleted or finishes, or when
 //     the container's image changes, and when the cluster stops.
+//   - Its Secret and ConfigMap volumes are files in a folder, its
+//     containerPorts ports on 127.0.0.1 (Image.Local tells the program
+//     where), and once it listens the Services selecting its Pod have it
+//     as their endpoint, so the API server reaches its webhooks
+//     (serving.go).
 //
 // The Pod's status stays kwok's: Running and Ready whatever the process
 // does. Each start and stop is one line in Options.Log ("images: …").
@@ -77,18 +82,23 @@ type Image struct {
 	// the image at tag; the container's args follow them. The container's
 	// command is not used: it names a path inside the image.
 	Command func(tag string) []string
+	// Local, when set, returns the arguments (after Command's, before the
+	// container's) that tell the program where its volumes and ports are
+	// on this machine (serving.go).
+	Local func(Local) []string
 }
 
 // imageRunner runs the containers of Options.Images; see above.
 type imageRunner struct {
-	cs     kubernetes.Interface
-	images []Image
-	dir    string // Dir
-	server string
-	caPEM  []byte
-	logf   func(format string, args ...any)
-	pods   corelisters.PodLister
-	queue  workqueue.TypedRateLimitingInterface[string]
+	cs       kubernetes.Interface
+	images   []Image
+	dir      string // Dir
+	server   string
+	caPEM    []byte
+	logf     func(format string, args ...any)
+	pods     corelisters.PodLister
+	services corelisters.ServiceLister
+	queue    workqueue.TypedRateLimitingInterface[string]
 
 	mu    sync.Mutex
 	procs map[string]*imageProcess // by <namespace>/<pod>/<container>
@@ -103,6 +113,9 @@ type imageProcess struct {
 	image  string
 	cancel context.CancelFunc
 	done   chan struct{}
+	// services is signalled when a Service of the Pod's namespace
+	// changes, so that the process's endpoints follow (serving.go).
+	services chan struct{}
 }
 
 // launch is everything needed to start one container's process.
@@ -115,6 +128,10 @@ type launch struct {
 	serviceAccount string
 	workDir        string
 	logPath        string
+	ports          []corev1.ContainerPort
+	local          Local
+	volumes        []volumeFiles
+	services       chan struct{}
 }
 
 // startImages starts the image runner, which runs until stopImagesLocked.
@@ -129,14 +146,16 @@ func (c *Cluster) startImages() error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(cs, imageResyncPeriod)
 	podInformer := factory.Core().V1().Pods()
+	serviceInformer := factory.Core().V1().Services()
 	r := &imageRunner{
-		cs:     cs,
-		images: c.opts.Images,
-		dir:    c.opts.Dir,
-		server: c.serverURL(),
-		caPEM:  c.creds.caPEM,
-		logf:   func(format string, args ...any) { fmt.Fprintf(c.opts.Log, "images: "+format+"\n", args...) },
-		pods:   podInformer.Lister(),
+		cs:       cs,
+		images:   c.opts.Images,
+		dir:      c.opts.Dir,
+		server:   c.serverURL(),
+		caPEM:    c.creds.caPEM,
+		logf:     func(format string, args ...any) { fmt.Fprintf(c.opts.Log, "images: "+format+"\n", args...) },
+		pods:     podInformer.Lister(),
+		services: serviceInformer.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueue(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](storageRetryBase, storageRetryMax)),
 		procs:  map[string]*imageProcess{},
@@ -155,6 +174,23 @@ func (c *Cluster) startImages() error {
 	}); err != nil {
 		cancel()
 		return err
+	}
+	servicesChanged := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			r.servicesChanged(key[:max(strings.IndexByte(key, '/'), 0)])
+		}
+	}
+	if _, err := serviceInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    servicesChanged,
+		UpdateFunc: func(_, obj any) { servicesChanged(obj) },
+		DeleteFunc: servicesChanged,
+	}); err != nil {
+		cancel()
+		return err
+	}
+	if err := r.deleteStaleEndpoints(runCtx); err != nil {
+		cancel()
+		return fmt.Errorf("deleting the EndpointSlices of an earlier run: %w", err)
 	}
 	c.images = r
 	factory.Start(runCtx.Done())
@@ -312,12 +348,21 @@ func (r *imageRunner) launchFor(pod *corev1.Pod, ctr corev1.Container) (launch, 
 	if err != nil {
 		return launch{}, err
 	}
-	argv := append(img.Command(tag), ctr.Args...)
+	sa := cmp.Or(pod.Spec.ServiceAccountName, "default")
+	base := pod.Namespace + "_" + pod.Name + "_" + ctr.Name
+	workDir := filepath.Join(r.dir, imageRunnerSubdir, base)
+	local, volumes, err := localFor(pod, ctr, workDir)
+	if err != nil {
+		return launch{}, err
+	}
+	argv := img.Command(tag)
+	if img.Local != nil {
+		argv = append(argv, img.Local(local)...)
+	}
+	argv = append(argv, ctr.Args...)
 	if len(argv) == 0 {
 		return launch{}, fmt.Errorf("image %s: Command returned no program", ctr.Image)
 	}
-	sa := cmp.Or(pod.Spec.ServiceAccountName, "default")
-	base := pod.Namespace + "_" + pod.Name + "_" + ctr.Name
 	return launch{
 		key:            pod.Namespace + "/" + pod.Name + "/" + ctr.Name,
 		pod:            pod.DeepCopy(),
@@ -325,8 +370,12 @@ func (r *imageRunner) launchFor(pod *corev1.Pod, ctr corev1.Container) (launch, 
 		argv:           argv,
 		env:            env,
 		serviceAccount: sa,
-		workDir:        filepath.Join(r.dir, imageRunnerSubdir, base),
+		workDir:        workDir,
 		logPath:        filepath.Join(r.dir, "logs", podLogsDir, base+".log"),
+		ports:          ctr.Ports,
+		local:          local,
+		volumes:        volumes,
+		services:       make(chan struct{}, 1),
 	}, nil
 }
 
@@ -381,7 +430,7 @@ func podField(pod *corev1.Pod, path string) (string, error) {
 // start runs l's process until its context is cancelled.
 func (r *imageRunner) start(ctx context.Context, l launch) {
 	ctx, cancel := context.WithCancel(ctx)
-	p := &imageProcess{podUID: string(l.pod.UID), image: l.image, cancel: cancel, done: make(chan struct{})}
+	p := &imageProcess{podUID: string(l.pod.UID), image: l.image, cancel: cancel, done: make(chan struct{}), services: l.services}
 	r.mu.Lock()
 	r.procs[l.key] = p
 	r.mu.Unlock()
@@ -441,6 +490,9 @@ func (r *imageRunner) runOnce(ctx context.Context, l launch) error {
 	if err := r.writeCredentials(ctx, l); err != nil {
 		return err
 	}
+	if err := r.writeVolumes(ctx, l); err != nil {
+		return err
+	}
 	cmd := exec.Command(l.argv[0], l.argv[1:]...)
 	cmd.Dir = l.workDir
 	cmd.Env = append(slices.Clone(l.env), "KUBECONFIG="+filepath.Join(l.workDir, imageKubeconfig))
@@ -448,10 +500,32 @@ func (r *imageRunner) runOnce(ctx context.Context, l launch) error {
 	if err != nil {
 		return err
 	}
+	if len(l.local.Ports) > 0 {
+		served := make(chan struct{})
+		defer func() {
+			<-served
+			// ctx may have ended: the endpoints go all the same.
+			cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := r.publishEndpoints(cleanup, l, false); err != nil {
+				r.logf("%s of Pod %s/%s: removing its endpoints: %v", l.image, l.pod.Namespace, l.pod.Name, err)
+			}
+		}()
+		go func() {
+			defer close(served)
+			r.serve(ctx, l, p.done)
+		}()
+	}
 	refresh := time.NewTicker(imageTokenRefresh)
 	defer refresh.Stop()
+	volumes := time.NewTicker(volumeRefresh)
+	defer volumes.Stop()
 	for {
 		select {
+		case <-volumes.C:
+			if err := r.writeVolumes(ctx, l); err != nil && ctx.Err() == nil {
+				r.logf("%s of Pod %s/%s: refreshing its volumes: %v (trying again in %s)", l.image, l.pod.Namespace, l.pod.Name, err, volumeRefresh)
+			}
 		case <-p.done:
 			if p.err == nil {
 				return errors.New("exited")

@@ -32,6 +32,9 @@ import (
 const helperOutEnv = "IMAGE_HELPER_OUT"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperServeEnv) != "" {
+		os.Exit(servingHelper())
+	}
 	if out := os.Getenv(helperOutEnv); out != "" {
 		os.Exit(imageHelper(out))
 	}

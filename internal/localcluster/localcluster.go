@@ -270,6 +270,10 @@ func (c *Cluster) StartAPIServer(ctx context.Context, binDir string) error {
 		// kwok's nodes answer on 127.0.0.1 (their InternalIP); their
 		// Hostname addresses resolve nowhere.
 		"--kubelet-preferred-address-types=InternalIP",
+		// No Service has a routable ClusterIP here: the API server calls
+		// webhooks and APIServices through their Services' EndpointSlices,
+		// which the image runner points at its processes (serving.go).
+		"--enable-aggregator-routing=true",
 	}
 	fmt.Fprintf(c.opts.Log, "starting kube-apiserver on %s...\n", c.serverURL())
 	p, err := startChild("kube-apiserver", filepath.Join(binDir, "kube-apiserver"), args,

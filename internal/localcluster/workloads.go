@@ -42,8 +42,11 @@ func (c *Cluster) startWorkloads(ctx context.Context) error {
 			"--leader-elect=false",
 			"--bind-address=127.0.0.1",
 			"--secure-port=0",
-			// Nodes get no pod CIDRs: kwok's pods need none.
-			"--controllers=*,-nodeipam",
+			// Nodes get no pod CIDRs: kwok's pods need none. No
+			// EndpointSlices of kwok's fake Pod IPs, where nothing
+			// listens: the image runner publishes the endpoints of the
+			// processes it runs (serving.go).
+			"--controllers=*,-nodeipam,-endpointslice-controller",
 			"--service-account-private-key-file=" + pki(saKeyFile),
 			"--root-ca-file=" + pki(caCertFile),
 			"--service-cluster-ip-range=" + c.opts.ServiceClusterIPRange,

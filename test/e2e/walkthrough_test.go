@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/testenv"
@@ -38,6 +39,13 @@ import (
 //	<!-- walkthrough:apply [wait=Ready] -->   the yaml block after it is applied
 //	<!-- walkthrough:delete -->               or deleted (waiting until gone), as
 //	                                          kubectl apply -f / delete -f would
+//	<!-- walkthrough:apply refused -->        the yaml block must be refused; the
+//	```yaml … ``` ```text … ```               text block after it: lines the refusal
+//	                                          must contain, in order
+//	<!-- walkthrough:get -->                  each object the yaml block names is read
+//	```yaml … ``` ```text … ```               at its apiVersion, as kubectl get -o yaml
+//	                                          does; the text block: lines its YAML
+//	                                          must contain, in order
 //	<!-- walkthrough:end -->
 //
 // Manifests are applied by the test itself, with the admin kubeconfig: a
@@ -52,18 +60,23 @@ type walkthrough struct {
 	steps []walkStep
 }
 
-// walkStep is a shell block to run, or manifests to apply or delete.
+// walkStep is a shell block to run, or manifests to apply, delete or read.
 type walkStep struct {
-	kind string // run, apply or delete
-	line int    // of the block's opening fence
-	body string
-	want []string // run: lines its output must contain, in order
-	wait string   // apply: a condition every object must reach, or ""
+	kind    string // run, apply, delete or get
+	line    int    // of the block's opening fence
+	body    string
+	want    []string // run, get, refused apply: lines its output must contain, in order
+	wait    string   // apply: a condition every object must reach, or ""
+	refused bool     // apply: every object must be refused
 }
+
+// wantsText reports whether s must be followed by a text block: a read or
+// a refusal shows what the reader sees.
+func (s walkStep) wantsText() bool { return s.kind == "get" || s.refused }
 
 var (
 	walkBegin  = regexp.MustCompile(`^<!-- walkthrough:begin (hub|none|clusters=[1-9]) -->$`)
-	walkMarker = regexp.MustCompile(`^<!-- walkthrough:(apply|delete)( wait=[A-Za-z]+)? -->$`)
+	walkMarker = regexp.MustCompile(`^<!-- walkthrough:(apply|delete|get)( wait=[A-Za-z]+| refused)? -->$`)
 )
 
 // parseWalkthroughs reads the marked regions of a Markdown text. It refuses
@@ -74,8 +87,9 @@ func parseWalkthroughs(file, markdown string) ([]walkthrough, error) {
 	var (
 		out     []walkthrough
 		cur     *walkthrough
-		pending string // apply or delete marker waiting for its yaml block
+		pending string // apply, delete or get marker waiting for its yaml block
 		wait    string
+		refused bool
 		fence   string // info string of the open fence, "" outside
 		fenceAt int
 		body    []string
@@ -96,14 +110,20 @@ func parseWalkthroughs(file, markdown string) ([]walkthrough, error) {
 				if fence != "yaml" {
 					return nil, fmt.Errorf("%s:%d: walkthrough:%s must be followed by a ```yaml block", file, fenceAt, pending)
 				}
-				cur.steps = append(cur.steps, walkStep{kind: pending, line: fenceAt, body: text, wait: wait})
-				pending, wait = "", ""
+				if err := needsText(file, cur); err != nil {
+					return nil, err
+				}
+				cur.steps = append(cur.steps, walkStep{kind: pending, line: fenceAt, body: text, wait: wait, refused: refused})
+				pending, wait, refused = "", "", false
 			case fence == "sh":
+				if err := needsText(file, cur); err != nil {
+					return nil, err
+				}
 				cur.steps = append(cur.steps, walkStep{kind: "run", line: fenceAt, body: text})
 			case fence == "text":
 				last := len(cur.steps) - 1
-				if last < 0 || cur.steps[last].kind != "run" || cur.steps[last].want != nil {
-					return nil, fmt.Errorf("%s:%d: a ```text block must follow a ```sh block of the walkthrough", file, fenceAt)
+				if last < 0 || cur.steps[last].kind != "run" && !cur.steps[last].wantsText() || cur.steps[last].want != nil {
+					return nil, fmt.Errorf("%s:%d: a ```text block must follow a ```sh block of the walkthrough, or the yaml block of a walkthrough:get or walkthrough:apply refused", file, fenceAt)
 				}
 				for _, w := range body {
 					if strings.TrimSpace(w) != "" {
@@ -132,13 +152,26 @@ func parseWalkthroughs(file, markdown string) ([]walkthrough, error) {
 			if len(cur.steps) == 0 {
 				return nil, fmt.Errorf("%s:%d: the walkthrough of line %d has no ```sh block", file, n, cur.line)
 			}
+			if err := needsText(file, cur); err != nil {
+				return nil, err
+			}
 			out = append(out, *cur)
 			cur = nil
 		case m != nil:
 			if cur == nil {
 				return nil, fmt.Errorf("%s:%d: walkthrough:%s outside a walkthrough", file, n, m[1])
 			}
-			pending, wait = m[1], strings.TrimPrefix(m[2], " wait=")
+			if err := needsText(file, cur); err != nil {
+				return nil, err
+			}
+			pending, refused = m[1], m[2] == " refused"
+			wait, _ = strings.CutPrefix(m[2], " wait=")
+			if refused {
+				wait = ""
+			}
+			if refused && pending != "apply" || m[1] == "get" && m[2] != "" {
+				return nil, fmt.Errorf("%s:%d: %s: only walkthrough:apply may be refused, and walkthrough:get takes no wait", file, n, trimmed)
+			}
 		case strings.HasPrefix(trimmed, "<!-- walkthrough"):
 			return nil, fmt.Errorf("%s:%d: unknown marker %s", file, n, trimmed)
 		}
@@ -147,6 +180,15 @@ func parseWalkthroughs(file, markdown string) ([]walkthrough, error) {
 		return nil, fmt.Errorf("%s:%d: walkthrough:begin without walkthrough:end", file, cur.line)
 	}
 	return out, nil
+}
+
+// needsText refuses a walkthrough whose last step shows no text block
+// although it must (walkStep.wantsText).
+func needsText(file string, w *walkthrough) error {
+	if n := len(w.steps); n > 0 && w.steps[n-1].wantsText() && w.steps[n-1].want == nil {
+		return fmt.Errorf("%s:%d: a walkthrough:get or walkthrough:apply refused must be followed by a ```text block of what it shows", file, w.steps[n-1].line)
+	}
+	return nil
 }
 
 // matchOutput checks that out contains the wanted lines in order: each is
@@ -344,6 +386,12 @@ func runWalkthrough(t *testing.T, w walkthrough, dir string, c client.Client) {
 					exports = append(exports, strings.TrimSpace(line))
 				}
 			}
+		case "get":
+			out := readManifestsYAML(t, where, c, s.body)
+			t.Logf("%s: read\n%s", where, out)
+			if err := matchOutput(out, s.want); err != nil {
+				t.Fatalf("%s: %v; read:\n%s", where, err, out)
+			}
 		case "apply", "delete":
 			if c == nil {
 				t.Fatalf("%s: walkthrough:%s in a walkthrough without a cluster", where, s.kind)
@@ -354,9 +402,20 @@ func runWalkthrough(t *testing.T, w walkthrough, dir string, c client.Client) {
 			}
 			for _, obj := range objs {
 				var err error
-				if s.kind == "apply" {
+				switch {
+				case s.refused:
+					err = applyManifest(c, obj, "")
+					if err == nil {
+						t.Fatalf("%s: %s %s was applied; the guide says it is refused", where, obj.GetKind(), client.ObjectKeyFromObject(obj))
+					}
+					t.Logf("%s: refused: %v", where, err)
+					if mismatch := matchOutput(err.Error(), s.want); mismatch != nil {
+						t.Fatalf("%s: %v; the refusal: %v", where, mismatch, err)
+					}
+					continue
+				case s.kind == "apply":
 					err = applyManifest(c, obj, s.wait)
-				} else {
+				default:
 					err = deleteManifest(c, obj)
 				}
 				if err != nil {
@@ -366,6 +425,34 @@ func runWalkthrough(t *testing.T, w walkthrough, dir string, c client.Client) {
 			}
 		}
 	}
+}
+
+// readManifestsYAML reads each object body names at its apiVersion, as
+// kubectl get -o yaml would, and returns them as YAML documents.
+func readManifestsYAML(t *testing.T, where string, c client.Client, body string) string {
+	t.Helper()
+	if c == nil {
+		t.Fatalf("%s: walkthrough:get in a walkthrough without a cluster", where)
+	}
+	objs, err := decodeManifests([]byte(body))
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	var docs []string
+	for _, obj := range objs {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), cur); err != nil {
+			t.Fatalf("%s: get %s %s: %v", where, obj.GetKind(), client.ObjectKeyFromObject(obj), err)
+		}
+		cur.SetManagedFields(nil)
+		data, err := yaml.Marshal(cur.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(data))
+	}
+	return strings.Join(docs, "---\n")
 }
 
 // applyManifest creates obj, or merges it into the object of its name (as
@@ -484,6 +571,8 @@ func TestDocsWalkthroughRules(t *testing.T) {
 		"<!-- walkthrough:apply wait=Ready -->\n```yaml\nkind: X\n```\n" +
 		"```yaml\nkind: NotApplied\n```\n" +
 		"<!-- walkthrough:delete -->\n```yaml\nkind: X\n```\n" +
+		"<!-- walkthrough:apply refused -->\n```yaml\nkind: Bad\n```\n```text\ndenied\n```\n" +
+		"<!-- walkthrough:get -->\n```yaml\nkind: X\n```\n```text\nspec:\n```\n" +
 		"<!-- walkthrough:end -->\n"
 	ws, err := parseWalkthroughs("p.md", page)
 	if err != nil {
@@ -493,9 +582,11 @@ func TestDocsWalkthroughRules(t *testing.T) {
 		{kind: "run", line: 6, body: "export A=1\nannexctl status\n", want: []string{"hello   world", "…ready"}},
 		{kind: "apply", line: 16, body: "kind: X\n", wait: "Ready"},
 		{kind: "delete", line: 23, body: "kind: X\n"},
+		{kind: "apply", line: 27, body: "kind: Bad\n", want: []string{"denied"}, refused: true},
+		{kind: "get", line: 34, body: "kind: X\n", want: []string{"spec:"}},
 	}
 	if len(ws) != 1 || ws[0].env != "hub" || ws[0].line != 5 || !slices.EqualFunc(ws[0].steps, want, func(a, b walkStep) bool {
-		return a.kind == b.kind && a.line == b.line && a.body == b.body && slices.Equal(a.want, b.want) && a.wait == b.wait
+		return a.kind == b.kind && a.line == b.line && a.body == b.body && slices.Equal(a.want, b.want) && a.wait == b.wait && a.refused == b.refused
 	}) {
 		t.Errorf("parsed %+v, want one hub walkthrough at line 5 with steps %+v", ws, want)
 	}
@@ -507,6 +598,10 @@ func TestDocsWalkthroughRules(t *testing.T) {
 		{"unclosed", "<!-- walkthrough:begin hub -->\n```sh\nls\n```\n"},
 		{"no sh block", "<!-- walkthrough:begin none -->\n<!-- walkthrough:end -->\n"},
 		{"unknown environment", "<!-- walkthrough:begin moon -->\n```sh\nls\n```\n<!-- walkthrough:end -->\n"},
+		{"a refusal without its text", "<!-- walkthrough:begin hub -->\n<!-- walkthrough:apply refused -->\n```yaml\nkind: X\n```\n```sh\nls\n```\n<!-- walkthrough:end -->\n"},
+		{"a get without its text at the end", "<!-- walkthrough:begin hub -->\n```sh\nls\n```\n<!-- walkthrough:get -->\n```yaml\nkind: X\n```\n<!-- walkthrough:end -->\n"},
+		{"a delete refused", "<!-- walkthrough:begin hub -->\n```sh\nls\n```\n<!-- walkthrough:delete refused -->\n```yaml\nkind: X\n```\n```text\nx\n```\n<!-- walkthrough:end -->\n"},
+		{"a text after a plain apply", "<!-- walkthrough:begin hub -->\n```sh\nls\n```\n<!-- walkthrough:apply -->\n```yaml\nkind: X\n```\n```text\nx\n```\n<!-- walkthrough:end -->\n"},
 	}
 	for _, c := range refused {
 		if _, err := parseWalkthroughs("p.md", c.page); err == nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/catalog"
@@ -21,11 +22,12 @@ import (
 // TestIndexOperators checks the built-in example operator as an
 // installation sees it: one Extension of engine Bundle with the File-Based
 // Catalog's channels and edges (stable 0.1.0 → 0.2.0; fast 0.1.0 → 0.2.0
-// → 0.3.0, with a skipRange from 0.1.0), install modes and minimum
-// Kubernetes version, each version served as builtin://example-operator/
-// <version> with its archive's digest; fetched as an installation fetches
-// it, each is the bundle of its folder, which converts in every install
-// mode.
+// → 0.3.0 → 0.4.0, with a skipRange from 0.1.0 to 0.3.0), install modes
+// (0.4.0, with a conversion webhook, AllNamespaces only), owned APIs
+// (0.4.0 adds Banner v1beta1) and minimum Kubernetes version, each
+// version served as builtin://example-operator/<version> with its
+// archive's digest; fetched as an installation fetches it, each is the
+// bundle of its folder, which converts in every install mode it supports.
 func TestIndexOperators(t *testing.T) {
 	index, err := builtin.Index("builtin")
 	if err != nil {
@@ -43,14 +45,19 @@ func TestIndexOperators(t *testing.T) {
 	if op.Spec.DefaultChannel != "stable" || op.Spec.DisplayName != "Example Operator" || op.Spec.Description == "" {
 		t.Errorf("example-operator: defaultChannel %q, displayName %q, description %q", op.Spec.DefaultChannel, op.Spec.DisplayName, op.Spec.Description)
 	}
-	modes := []string{"OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces"}
+	every := []string{"OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces"}
+	v1alpha1Only := []string{"example.annex.dev/v1alpha1/Banner"}
 	want := []struct {
 		version  string
 		channels []v1alpha1.ChannelEntry
+		modes    []string
+		apis     []string
 	}{
-		{"0.3.0", []v1alpha1.ChannelEntry{{Name: "fast", Replaces: "0.2.0", SkipRange: ">=0.1.0 <0.3.0"}}},
-		{"0.2.0", []v1alpha1.ChannelEntry{{Name: "fast", Replaces: "0.1.0"}, {Name: "stable", Replaces: "0.1.0"}}},
-		{"0.1.0", []v1alpha1.ChannelEntry{{Name: "fast"}, {Name: "stable"}}},
+		{"0.4.0", []v1alpha1.ChannelEntry{{Name: "fast", Replaces: "0.3.0"}}, []string{"AllNamespaces"},
+			[]string{"example.annex.dev/v1alpha1/Banner", "example.annex.dev/v1beta1/Banner"}},
+		{"0.3.0", []v1alpha1.ChannelEntry{{Name: "fast", Replaces: "0.2.0", SkipRange: ">=0.1.0 <0.3.0"}}, every, v1alpha1Only},
+		{"0.2.0", []v1alpha1.ChannelEntry{{Name: "fast", Replaces: "0.1.0"}, {Name: "stable", Replaces: "0.1.0"}}, every, v1alpha1Only},
+		{"0.1.0", []v1alpha1.ChannelEntry{{Name: "fast"}, {Name: "stable"}}, every, v1alpha1Only},
 	}
 	if len(op.Spec.Versions) != len(want) {
 		t.Fatalf("%d versions, want %d", len(op.Spec.Versions), len(want))
@@ -61,8 +68,8 @@ func TestIndexOperators(t *testing.T) {
 		if v.Version != w.version || v.Engine != v1alpha1.EngineBundle || !reflect.DeepEqual(v.Channels, w.channels) || v.KubeVersion != ">=1.30.0" {
 			t.Errorf("version %d: %s engine %s channels %+v kubeVersion %q; want %s, Bundle, %+v, >=1.30.0", i, v.Version, v.Engine, v.Channels, v.KubeVersion, w.version, w.channels)
 		}
-		if v.Operator == nil || !slices.Equal(v.Operator.InstallModes, modes) || !slices.Equal(v.Operator.OwnedAPIs, []string{"example.annex.dev/v1alpha1/Banner"}) {
-			t.Errorf("%s: operator %+v, want install modes %v and the Banner API", v.Version, v.Operator, modes)
+		if v.Operator == nil || !slices.Equal(v.Operator.InstallModes, w.modes) || !slices.Equal(v.Operator.OwnedAPIs, w.apis) {
+			t.Errorf("%s: operator %+v, want install modes %v and APIs %v", v.Version, v.Operator, w.modes, w.apis)
 		}
 		archive, err := builtin.Archive("example-operator", v.Version)
 		if err != nil {
@@ -83,8 +90,13 @@ func TestIndexOperators(t *testing.T) {
 		if b.Package != "example-operator" || b.CSV.Spec.Version != v.Version || b.CSV.Metadata.Name != "example-operator.v"+v.Version {
 			t.Errorf("%s: the archive holds %s %s (CSV %s)", v.Version, b.Package, b.CSV.Spec.Version, b.CSV.Metadata.Name)
 		}
-		for _, watch := range [][]string{nil, {"operators"}, {"team-a"}, {"team-a", "team-b"}} {
-			if _, err := bundle.Convert(b, bundle.Options{InstallNamespace: "operators", WatchNamespaces: watch, Name: "example-operator"}); err != nil {
+		watches := [][]string{nil, {"operators"}, {"team-a"}, {"team-a", "team-b"}}
+		if len(w.modes) == 1 {
+			watches = watches[:1]
+		}
+		certs := &bundle.CertificateInputs{Now: time.Now(), Secret: func(string) map[string][]byte { return nil }}
+		for _, watch := range watches {
+			if _, err := bundle.Convert(b, bundle.Options{InstallNamespace: "operators", WatchNamespaces: watch, Name: "example-operator", Certificates: certs}); err != nil {
 				t.Errorf("%s watching %v: %v", v.Version, watch, err)
 			}
 		}
@@ -125,9 +137,12 @@ func TestOperatorCatalogMatchesBundles(t *testing.T) {
 				t.Errorf("%s: channel %s is not in the bundle's annotations (%v)", v.Version, ch.Name, b.Channels)
 			}
 		}
-		owned := csv.Spec.CustomResourceDefinitions.Owned
-		if len(owned) != 1 || owned[0].Kind+"."+owned[0].Version != "Banner.v1alpha1" || !slices.Equal(v.Operator.OwnedAPIs, []string{"example.annex.dev/v1alpha1/Banner"}) {
-			t.Errorf("%s: owned CRDs %+v, catalog APIs %v", v.Version, owned, v.Operator.OwnedAPIs)
+		var owned []string
+		for _, o := range csv.Spec.CustomResourceDefinitions.Owned {
+			owned = append(owned, "example.annex.dev/"+o.Version+"/"+o.Kind)
+		}
+		if !slices.Equal(owned, v.Operator.OwnedAPIs) {
+			t.Errorf("%s: the CSV owns %v, the catalog says %v", v.Version, owned, v.Operator.OwnedAPIs)
 		}
 		image := "annex.dev/example-operator:" + v.Version
 		d := csv.Spec.Install.Spec.Deployments
