@@ -150,7 +150,6 @@ func (s notationStores) GetCertificates(_ context.Context, t truststore.Type, na
 // certificate, an identity notation-go refuses.
 func ParseNotationPolicy(stores []NotationStore, identities []string, level string) (NotationPolicy, error) {
 	certs := notationStores{truststore.TypeCA: {}, truststore.TypeSigningAuthority: {}}
-	h := sha256.New()
 	var names []string
 	for i, s := range stores {
 		parsed, err := cryptoutils.UnmarshalCertificatesFromPEM(s.PEM)
@@ -163,13 +162,11 @@ func ParseNotationPolicy(stores []NotationStore, identities []string, level stri
 		}
 		certs[t][s.Name] = parsed
 		names = append(names, string(t)+":"+s.Name)
-		fmt.Fprintf(h, "%s:%s\x00%s\x00", t, s.Name, s.PEM)
 	}
 	lv := trustpolicy.LevelStrict.Name
 	if strings.EqualFold(level, "Permissive") {
 		lv = trustpolicy.LevelPermissive.Name
 	}
-	fmt.Fprintf(h, "%s\x00%s", lv, strings.Join(identities, "\x00"))
 	doc := &trustpolicy.Document{Version: "1.0", TrustPolicies: []trustpolicy.TrustPolicy{{
 		Name:           "annex",
 		RegistryScopes: []string{"*"},
@@ -194,7 +191,19 @@ func ParseNotationPolicy(stores []NotationStore, identities []string, level stri
 		}
 		expected = append(expected, fmt.Sprintf("%s of trust store %s", id, strings.Join(names, " or ")))
 	}
-	return NotationPolicy{verifier: v, Expected: expected, ID: "notation:" + hex.EncodeToString(h.Sum(nil))}, nil
+	return NotationPolicy{verifier: v, Expected: expected, ID: NotationPolicyID(stores, identities, level)}, nil
+}
+
+// NotationPolicyID identifies a Notation policy by its stores, identities
+// and level, without parsing them: the Cache's key with a digest, and
+// the key under which a caller may keep the parsed policy.
+func NotationPolicyID(stores []NotationStore, identities []string, level string) string {
+	h := sha256.New()
+	for _, s := range stores {
+		fmt.Fprintf(h, "%s:%t\x00%s\x00", s.Name, s.SigningAuthority, s.PEM)
+	}
+	fmt.Fprintf(h, "%s\x00%s", strings.ToLower(level), strings.Join(identities, "\x00"))
+	return "notation:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // VerifyNotation checks the Notation signatures of the OCI manifest art
