@@ -215,13 +215,49 @@ func inlineBundleSource(cat *v1alpha1.Catalog, src v1alpha1.ArtifactSource) (out
 	return src, src.URL, fmt.Sprintf("an artifact served over %s://, which cannot carry an OCI signature (Cosign and Notation sign OCI artifacts; a catalog of an HTTP Helm repository verifies with provider HelmProvenance)", u.Scheme)
 }
 
-// pinned is the oci:// URL of raw (a tag reference) pinned to digest.
+// pinned is the oci:// URL of raw (a tag or digest reference) pinned to
+// digest.
 func pinned(raw, digest string) string {
-	rest := strings.TrimPrefix(raw, "oci://")
+	rest, _, _ := strings.Cut(strings.TrimPrefix(raw, "oci://"), "@")
 	if i := strings.LastIndex(rest, ":"); i > strings.LastIndex(rest, "/") {
 		rest = rest[:i]
 	}
 	return "oci://" + rest + "@" + digest
+}
+
+// VerifyCatalogImage verifies the image of an olm catalog
+// (spec.source.olm.image, by tag or digest) under the catalog's policy
+// (or the cluster default), as Verify does an installation's artifact,
+// and returns the image pinned to the digest verified: the catalog is
+// read from exactly what was verified. With no policy, or under Audit,
+// an image that is not verified is read too (pinned): the installations
+// of its inline bundles verify the same image and report it. A refusal
+// under Enforce is a *CatalogImageRefusedError; other errors (a registry
+// that does not answer) are retried.
+func (v *Verifier) VerifyCatalogImage(ctx context.Context, cat *v1alpha1.Catalog, image string) (string, error) {
+	src := v1alpha1.ArtifactSource{URL: "oci://" + image, Catalog: cat.Name}
+	m, err := oci.ResolveManifest(ctx, v.Fetcher, src)
+	if err != nil {
+		return "", fmt.Errorf("spec.source.olm.image: %w", err)
+	}
+	src.URL = pinned(src.URL, m.Digest)
+	out, err := v.Verify(ctx, fmt.Sprintf("the catalog image of catalog %q", cat.Name), src, "")
+	if err != nil {
+		return "", err
+	}
+	if out != nil && !out.Verified && out.Mode != v1alpha1.VerificationAudit {
+		return "", &CatalogImageRefusedError{Reason: out.Reason, Message: out.Message}
+	}
+	return strings.TrimPrefix(src.URL, "oci://"), nil
+}
+
+// CatalogImageRefusedError is an olm catalog image its policy refuses:
+// Reason is SignatureMissing, SignatureInvalid, IdentityMismatch or
+// VerificationPolicyInvalid, Message says what was found and what to do.
+type CatalogImageRefusedError struct{ Reason, Message string }
+
+func (e *CatalogImageRefusedError) Error() string {
+	return fmt.Sprintf("spec.source.olm.image is refused (%s): %s", e.Reason, e.Message)
 }
 
 // ociCheck is a policy for OCI signatures made ready: the *verify.Error
