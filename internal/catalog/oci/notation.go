@@ -50,44 +50,67 @@ func ResolveManifest(ctx context.Context, f *catalog.Fetcher, src v1alpha1.Artif
 	if err != nil {
 		return Manifest{}, err
 	}
+	return headManifest(ref, src.URL, opts)
+}
+
+// headManifest asks the registry for the descriptor of ref (shown as
+// url in errors), as ResolveManifest says.
+func headManifest(ref name.Reference, url string, opts []remote.Option) (Manifest, error) {
 	desc, err := remote.Head(ref, opts...)
 	if err != nil {
 		if isNotFound(err) {
-			return Manifest{}, fmt.Errorf("artifact %s: the registry has no such manifest", src.URL)
+			return Manifest{}, fmt.Errorf("artifact %s: the registry has no such manifest", url)
 		}
-		return Manifest{}, &catalog.FetchError{URL: src.URL, Err: err}
+		return Manifest{}, &catalog.FetchError{URL: url, Err: err}
 	}
 	if d, isDigest := ref.(name.Digest); isDigest && d.DigestStr() != desc.Digest.String() {
-		return Manifest{}, &catalog.DigestMismatchError{URL: src.URL, Want: d.DigestStr(), Got: desc.Digest.String()}
+		return Manifest{}, &catalog.DigestMismatchError{URL: url, Want: d.DigestStr(), Got: desc.Digest.String()}
 	}
 	return Manifest{MediaType: string(desc.MediaType), Digest: desc.Digest.String(), Size: desc.Size}, nil
 }
 
-// NotationSignatures reads the Notation signatures of the manifest
-// digest in the repository of src.URL, with the credentials of
-// src.Catalog: the referrers of that manifest (the registry's referrers
-// API, else the sha256-<hex> fallback tag) whose artifact type is
-// verify.ArtifactTypeNotation, at most verify.MaxNotationSignatures,
-// and each one's envelope, checked against its digest. A referrer whose
-// subject is another manifest is skipped. No referrers: no signatures,
-// no error. Errors are *catalog.FetchError (retry),
-// *MalformedSignatureError, or a plain error for a URL that is not an
-// OCI reference.
-func NotationSignatures(ctx context.Context, f *catalog.Fetcher, src v1alpha1.ArtifactSource, digest string) ([]verify.NotationSignature, error) {
-	raw, _ := strings.CutPrefix(src.URL, "oci://")
+// NotationSignatures reads the manifest src.URL names
+// (oci://<repository>@sha256:<hex>, or :<tag> for the manifest the tag
+// names now), as ResolveManifest does, and its Notation signatures, with
+// the credentials of src.Catalog: the referrers of that manifest (the
+// registry's referrers API, else the sha256-<hex> fallback tag) whose
+// artifact type is verify.ArtifactTypeNotation, at most
+// verify.MaxNotationSignatures, and each one's envelope, checked
+// against its digest. A referrer whose subject is another manifest is
+// skipped. No referrers: no signatures, no error. One connection setup
+// serves every request. Errors are *catalog.FetchError (retry),
+// *catalog.DigestMismatchError, *MalformedSignatureError, or a plain
+// error for a URL that is not an OCI reference or a manifest that does
+// not exist.
+func NotationSignatures(ctx context.Context, f *catalog.Fetcher, src v1alpha1.ArtifactSource) (Manifest, []verify.NotationSignature, error) {
+	raw, ok := strings.CutPrefix(src.URL, "oci://")
 	ref, err := name.ParseReference(raw)
-	if err != nil {
-		return nil, fmt.Errorf("artifact URL %q: not an OCI reference: %v", src.URL, err)
+	if !ok || err != nil {
+		return Manifest{}, nil, fmt.Errorf("artifact URL %q: an OCI artifact URL is oci://<registry>/<repository>@sha256:<digest> or :<tag>", src.URL)
 	}
 	repo := ref.Context()
 	access, err := f.CatalogAccess(ctx, src.Catalog)
 	if err != nil {
-		return nil, err
+		return Manifest{}, nil, err
 	}
 	opts, err := options(ctx, f, access)
 	if err != nil {
-		return nil, err
+		return Manifest{}, nil, err
 	}
+	puller, err := remote.NewPuller(opts...)
+	if err != nil {
+		return Manifest{}, nil, err
+	}
+	opts = append(opts, remote.Reuse(puller))
+	m, err := headManifest(ref, src.URL, opts)
+	if err != nil {
+		return Manifest{}, nil, err
+	}
+	sigs, err := notationSignatures(repo, m.Digest, opts)
+	return m, sigs, err
+}
+
+func notationSignatures(repo name.Repository, digest string, opts []remote.Option) ([]verify.NotationSignature, error) {
 	subject := repo.Digest(digest)
 	index, err := remote.Referrers(subject, append(opts, remote.WithFilter("artifactType", verify.ArtifactTypeNotation))...)
 	if err != nil {

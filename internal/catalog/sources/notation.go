@@ -47,11 +47,7 @@ func (v *Verifier) notationCheck(ctx context.Context, policy *v1alpha1.Verificat
 	}
 	return ociCheck{provider: verify.ProviderNotation, expected: p.Expected, setID: p.ID,
 		verify: func(ctx context.Context, art verify.Artifact, src v1alpha1.ArtifactSource) (verify.Identity, error) {
-			m, err := oci.ResolveManifest(ctx, v.Fetcher, src)
-			if err != nil {
-				return verify.Identity{}, err
-			}
-			sigs, err := oci.NotationSignatures(ctx, v.Fetcher, src, art.Digest)
+			m, sigs, err := oci.NotationSignatures(ctx, v.Fetcher, src)
 			if err != nil {
 				return verify.Identity{}, err
 			}
