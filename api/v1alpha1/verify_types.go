@@ -36,7 +36,8 @@ const (
 
 // VerificationPolicy is a catalog's signature policy: who must have signed
 // an artifact before Annex hands it to an engine. Verification happens
-// when an installation fetches a version, once per artifact digest.
+// when an installation fetches a version, once per artifact digest, and
+// for an olm catalog's image before each sync reads it.
 // The providers are Cosign (public keys, or keyless certificates) and
 // Notation (an X.509 trust store and trusted identities), for artifacts
 // in OCI registries (charts, packages, OLM bundle and catalog images),
@@ -369,8 +370,7 @@ type ArtifactVerification struct {
 	// Verified is true when a trusted identity signed this very artifact.
 	Verified bool `json:"verified"`
 	// Identity is the signer, e.g. `key "release-2026" (sha256:3f2a…)`,
-	// or for Notation `x509.subject "CN=release,O=Example" (trust store
-	// "release")`.
+	// or for Notation `x509.subject "CN=release,O=Example,ST=WA,C=US"`.
 	// +optional
 	Identity string `json:"identity,omitempty"`
 	// Reason is why it is not verified: SignatureMissing,
