@@ -229,12 +229,18 @@ func pinned(raw, digest string) string {
 // (spec.source.olm.image, by tag or digest) under the catalog's policy
 // (or the cluster default), as Verify does an installation's artifact,
 // and returns the image pinned to the digest verified: the catalog is
-// read from exactly what was verified. With no policy, or under Audit,
-// an image that is not verified is read too (pinned): the installations
-// of its inline bundles verify the same image and report it. A refusal
-// under Enforce is a *CatalogImageRefusedError; other errors (a registry
-// that does not answer) are retried.
+// read from exactly what was verified. With neither a catalog policy nor
+// a cluster default, the image is returned as it is, with no request.
+// Under Audit an image that is not verified is read too (pinned): the
+// installations of its inline bundles verify the same image and report
+// it. A refusal under Enforce is a *CatalogImageRefusedError; other
+// errors (a registry that does not answer) are retried.
 func (v *Verifier) VerifyCatalogImage(ctx context.Context, cat *v1alpha1.Catalog, image string) (string, error) {
+	if cat.Spec.Verify == nil && v.Default == nil {
+		// No policy can apply: read the image as it is, with no extra
+		// request.
+		return image, nil
+	}
 	src := v1alpha1.ArtifactSource{URL: "oci://" + image, Catalog: cat.Name}
 	m, err := oci.ResolveManifest(ctx, v.Fetcher, src)
 	if err != nil {
