@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/crdcheck"
 )
 
 // checkCRDs is the gate of spec.upgrade.crdPolicy: every CRD the change
@@ -27,6 +28,7 @@ import (
 // (pure); this step only reads the installed CRDs.
 func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, error) {
 	proposed := crdsIn(s.change.objects)
+	s.inst.Status.CRDChanges = nil
 	if len(proposed) == 0 {
 		setCRDWarnings(s, "")
 		return ctrl.Result{}, nil
@@ -43,8 +45,16 @@ func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, nil
 	}
 	if len(j.refused) > 0 {
+		s.inst.Status.CRDChanges = crdChangeReport(s.choice.Version.Version, j.policy, v1alpha1.CRDChangeRefused, j.refused)
 		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, refusalMessage(ref, j))
 		return ctrl.Result{}, nil
+	}
+	if len(j.report) > 0 {
+		outcome := v1alpha1.CRDChangeApplied
+		if j.policy == v1alpha1.CRDPolicySkip {
+			outcome = v1alpha1.CRDChangeSkipped
+		}
+		s.inst.Status.CRDChanges = crdChangeReport(s.choice.Version.Version, j.policy, outcome, j.report)
 	}
 	s.keepCRDs(j.keep)
 	msg := reportMessage(ref, j)
@@ -57,6 +67,24 @@ func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, erro
 		r.event(s, corev1.EventTypeWarning, reason, msg)
 	}
 	return ctrl.Result{}, nil
+}
+
+// maxCRDFindings bounds status.crdChanges.findings.
+const maxCRDFindings = 20
+
+// crdChangeReport is status.crdChanges for the findings of a change to
+// version, judged under policy: what people see of it before (Refused) or
+// after (Applied, Skipped) it touches the cluster.
+func crdChangeReport(version string, policy v1alpha1.CRDPolicy, outcome v1alpha1.CRDChangeOutcome, findings []crdcheck.Finding) *v1alpha1.CRDChangeReport {
+	r := &v1alpha1.CRDChangeReport{Version: version, Policy: policy, Outcome: outcome, Findings: []v1alpha1.CRDFinding{}}
+	for i, f := range findings {
+		if i == maxCRDFindings {
+			r.Truncated = int32(len(findings) - maxCRDFindings)
+			break
+		}
+		r.Findings = append(r.Findings, v1alpha1.CRDFinding{CRD: f.CRD, Version: f.Version, Path: f.Path, Class: string(f.Class), Message: f.Message})
+	}
+	return r
 }
 
 // keepInstalledCRDs, under spec.upgrade.crdPolicy Skip, applies the
