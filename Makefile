@@ -25,7 +25,7 @@ BENCH ?= ^Benchmark(Solve|NewIndex|IngestIndex|IngestOLM|ParseHelmIndex|N100|Rec
 BENCH_COUNT ?= 6
 BENCH_PKGS ?= ./internal/resolve/ ./internal/catalog/helm/ ./internal/catalog/olm/ ./internal/record/ ./internal/engine/pkg/ ./internal/crdcheck/ ./test/bench/ ./internal/verify/ ./internal/catalog/sources/
 FUZZTIME ?= 60s
-FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/helm/:FuzzParseHelmIndex ./internal/catalog/helm/:FuzzFastDecoder ./internal/archive/:FuzzCheckArchive ./internal/catalog/helm/:FuzzAddPackageToIndex ./internal/engine/helm/:FuzzRender ./internal/engine/helm/:FuzzRenderChart ./internal/record/:FuzzDecodeRecord ./internal/adopt/:FuzzDecode ./internal/engine/pkg/:FuzzLoadArchive ./internal/engine/pkg/:FuzzLoadFiles ./internal/crdcheck/:FuzzCompare ./internal/verify/:FuzzParseSignatureManifest ./internal/verify/:FuzzVerify ./internal/convert/kkp/:FuzzConvert
+FUZZ_TARGETS ?= ./internal/resolve/:FuzzParseRange ./internal/resolve/:FuzzSolve ./internal/catalog/helm/:FuzzParseHelmIndex ./internal/catalog/helm/:FuzzFastDecoder ./internal/archive/:FuzzCheckArchive ./internal/catalog/helm/:FuzzAddPackageToIndex ./internal/engine/helm/:FuzzRender ./internal/engine/helm/:FuzzRenderChart ./internal/record/:FuzzDecodeRecord ./internal/adopt/:FuzzDecode ./internal/engine/pkg/:FuzzLoadArchive ./internal/engine/pkg/:FuzzLoadFiles ./internal/crdcheck/:FuzzCompare ./internal/verify/:FuzzParseSignatureManifest ./internal/verify/:FuzzVerify ./internal/verify/:FuzzParseNotationManifest ./internal/verify/:FuzzVerifyNotation ./internal/convert/kkp/:FuzzConvert
 
 .PHONY: all
 all: build

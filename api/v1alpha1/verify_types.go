@@ -12,6 +12,10 @@ const (
 	// (<chart URL>.prov, `helm package --sign`) of charts from HTTP Helm
 	// repositories with an OpenPGP keyring (spec.verify.helmProvenance).
 	VerificationHelmProvenance VerificationProvider = "HelmProvenance"
+	// VerificationNotation verifies Notation signatures (`notation sign`)
+	// of OCI artifacts with an X.509 trust store and trust policy
+	// (spec.verify.notation).
+	VerificationNotation VerificationProvider = "Notation"
 	// VerificationBuiltin is the built-in catalog's: its artifacts are part
 	// of the Annex binary and trusted as such, under any policy.
 	VerificationBuiltin VerificationProvider = "Builtin"
@@ -32,19 +36,23 @@ const (
 
 // VerificationPolicy is a catalog's signature policy: who must have signed
 // an artifact before Annex hands it to an engine. Verification happens
-// when an installation fetches a version, once per artifact digest.
-// The providers are Cosign with public keys, for artifacts in OCI
-// registries, and HelmProvenance with an OpenPGP keyring, for charts from
-// HTTP Helm repositories; an artifact the provider cannot verify (a chart
+// when an installation fetches a version, once per artifact digest, and
+// for an olm catalog's image before each sync reads it.
+// The providers are Cosign (public keys, or keyless certificates) and
+// Notation (an X.509 trust store and trusted identities), for artifacts
+// in OCI registries (charts, packages, OLM bundle and catalog images),
+// and HelmProvenance with an OpenPGP keyring, for charts from HTTP Helm
+// repositories; an artifact the provider cannot verify (a chart
 // from an HTTP repository under a Cosign policy) counts as unsigned: refused under
 // Enforce, reported under Audit, never silently accepted. The built-in
 // catalog is part of the binary and never refused.
 // +kubebuilder:validation:XValidation:rule="self.provider != 'Cosign' || has(self.cosign)",message="spec.verify.cosign: required when spec.verify.provider is Cosign"
 // +kubebuilder:validation:XValidation:rule="self.provider != 'HelmProvenance' || has(self.helmProvenance)",message="spec.verify.helmProvenance: required when spec.verify.provider is HelmProvenance"
+// +kubebuilder:validation:XValidation:rule="self.provider != 'Notation' || has(self.notation)",message="spec.verify.notation: required when spec.verify.provider is Notation"
 type VerificationPolicy struct {
-	// Provider is the signature scheme: Cosign (keyed) or HelmProvenance
-	// (OpenPGP).
-	// +kubebuilder:validation:Enum=Cosign;HelmProvenance
+	// Provider is the signature scheme: Cosign (keys or keyless),
+	// Notation (X.509) or HelmProvenance (OpenPGP).
+	// +kubebuilder:validation:Enum=Cosign;Notation;HelmProvenance
 	// +required
 	Provider VerificationProvider `json:"provider"`
 	// Mode is Enforce (refuse what is unsigned or signed by someone else)
@@ -62,6 +70,118 @@ type VerificationPolicy struct {
 	// must be signed with.
 	// +optional
 	HelmProvenance *HelmProvenanceVerification `json:"helmProvenance,omitempty"`
+
+	// Notation holds the trust store and the trust policy a Notation
+	// signature must satisfy.
+	// +optional
+	Notation *NotationVerification `json:"notation,omitempty"`
+}
+
+// NotationVerification is a Notation trust policy for a catalog's OCI
+// artifacts (registry scope: all of them): a signature is accepted when
+// its certificate chain ends at a certificate of one of TrustStores and
+// its signing certificate's subject is one of TrustedIdentities, checked
+// by notation-go at Level. Verification is offline: revocation (OCSP,
+// CRL) is not checked, as the hub may have no route to the CA. Trusting
+// two certificates at once rotates a signing certificate without
+// downtime.
+type NotationVerification struct {
+	// TrustStores are the named X.509 trust stores (notation's
+	// `ca:<name>` or `signingAuthority:<name>`): root certificates a
+	// signature's chain must end at.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +required
+	TrustStores []NotationTrustStore `json:"trustStores"`
+	// TrustedIdentities are the signers trusted, as in a Notation trust
+	// policy: `x509.subject: C=US, ST=WA, O=Example, CN=release` (the signing
+	// certificate's whole subject, in any order of its attributes), or
+	// "*" for any certificate that chains to a trust store.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.all(i, i == '*' || i.startsWith('x509.subject:'))",message="each identity is \"*\" or \"x509.subject: <distinguished name>\" (e.g. \"x509.subject: C=US, ST=WA, O=Example, CN=release\")"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(i, i == '*') || size(self) == 1",message="\"*\" trusts every certificate of the trust stores and must be the only identity"
+	// +required
+	TrustedIdentities []string `json:"trustedIdentities"`
+	// Level is Notation's verification level: Strict (integrity,
+	// authenticity and certificate expiry enforced) or Permissive
+	// (an expired certificate is accepted and logged). What Annex does
+	// with an unsigned or untrusted artifact is spec.verify.mode.
+	// +kubebuilder:validation:Enum=Strict;Permissive
+	// +kubebuilder:default=Strict
+	// +optional
+	Level NotationLevel `json:"level,omitempty"`
+}
+
+// NotationLevel is a Notation verification level.
+type NotationLevel string
+
+const (
+	// NotationStrict enforces integrity, authenticity and expiry.
+	NotationStrict NotationLevel = "Strict"
+	// NotationPermissive enforces integrity and authenticity, and logs an
+	// expired certificate.
+	NotationPermissive NotationLevel = "Permissive"
+)
+
+// NotationTrustStore is one named X.509 trust store: PEM certificates
+// given inline, in a Secret or in a ConfigMap.
+// +kubebuilder:validation:XValidation:rule="[has(self.certificates), has(self.secretRef), has(self.configMapRef)].filter(x, x).size() == 1",message="set exactly one of certificates, secretRef or configMapRef"
+type NotationTrustStore struct {
+	// Name identifies the trust store in status and messages.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+	// Type is the trust store's type in Notation's words: CA (the chain
+	// ends at one of its certificates; `notation sign` with a CA-issued
+	// certificate) or SigningAuthority (the notary.x509.signingAuthority
+	// signing scheme).
+	// +kubebuilder:validation:Enum=CA;SigningAuthority
+	// +kubebuilder:default=CA
+	// +optional
+	Type NotationTrustStoreType `json:"type,omitempty"`
+	// Certificates are the PEM certificates of the store.
+	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:XValidation:rule="self.contains('-----BEGIN CERTIFICATE-----')",message="must hold PEM certificates (-----BEGIN CERTIFICATE-----)"
+	// +optional
+	Certificates string `json:"certificates,omitempty"`
+	// SecretRef names a Secret holding the PEM certificates under Key.
+	// +optional
+	SecretRef *CertificatesReference `json:"secretRef,omitempty"`
+	// ConfigMapRef names a ConfigMap holding the PEM certificates under
+	// Key.
+	// +optional
+	ConfigMapRef *CertificatesReference `json:"configMapRef,omitempty"`
+}
+
+// NotationTrustStoreType is a Notation trust store type.
+type NotationTrustStoreType string
+
+const (
+	// NotationCA is a trust store of certificate authorities.
+	NotationCA NotationTrustStoreType = "CA"
+	// NotationSigningAuthority is a trust store of signing authorities.
+	NotationSigningAuthority NotationTrustStoreType = "SigningAuthority"
+)
+
+// CertificatesReference names the key of a Secret or ConfigMap holding
+// PEM certificates.
+type CertificatesReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Namespace string `json:"namespace"`
+	// Key is the data key holding the PEM certificates.
+	// +kubebuilder:default="ca.crt"
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // HelmProvenanceVerification trusts provenance files (`helm package
@@ -241,15 +361,16 @@ type ArtifactStatus struct {
 
 // ArtifactVerification is the outcome of verifying one artifact.
 type ArtifactVerification struct {
-	// Provider is what vouched for the artifact: Cosign, HelmProvenance,
-	// or Builtin for the built-in catalog.
+	// Provider is what vouched for the artifact: Cosign, Notation,
+	// HelmProvenance, or Builtin for the built-in catalog.
 	Provider VerificationProvider `json:"provider"`
 	// Mode is the policy's mode when the artifact was verified.
 	// +optional
 	Mode VerificationMode `json:"mode,omitempty"`
 	// Verified is true when a trusted identity signed this very artifact.
 	Verified bool `json:"verified"`
-	// Identity is the signer, e.g. `key "release-2026" (sha256:3f2a…)`.
+	// Identity is the signer, e.g. `key "release-2026" (sha256:3f2a…)`,
+	// or for Notation `x509.subject "CN=release,O=Example,ST=WA,C=US"`.
 	// +optional
 	Identity string `json:"identity,omitempty"`
 	// Reason is why it is not verified: SignatureMissing,

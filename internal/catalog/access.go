@@ -63,6 +63,16 @@ func (k KubeLookup) Secret(ctx context.Context, ref v1alpha1.SecretReference) (m
 	return s.Data, nil
 }
 
+// ConfigMap returns the data of the ConfigMap ns/name (a Notation trust
+// store's configMapRef).
+func (k KubeLookup) ConfigMap(ctx context.Context, ns, name string) (map[string]string, error) {
+	cm := &corev1.ConfigMap{}
+	if err := k.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
+		return nil, err
+	}
+	return cm.Data, nil
+}
+
 // Access is what a private repository or registry needs: credentials and
 // TLS settings, all of them for Host only.
 type Access struct {

@@ -155,8 +155,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	artifacts := &catalog.MemoryCache{Next: &catalog.DiskCache{Next: origin, Dir: cacheDir}}
 
 	recorder := mgr.GetEventRecorder("annex")
+	// One verifier, so that a digest verified once is verified for both
+	// the catalogs' images and the installations' artifacts.
+	verifier := newVerifier(mgr, o, fetcher, lookup, artifacts)
 	if hubShard {
-		if err := addHubControllers(mgr, o, fetcher, lookup, cacheDir, artifacts, recorder); err != nil {
+		if err := addHubControllers(mgr, o, fetcher, lookup, cacheDir, artifacts, recorder, verifier); err != nil {
 			return nil, err
 		}
 	}
@@ -180,7 +183,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Reader:                mgr.GetAPIReader(),
 		Resolver:              &indexedResolver{},
 		Engines:               engines(installationFetcher{artifacts, origin}),
-		Verifier:              newVerifier(mgr, o, fetcher, lookup, artifacts),
+		Verifier:              verifier,
 		Clusters:              installationClusters{clusters},
 		Events:                recorder,
 		ClusterEvents:         clusterEvents,
@@ -215,14 +218,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 // run in the default shard only: catalogs, extensions, profiles and their
 // rollouts, hooks and the image-policy hook, and the fleet's gauges.
 func addHubControllers(mgr ctrl.Manager, o Options, fetcher *catalog.Fetcher, lookup catalog.KubeLookup, cacheDir string,
-	artifacts *catalog.MemoryCache, recorder events.EventRecorder) error {
+	artifacts *catalog.MemoryCache, recorder events.EventRecorder, verifier *sources.Verifier) error {
 	// The gauges of installations and clusters read the cache at scrape
 	// time; one shard reports them for the whole hub.
 	metrics.ReadFrom(mgr.GetCache())
 	if err := (&catalogcontroller.Reconciler{
 		Client:  mgr.GetClient(),
 		Events:  recorder,
-		Sources: catalogSources{&sources.Catalogs{Fetcher: fetcher, Builtin: builtin.Index, Lookup: lookup, CacheDir: cacheDir}},
+		Sources: catalogSources{&sources.Catalogs{Fetcher: fetcher, Builtin: builtin.Index, Lookup: lookup, CacheDir: cacheDir, VerifyImage: verifier.VerifyCatalogImage}},
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/annex-platform/annex/internal/verify"
@@ -34,6 +35,22 @@ func BenchmarkVerify(b *testing.B) {
 		b.ResetTimer()
 		for b.Loop() {
 			if _, err := verify.VerifyKeyless(art, p, sigs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("provider=notation", func(b *testing.B) {
+		root := verifytest.NewRoot(b, "root")
+		signer := root.NotationLeaf(b, "Example", "release")
+		p, err := verify.ParseNotationPolicy([]verify.NotationStore{{Name: "root", PEM: root.PEM}}, []string{"x509.subject: C=US, ST=WA, O=Example, CN=release"}, "Strict")
+		if err != nil {
+			b.Fatal(err)
+		}
+		sigs := []verify.NotationSignature{notationSign(b, signer, digestA)}
+		ctx := context.Background()
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := verify.VerifyNotation(ctx, art, manifestType, 512, p, sigs); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -112,6 +112,16 @@ func (e *Error) words() (what, todo string) {
 			return "is signed, but by none of the trusted OpenPGP keys", "if the signer is trusted, add its public key to the catalog's spec.verify.helmProvenance.keyrings; otherwise do not install this version"
 		}
 		return "cannot be verified: the policy trusts no keyring", "list a keyring in the catalog's spec.verify.helmProvenance.keyrings"
+	case ProviderNotation:
+		switch e.Reason {
+		case ReasonSignatureMissing:
+			return "has no Notation signature", "sign it with a certificate the policy trusts (notation sign --key <key> <registry>/<repository>@<digest>), or set the catalog's spec.verify.mode to Audit to install unsigned artifacts"
+		case ReasonSignatureInvalid:
+			return "has no valid Notation signature for this digest", "the artifact changed after it was signed, or its signature is corrupt or its certificate expired: do not install it; publish it again and sign the new digest"
+		case ReasonIdentityMismatch:
+			return "is signed, but by no certificate the policy trusts", "if the signer is trusted, add its root certificate to the catalog's spec.verify.notation.trustStores and its subject to spec.verify.notation.trustedIdentities; otherwise do not install this version"
+		}
+		return "cannot be verified: the policy trusts no certificate", "list PEM certificates in spec.verify.notation.trustStores and at least one identity"
 	case ProviderKeyless:
 		switch e.Reason {
 		case ReasonSignatureMissing:

@@ -1,6 +1,8 @@
 package verify_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -117,6 +119,59 @@ func FuzzVerifyProvenance(f *testing.F) {
 		vErr, ok := err.(*verify.Error)
 		if !ok || vErr.Reason == "" || vErr.Error() == "" {
 			t.Fatalf("want a *verify.Error, got %v", err)
+		}
+	})
+}
+
+// FuzzParseNotationManifest feeds arbitrary bytes to the Notation
+// signature manifest parser (the part of the Notation layout Annex reads
+// itself): it must not panic, and what it accepts is within its bounds.
+func FuzzParseNotationManifest(f *testing.F) {
+	f.Add([]byte(`{"schemaVersion":2,"artifactType":"` + verify.ArtifactTypeNotation + `","config":{"mediaType":"application/vnd.oci.empty.v1+json"},"layers":[{"mediaType":"` + verify.MediaTypeJWS + `","digest":"sha256:` + strings.Repeat("a", 64) + `","size":2000}],"subject":{"digest":"sha256:` + strings.Repeat("b", 64) + `"}}`))
+	f.Add([]byte(`{"config":{"mediaType":"` + verify.ArtifactTypeNotation + `"},"layers":[{"mediaType":"` + verify.MediaTypeCOSE + `"}]}`))
+	f.Add([]byte(`{"artifactType":"application/spdx+json"}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		l, ok, err := verify.ParseNotationManifest(raw)
+		if err != nil || !ok {
+			return
+		}
+		if l.Size <= 0 || l.Size > verify.MaxEnvelopeBytes || (l.MediaType != verify.MediaTypeJWS && l.MediaType != verify.MediaTypeCOSE) ||
+			!strings.HasPrefix(l.Digest, "sha256:") || !strings.HasPrefix(l.Subject, "sha256:") {
+			t.Fatalf("accepted a signature out of bounds: %+v", l)
+		}
+	})
+}
+
+// FuzzVerifyNotation feeds arbitrary envelopes, of either media type, to
+// VerifyNotation with a trusted root: notation-go parses them; nothing
+// verifies (the fuzzer cannot forge a signature), nothing panics, and
+// every failure is an *Error with a reason.
+func FuzzVerifyNotation(f *testing.F) {
+	root := verifytest.NewRoot(f, "root")
+	signer := root.NotationLeaf(f, "Example", "release")
+	p, err := verify.ParseNotationPolicy([]verify.NotationStore{{Name: "root", PEM: root.PEM}}, []string{"*"}, "Strict")
+	if err != nil {
+		f.Fatal(err)
+	}
+	other := "sha256:" + strings.Repeat("d", 64)
+	env, err := verify.SignNotation(context.Background(), signer.Key, signer.Chain, "application/vnd.oci.image.manifest.v1+json", other, 512)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(env, false)
+	f.Add([]byte(`{"payload":"","protected":"","header":{},"signature":""}`), false)
+	f.Add([]byte{0xd2, 0x84, 0x40, 0xa0, 0x40, 0x40}, true)
+	art := verify.Artifact{Ref: "x", Digest: "sha256:" + strings.Repeat("c", 64)}
+	f.Fuzz(func(t *testing.T, envelope []byte, cose bool) {
+		mt := verify.MediaTypeJWS
+		if cose {
+			mt = verify.MediaTypeCOSE
+		}
+		_, err := verify.VerifyNotation(context.Background(), art, "application/vnd.oci.image.manifest.v1+json", 512, p, []verify.NotationSignature{{MediaType: mt, Envelope: envelope}})
+		var verr *verify.Error
+		if !errors.As(err, &verr) || verr.Reason == "" {
+			t.Fatalf("got %v, want an *Error", err)
 		}
 	})
 }

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	enginepkg "github.com/annex-platform/annex/internal/engine/pkg"
@@ -31,8 +33,19 @@ import (
 // Lookup is a catalog.CatalogLookup over fixed objects; Secrets are keyed
 // "<namespace>/<name>".
 type Lookup struct {
-	Catalogs map[string]*v1alpha1.Catalog
-	Secrets  map[string]map[string][]byte
+	Catalogs   map[string]*v1alpha1.Catalog
+	Secrets    map[string]map[string][]byte
+	ConfigMaps map[string]map[string]string
+}
+
+// ConfigMap returns the data of ConfigMap ns/name, NotFound when there is
+// none.
+func (l Lookup) ConfigMap(_ context.Context, ns, name string) (map[string]string, error) {
+	data, ok := l.ConfigMaps[ns+"/"+name]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
+	}
+	return data, nil
 }
 
 // Catalog returns the named Catalog, nil when there is none.

@@ -346,11 +346,13 @@ func FetchArtifact(ctx context.Context, f *catalog.Fetcher, src v1alpha1.Artifac
 }
 
 // cosignTag matches the tags cosign writes next to an artifact: its
-// signatures (.sig), attestations (.att) and SBOMs (.sbom).
-var cosignTag = regexp.MustCompile(`^sha256-[a-f0-9]{64}\.(sig|att|sbom)$`)
+// signatures (.sig), attestations (.att) and SBOMs (.sbom); and the
+// referrers fallback tag (sha256-<hex>, no suffix) where registries
+// without the referrers API keep an artifact's Notation signatures.
+var cosignTag = regexp.MustCompile(`^sha256-[a-f0-9]{64}(\.(sig|att|sbom))?$`)
 
-// isCosignTag reports whether tag is one of cosign's, which a catalog
-// does not list as a version.
+// isCosignTag reports whether tag is one of cosign's or the referrers
+// fallback tag, which a catalog does not list as a version.
 func isCosignTag(tag string) bool { return cosignTag.MatchString(tag) }
 
 func isNotFound(err error) bool {

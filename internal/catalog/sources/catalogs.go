@@ -35,6 +35,12 @@ type Catalogs struct {
 	CacheDir string
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// VerifyImage verifies an olm catalog's image (spec.source.olm.image)
+	// under the catalog's signature policy before it is read, and returns
+	// the image pinned to the digest it verified, which is what is read
+	// (Verifier.VerifyCatalogImage); an error refuses the sync. Nil reads
+	// images unverified.
+	VerifyImage func(ctx context.Context, cat *v1alpha1.Catalog, image string) (string, error)
 
 	mu    sync.Mutex
 	state map[string]*lastGood
@@ -128,7 +134,15 @@ func (s *Catalogs) read(ctx context.Context, cat *v1alpha1.Catalog, prev *lastGo
 		}
 		return &lastGood{FetchedAt: now, Index: index}, nil
 	case src.OLM != nil:
-		index, err := olm.Index(ctx, s.Fetcher, src.OLM, cat.Name, access)
+		olmSrc := *src.OLM
+		if olmSrc.Image != "" && s.VerifyImage != nil {
+			pinned, err := s.VerifyImage(ctx, cat, olmSrc.Image)
+			if err != nil {
+				return nil, err
+			}
+			olmSrc.Image = pinned
+		}
+		index, err := olm.Index(ctx, s.Fetcher, &olmSrc, cat.Name, access)
 		if err != nil {
 			return nil, err
 		}

@@ -33,8 +33,10 @@ func ParseDefaultPolicy(data []byte) (*v1alpha1.VerificationPolicy, error) {
 		return nil, fmt.Errorf("%s: cosign: set exactly one of cosign.keys and cosign.keyless when provider is Cosign", DefaultPolicyKey)
 	case p.Provider == v1alpha1.VerificationHelmProvenance && (p.HelmProvenance == nil || len(p.HelmProvenance.Keyrings) == 0):
 		return nil, fmt.Errorf("%s: helmProvenance.keyrings: required when provider is HelmProvenance", DefaultPolicyKey)
-	case p.Provider != v1alpha1.VerificationCosign && p.Provider != v1alpha1.VerificationHelmProvenance:
-		return nil, fmt.Errorf("%s: provider %q: use Cosign or HelmProvenance", DefaultPolicyKey, p.Provider)
+	case p.Provider == v1alpha1.VerificationNotation && (p.Notation == nil || len(p.Notation.TrustStores) == 0 || len(p.Notation.TrustedIdentities) == 0):
+		return nil, fmt.Errorf("%s: notation.trustStores and notation.trustedIdentities: required when provider is Notation", DefaultPolicyKey)
+	case p.Provider != v1alpha1.VerificationCosign && p.Provider != v1alpha1.VerificationHelmProvenance && p.Provider != v1alpha1.VerificationNotation:
+		return nil, fmt.Errorf("%s: provider %q: use Cosign, Notation or HelmProvenance", DefaultPolicyKey, p.Provider)
 	}
 	return &p, nil
 }

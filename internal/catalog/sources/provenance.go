@@ -84,19 +84,7 @@ func (v *Verifier) verifyProvenance(ctx context.Context, ref string, src v1alpha
 	}
 	art.Digest = catalog.Digest(archive)
 	id, err := verify.VerifyProvenance(art, rings, archive, prov, path.Base(u.Path))
-	var verr *verify.Error
-	if errors.As(err, &verr) {
-		verr.AuditRefused = auditRefused
-		return refuse(verr.Reason, verr.Error())
-	}
-	if err != nil {
-		return nil, err
-	}
-	if v.Cache != nil {
-		v.Cache.Put(art.Digest, ringSet, id)
-	}
-	out.Verified, out.Identity = true, id.String()
-	return out, nil
+	return v.conclude(out, verify.ProviderHelmProvenance, art, ringNames(rings), auditRefused, ringSet, id, err)
 }
 
 // keyrings reads the policy's trusted keyrings, as keys does the cosign

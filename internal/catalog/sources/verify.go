@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/catalog"
 	"github.com/annex-platform/annex/internal/catalog/oci"
+	"github.com/annex-platform/annex/internal/catalog/olm"
 	"github.com/annex-platform/annex/internal/verify"
 )
 
@@ -37,8 +39,10 @@ type Verifier struct {
 	// DefaultName names where the default is, for messages, e.g.
 	// "ConfigMap annex-system/annex-verify-policy".
 	DefaultName string
-	// parsedKeyrings remembers the OpenPGP keyrings already parsed.
+	// parsedKeyrings remembers the OpenPGP keyrings already parsed, and
+	// parsedNotation the Notation policies.
 	parsedKeyrings keyringMemo
+	parsedNotation notationMemo
 	// Archives fetches a chart's archive for its Helm provenance check
 	// (the manager's artifact cache, so the fetch that follows finds it);
 	// nil means Artifacts{Fetcher}.
@@ -116,77 +120,177 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 	switch policy.Provider {
 	case v1alpha1.VerificationHelmProvenance:
 		return v.verifyProvenance(ctx, ref, src, policy, from, auditRefused, out)
-	case v1alpha1.VerificationCosign:
+	case v1alpha1.VerificationCosign, v1alpha1.VerificationNotation:
 	default:
 		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("%s is refused: the installation's spec.verifyMode is Enforce, but %s has no spec.verify and there is no cluster default policy, so no one is trusted to sign it; give the catalog a spec.verify, or remove spec.verifyMode", ref, from))
 	}
-	check, problem, err := v.cosignCheck(ctx, policy)
+	var check ociCheck
+	var problem string
+	if policy.Provider == v1alpha1.VerificationNotation {
+		check, problem, err = v.notationCheck(ctx, policy)
+	} else {
+		check, problem, err = v.cosignCheck(ctx, policy)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if problem != "" {
 		return refuse(v1alpha1.ReasonVerificationPolicyInvalid, fmt.Sprintf("%s: %s; %s cannot be verified until it is fixed", from, problem, ref))
 	}
-	digest, err := oci.ManifestDigest(src.URL)
-	art := verify.Artifact{Ref: fmt.Sprintf("%s from %s (%s)", ref, from, src.URL), Digest: digest}
-	if err != nil {
-		// Cosign signs OCI manifests; another artifact has no signature it
-		// can read, which is never taken as a pass.
-		art.Digest = cmp.Or(src.Digest, "unknown")
-		scheme := "an unknown scheme"
-		if u != nil {
-			scheme = u.Scheme + "://"
-		}
-		e := &verify.Error{Provider: check.provider, Reason: verify.ReasonSignatureMissing, Artifact: art, Expected: check.expected,
-			Found: []string{fmt.Sprintf("an artifact served over %s, which cosign cannot sign (it signs OCI artifacts; a catalog of an HTTP Helm repository verifies with provider HelmProvenance)", scheme)}}
+	src, shown, notOCI := inlineBundleSource(cat, src)
+	art := verify.Artifact{Ref: fmt.Sprintf("%s from %s (%s)", ref, from, shown), Digest: cmp.Or(src.Digest, "unknown")}
+	if notOCI != "" {
+		// Cosign and Notation sign OCI manifests; another artifact has no
+		// signature they can read, which is never taken as a pass.
+		e := &verify.Error{Provider: check.provider, Reason: verify.ReasonSignatureMissing, Artifact: art, Expected: check.expected, Found: []string{notOCI}}
 		e.AuditRefused = auditRefused
 		return refuse(e.Reason, e.Error())
 	}
+	digest, err := oci.ManifestDigest(src.URL)
+	if err != nil {
+		// A reference by tag (an OLM bundle or catalog image): verify the
+		// manifest the tag names now.
+		m, err := oci.ResolveManifest(ctx, v.Fetcher, src)
+		if err != nil {
+			return nil, err
+		}
+		digest = m.Digest
+		src.URL = pinned(src.URL, digest)
+	}
+	art.Digest = digest
 	if v.Cache != nil {
 		if id, ok := v.Cache.Get(digest, check.setID); ok {
 			out.Verified, out.Identity = true, id.String()
 			return out, nil
 		}
 	}
-	sigs, err := oci.CosignSignatures(ctx, v.Fetcher, src)
+	id, err := check.verify(ctx, art, src)
+	return v.conclude(out, check.provider, art, check.expected, auditRefused, check.setID, id, err)
+}
+
+// conclude records the outcome of one provider's check of art in out:
+// verified (and cached under setID), refused with the *verify.Error's
+// reason and message (a signature that cannot be read is SignatureInvalid;
+// auditRefused says why Audit cannot apply, if it cannot), or an error to
+// retry (a registry or server that does not answer).
+func (v *Verifier) conclude(out *v1alpha1.ArtifactVerification, provider string, art verify.Artifact, expected []string, auditRefused, setID string, id verify.Identity, err error) (*v1alpha1.ArtifactVerification, error) {
 	var malformed *oci.MalformedSignatureError
 	if errors.As(err, &malformed) {
-		e := &verify.Error{Provider: check.provider, Reason: verify.ReasonSignatureInvalid, Artifact: art, Expected: check.expected, Found: []string{malformed.Error()}}
-		e.AuditRefused = auditRefused
-		return refuse(e.Reason, e.Error())
+		err = &verify.Error{Provider: provider, Reason: verify.ReasonSignatureInvalid, Artifact: art, Expected: expected, Found: []string{malformed.Error()}}
 	}
-	if err != nil {
-		return nil, err
-	}
-	id, err := check.verify(art, sigs)
 	var verr *verify.Error
 	if errors.As(err, &verr) {
 		verr.AuditRefused = auditRefused
-		return refuse(verr.Reason, verr.Error())
+		out.Reason, out.Message = verr.Reason, verr.Error()
+		return out, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	if v.Cache != nil {
-		v.Cache.Put(digest, check.setID, id)
+		v.Cache.Put(art.Digest, setID, id)
 	}
 	out.Verified, out.Identity = true, id.String()
 	return out, nil
 }
 
-// cosignCheck is a cosign policy made ready: the *verify.Error provider
-// word, the identities it expects (for messages), its Cache key set, and
-// the pure check.
-type cosignCheck struct {
+// inlineBundleSource is the artifact that vouches for src: src itself,
+// or for a bundle inline in an OLM catalog (olm://) the catalog's image,
+// whose signature covers every bundle in it. shown names it in messages;
+// notOCI, when not empty, says why no OCI signature can cover it.
+func inlineBundleSource(cat *v1alpha1.Catalog, src v1alpha1.ArtifactSource) (out v1alpha1.ArtifactSource, shown, notOCI string) {
+	u, err := url.Parse(src.URL)
+	switch {
+	case err != nil:
+		return src, src.URL, "an artifact URL that does not parse"
+	case u.Scheme == "oci":
+		return src, src.URL, ""
+	case u.Scheme == olm.BundleScheme && cat.Spec.Source.OLM != nil && cat.Spec.Source.OLM.Image != "":
+		img := cat.Spec.Source.OLM.Image
+		return v1alpha1.ArtifactSource{URL: "oci://" + img, Catalog: src.Catalog},
+			fmt.Sprintf("%s, inline in the catalog image oci://%s", src.URL, img), ""
+	case u.Scheme == olm.BundleScheme:
+		return src, src.URL, fmt.Sprintf("a bundle inline in catalog %q, which is read from a URL or a folder, not an image, and so carries no signature (publish the catalog as an image and sign it, or pin the bundle's image by digest in the catalog)", cat.Name)
+	}
+	return src, src.URL, fmt.Sprintf("an artifact served over %s://, which cannot carry an OCI signature (Cosign and Notation sign OCI artifacts; a catalog of an HTTP Helm repository verifies with provider HelmProvenance)", u.Scheme)
+}
+
+// pinned is the oci:// URL of raw (a tag or digest reference) pinned to
+// digest.
+func pinned(raw, digest string) string {
+	rest, _, _ := strings.Cut(strings.TrimPrefix(raw, "oci://"), "@")
+	if i := strings.LastIndex(rest, ":"); i > strings.LastIndex(rest, "/") {
+		rest = rest[:i]
+	}
+	return "oci://" + rest + "@" + digest
+}
+
+// VerifyCatalogImage verifies the image of an olm catalog
+// (spec.source.olm.image, by tag or digest) under the catalog's policy
+// (or the cluster default), as Verify does an installation's artifact,
+// and returns the image pinned to the digest verified: the catalog is
+// read from exactly what was verified. With neither a catalog policy nor
+// a cluster default, the image is returned as it is, with no request.
+// Under Audit an image that is not verified is read too (pinned): the
+// installations of its inline bundles verify the same image and report
+// it. A refusal under Enforce is a *CatalogImageRefusedError; other
+// errors (a registry that does not answer) are retried.
+func (v *Verifier) VerifyCatalogImage(ctx context.Context, cat *v1alpha1.Catalog, image string) (string, error) {
+	if cat.Spec.Verify == nil && v.Default == nil {
+		// No policy can apply: read the image as it is, with no extra
+		// request.
+		return image, nil
+	}
+	src := v1alpha1.ArtifactSource{URL: "oci://" + image, Catalog: cat.Name}
+	m, err := oci.ResolveManifest(ctx, v.Fetcher, src)
+	if err != nil {
+		return "", fmt.Errorf("spec.source.olm.image: %w", err)
+	}
+	src.URL = pinned(src.URL, m.Digest)
+	out, err := v.Verify(ctx, fmt.Sprintf("the catalog image of catalog %q", cat.Name), src, "")
+	if err != nil {
+		return "", err
+	}
+	if out != nil && !out.Verified && out.Mode != v1alpha1.VerificationAudit {
+		return "", &CatalogImageRefusedError{Reason: out.Reason, Message: out.Message}
+	}
+	return strings.TrimPrefix(src.URL, "oci://"), nil
+}
+
+// CatalogImageRefusedError is an olm catalog image its policy refuses:
+// Reason is SignatureMissing, SignatureInvalid, IdentityMismatch or
+// VerificationPolicyInvalid, Message says what was found and what to do.
+type CatalogImageRefusedError struct{ Reason, Message string }
+
+func (e *CatalogImageRefusedError) Error() string {
+	return fmt.Sprintf("spec.source.olm.image is refused (%s): %s", e.Reason, e.Message)
+}
+
+// ociCheck is a policy for OCI signatures made ready: the *verify.Error
+// provider word, the identities it expects (for messages), its Cache key
+// set, and the check, which fetches the signatures of art (at src, an
+// oci:// URL pinned to art.Digest) and verifies them.
+type ociCheck struct {
 	provider string
 	expected []string
 	setID    string
-	verify   func(verify.Artifact, []verify.Signature) (verify.Identity, error)
+	verify   func(ctx context.Context, art verify.Artifact, src v1alpha1.ArtifactSource) (verify.Identity, error)
+}
+
+// cosignSigned is a check of cosign signatures by check.
+func (v *Verifier) cosignSigned(check func(verify.Artifact, []verify.Signature) (verify.Identity, error)) func(context.Context, verify.Artifact, v1alpha1.ArtifactSource) (verify.Identity, error) {
+	return func(ctx context.Context, art verify.Artifact, src v1alpha1.ArtifactSource) (verify.Identity, error) {
+		sigs, err := oci.CosignSignatures(ctx, v.Fetcher, src)
+		if err != nil {
+			return verify.Identity{}, err
+		}
+		return check(art, sigs)
+	}
 }
 
 // cosignCheck reads policy.cosign: its keys, or its keyless roots and
 // identities. problem and err are as for keys.
-func (v *Verifier) cosignCheck(ctx context.Context, policy *v1alpha1.VerificationPolicy) (cosignCheck, string, error) {
+func (v *Verifier) cosignCheck(ctx context.Context, policy *v1alpha1.VerificationPolicy) (ociCheck, string, error) {
 	if policy.Cosign != nil && policy.Cosign.Keyless != nil {
 		kl := policy.Cosign.Keyless
 		rules := make([]verify.IdentityRule, 0, len(kl.Identities))
@@ -195,25 +299,25 @@ func (v *Verifier) cosignCheck(ctx context.Context, policy *v1alpha1.Verificatio
 		}
 		p, err := verify.ParseKeylessPolicy([]byte(kl.TrustedRoots), rules)
 		if err != nil {
-			return cosignCheck{}, "spec.verify.cosign.keyless." + err.Error(), nil
+			return ociCheck{}, "spec.verify.cosign.keyless." + err.Error(), nil
 		}
 		expected := make([]string, 0, len(rules))
 		for _, r := range rules {
 			expected = append(expected, r.String())
 		}
-		return cosignCheck{provider: verify.ProviderKeyless, expected: expected, setID: p.ID,
-			verify: func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) {
+		return ociCheck{provider: verify.ProviderKeyless, expected: expected, setID: p.ID,
+			verify: v.cosignSigned(func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) {
 				return verify.VerifyKeyless(a, p, s)
-			}}, "", nil
+			})}, "", nil
 	}
 	keys, problem, err := v.keys(ctx, policy)
 	if problem != "" || err != nil {
-		return cosignCheck{}, problem, err
+		return ociCheck{}, problem, err
 	}
-	return cosignCheck{expected: keyNames(keys), setID: verify.KeySetID(keys),
-		verify: func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) {
+	return ociCheck{expected: keyNames(keys), setID: verify.KeySetID(keys),
+		verify: v.cosignSigned(func(a verify.Artifact, s []verify.Signature) (verify.Identity, error) {
 			return verify.Verify(a, keys, s)
-		}}, "", nil
+		})}, "", nil
 }
 
 // InvalidDefaultPolicyError is a cluster default policy that cannot be

@@ -4,6 +4,7 @@
 package verifytest
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -102,4 +103,27 @@ func (ca *CA) Leaf(t testing.TB, issuer, subject string) (keyPEM, certPEM []byte
 		t.Fatal(err)
 	}
 	return keyPEM, certPEM
+}
+
+// NotationSigner is a Notation signing key and its certificate chain,
+// signing certificate first and ca's root last, as `notation sign` takes
+// them.
+type NotationSigner struct {
+	Key   crypto.PrivateKey
+	Chain []*x509.Certificate
+}
+
+// NotationLeaf makes a code-signing certificate for the subject
+// C=US, ST=WA, O=<org>, CN=<cn> (Notation asks for C, ST and O) signed by ca (a root), valid from an hour ago for a
+// day: Notation checks a certificate's validity at the time of
+// verification, as it finds no timestamp.
+func (ca *CA) NotationLeaf(t testing.TB, org, cn string) NotationSigner {
+	t.Helper()
+	now := time.Now()
+	cert, key, _ := newCert(t, &x509.Certificate{
+		Subject:   pkix.Name{Country: []string{"US"}, Province: []string{"WA"}, Organization: []string{org}, CommonName: cn},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
+	}, ca)
+	return NotationSigner{Key: key, Chain: []*x509.Certificate{cert, ca.Cert}}
 }
