@@ -52,7 +52,7 @@ func newCatalogAddCommand(kubeconfig *string) *cobra.Command {
 	var output string
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "add NAME SOURCE [--olm] [--secret NAMESPACE/NAME] [--interval 10m] [--priority N]",
+		Use:   "add NAME SOURCE [--olm] [--secret NAMESPACE/NAME] [--interval 10m] [--priority N] [--verify-key FILE.pub]... [--verify-mode Enforce|Audit]",
 		Short: "Add a catalog: a Helm repository, an OCI registry, a folder on the manager's disk, the built-in catalog, or an OLM catalog",
 		Long: `add creates a Catalog; Annex syncs it at once and every --interval after, and
 its extensions appear in annexctl search. SOURCE is
@@ -61,10 +61,20 @@ its extensions appear in annexctl search. SOURCE is
   /absolute/path          a folder of charts on the manager's disk
   builtin                 the catalog compiled into Annex
 With --olm, SOURCE is an OLM File-Based Catalog: an https:// URL of the
-rendered catalog, an absolute path, or a catalog image reference.`,
+rendered catalog, an absolute path, or a catalog image reference.
+
+--verify-key FILE (repeatable: two keys at once rotate a key) makes the
+catalog verify cosign signatures: every version an installation fetches
+from it must be signed by one of these PEM public keys (annexctl package
+keygen's .pub, cosign.pub), for its exact digest. Each key is named after
+its file (release-2026.pub is key "release-2026") and written inline in
+spec.verify. --verify-mode Enforce (the default) refuses what they did not
+sign; Audit installs it and reports. Signatures are verified on artifacts
+in OCI registries: --verify-key takes an oci:// SOURCE only.`,
 		Example: `  annexctl catalog add bitnami https://charts.bitnami.com/bitnami
   annexctl catalog add internal oci://registry.example.com/charts --secret annex-system/registry-creds
   annexctl catalog add operatorhub quay.io/operatorhubio/catalog:latest --olm
+  annexctl catalog add packages oci://registry.example.com/packages --verify-key release-2026.pub --verify-mode Enforce
   annexctl catalog add builtin builtin --dry-run -o yaml`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -91,7 +101,12 @@ rendered catalog, an absolute path, or a catalog image reference.`,
 			if out != cli.OutputTable {
 				return cli.WriteObject(cmd.OutOrStdout(), out, cat, "created")
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "catalog %s added; Annex syncs it now (annexctl catalog list shows the result)\n", cat.Name)
+			if _, err = fmt.Fprintf(cmd.OutOrStdout(), "catalog %s added; Annex syncs it now (annexctl catalog list shows the result)\n", cat.Name); err != nil {
+				return err
+			}
+			if v := cli.DescribeVerify(cat.Spec.Verify); v != "" {
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), v)
+			}
 			return err
 		},
 	}
@@ -102,6 +117,10 @@ rendered catalog, an absolute path, or a catalog image reference.`,
 	f.DurationVar(&o.Interval, "interval", 0, "time between syncs (default 10m)")
 	f.Int32Var(&o.Priority, "priority", 0, "which catalog wins when several offer the same version: the highest")
 	f.BoolVar(&o.Suspend, "suspend", false, "create it suspended (not synced)")
+	f.StringArrayVar(&o.VerifyKeys, "verify-key", nil, "trust cosign signatures by this PEM public key file (repeatable); named after the file: release-2026.pub is key release-2026")
+	f.StringVar(&o.VerifyMode, "verify-mode", "", "with --verify-key: Enforce (refuse what the keys did not sign; the default) or Audit (install it and report)")
+	_ = cmd.MarkFlagFilename("verify-key", "pub", "pem")
+	_ = cmd.RegisterFlagCompletionFunc("verify-mode", cobra.FixedCompletions(cli.VerifyModes, cobra.ShellCompDirectiveNoFileComp))
 	f.BoolVar(&dryRun, "dry-run", false, "print the Catalog instead of creating it (with -o yaml or -o json)")
 	outputFlag(cmd, &output)
 	return cmd

@@ -109,6 +109,16 @@ type CatalogOptions struct {
 	Interval time.Duration
 	Priority int32
 	Suspend  bool
+	// VerifyKeys are files holding PEM public keys (a .pub of annexctl
+	// package keygen, cosign.pub). With any, the Catalog verifies cosign
+	// signatures: spec.verify trusts them inline, each named after its
+	// file (release-2026.pub: key "release-2026"). Only an oci:// source
+	// takes them.
+	VerifyKeys []string
+	// VerifyMode is what happens to an artifact none of VerifyKeys
+	// signed: Enforce (refused; the default) or Audit (installed and
+	// reported). It needs VerifyKeys.
+	VerifyMode string
 }
 
 // CatalogFor builds the Catalog o describes, without writing it. Errors
@@ -153,6 +163,11 @@ func CatalogFor(o CatalogOptions) (*v1alpha1.Catalog, error) {
 	default:
 		return nil, Usagef("source %q of catalog %q: use an https:// Helm repository, oci://registry/repository, an absolute path, or builtin (with --olm: a File-Based Catalog URL, path or image)", src, o.Name)
 	}
+	verify, err := verifyPolicyFor(o)
+	if err != nil {
+		return nil, err
+	}
+	cat.Spec.Verify = verify
 	return cat, nil
 }
 
