@@ -33,7 +33,7 @@ all: build
 ##@ Main jobs
 
 .PHONY: run
-run: build ## Start a local control plane with fake nodes, the manager and the built-in catalog; CLUSTERS=2 adds managed clusters (Ctrl-C stops).
+run: build ## Start a local control plane with fake nodes, the manager, the built-in catalog and an OCI registry on 127.0.0.1; CLUSTERS=2 adds managed clusters (Ctrl-C stops).
 	hack/build-control-plane.sh $(KUBE_VERSION)
 	$(if $(CLUSTERS),hack/build-control-plane.sh $(KUBE_PREVIOUS_VERSION))
 	bin/annex dev --bin-dir $(KUBE_BIN) $(if $(CLUSTERS),--clusters $(CLUSTERS))
