@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,9 +51,10 @@ func newCatalogListCommand(kubeconfig *string) *cobra.Command {
 func newCatalogAddCommand(kubeconfig *string) *cobra.Command {
 	var o cli.CatalogOptions
 	var output string
-	var dryRun bool
+	var dryRun, wait bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "add NAME SOURCE [--olm] [--secret NAMESPACE/NAME] [--interval 10m] [--priority N] [--verify-key FILE.pub]... [--verify-mode Enforce|Audit]",
+		Use:   "add NAME SOURCE [--olm] [--secret NAMESPACE/NAME] [--interval 10m] [--priority N] [--verify-key FILE.pub]... [--verify-mode Enforce|Audit] [--wait]",
 		Short: "Add a catalog: a Helm repository, an OCI registry, a folder on the manager's disk, the built-in catalog, or an OLM catalog",
 		Long: `add creates a Catalog; Annex syncs it at once and every --interval after, and
 its extensions appear in annexctl search. SOURCE is
@@ -99,15 +101,23 @@ in OCI registries: --verify-key takes an oci:// SOURCE only.`,
 				return err
 			}
 			if out != cli.OutputTable {
-				return cli.WriteObject(cmd.OutOrStdout(), out, cat, "created")
+				if err := cli.WriteObject(cmd.OutOrStdout(), out, cat, "created"); err != nil || !wait {
+					return err
+				}
+				return cli.WaitCatalog(cmd.Context(), c, cat.Name, "", timeout)
 			}
-			if _, err = fmt.Fprintf(cmd.OutOrStdout(), "catalog %s added; Annex syncs it now (annexctl catalog list shows the result)\n", cat.Name); err != nil {
-				return err
+			if !wait {
+				fmt.Fprintf(cmd.OutOrStdout(), "catalog %s added; Annex syncs it now (annexctl catalog list shows the result)\n", cat.Name)
+			} else {
+				if err := cli.WaitCatalog(cmd.Context(), c, cat.Name, "", timeout); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "catalog %s added and synced\n", cat.Name)
 			}
 			if v := cli.DescribeVerify(cat.Spec.Verify); v != "" {
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), v)
+				fmt.Fprintln(cmd.OutOrStdout(), v)
 			}
-			return err
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -122,6 +132,8 @@ in OCI registries: --verify-key takes an oci:// SOURCE only.`,
 	_ = cmd.MarkFlagFilename("verify-key", "pub", "pem")
 	_ = cmd.RegisterFlagCompletionFunc("verify-mode", cobra.FixedCompletions(cli.VerifyModes, cobra.ShellCompDirectiveNoFileComp))
 	f.BoolVar(&dryRun, "dry-run", false, "print the Catalog instead of creating it (with -o yaml or -o json)")
+	f.BoolVar(&wait, "wait", false, "wait until the manager has synced the catalog (exit 1 with its message if the sync failed)")
+	f.DurationVar(&timeout, "timeout", 2*time.Minute, "with --wait: how long to wait")
 	outputFlag(cmd, &output)
 	return cmd
 }
@@ -153,11 +165,15 @@ func newCatalogRemoveCommand(kubeconfig *string) *cobra.Command {
 }
 
 func newCatalogSyncCommand(kubeconfig *string) *cobra.Command {
-	return &cobra.Command{
-		Use:     "sync NAME...",
-		Short:   "Sync catalogs now instead of at their next interval",
-		Long:    `sync sets the annotation annex.dev/sync-requested-at on each Catalog, which makes Annex read its source again; annexctl catalog list shows the result.`,
-		Example: "  annexctl catalog sync bitnami",
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "sync NAME... [--wait]",
+		Short: "Sync catalogs now instead of at their next interval",
+		Long: `sync sets the annotation annex.dev/sync-requested-at on each Catalog, which makes Annex read its source again; annexctl catalog list shows the result.
+With --wait it waits until the manager has answered each request (the Catalog's status.lastHandledSyncRequest)
+and exits 1 with the Ready condition's message when a sync failed.`,
+		Example: "  annexctl catalog sync bitnami\n  annexctl catalog sync packages --wait",
 		Args:    args(cobra.MinimumNArgs(1)),
 		ValidArgsFunction: func(cmd *cobra.Command, a []string, s string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return completeArgs(1<<30, catalogNames(kubeconfig))(cmd, a, s)
@@ -168,12 +184,23 @@ func newCatalogSyncCommand(kubeconfig *string) *cobra.Command {
 				return err
 			}
 			for _, name := range a {
-				if err := cli.SyncCatalog(cmd.Context(), c, name, now()); err != nil {
+				request, err := cli.SyncCatalog(cmd.Context(), c, name, now())
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "catalog %s: sync requested\n", name)
+				if !wait {
+					fmt.Fprintf(cmd.OutOrStdout(), "catalog %s: sync requested\n", name)
+					continue
+				}
+				if err := cli.WaitCatalog(cmd.Context(), c, name, request, timeout); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "catalog %s: synced\n", name)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the manager has answered the sync (exit 1 with its message if it failed)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "with --wait: how long to wait for each catalog")
+	return cmd
 }
