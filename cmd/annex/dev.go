@@ -28,14 +28,14 @@ import (
 
 // devOptions configure `annex dev`.
 type devOptions struct {
-	dir         string
-	binDir      string
-	apiPort     int
+	dir     string
+	binDir  string
+	apiPort int
 	// registryPort is the dev registry's port: 0 picks one once and keeps
 	// it, -1 runs no registry.
 	registryPort int
 	metricsAddr  string
-	nodes       int
+	nodes        int
 	// nodeCPU, nodeMemory and nodePods are each fake node's allocatable
 	// resources, as Kubernetes quantities.
 	nodeCPU, nodeMemory, nodePods string
