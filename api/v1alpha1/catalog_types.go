@@ -163,6 +163,13 @@ type CatalogStatus struct {
 	// SkippedEntries counts index entries that were malformed and ignored.
 	// +optional
 	SkippedEntries int32 `json:"skippedEntries,omitempty"`
+	// LastHandledSyncRequest is the value of the annotation
+	// annex.dev/sync-requested-at when the manager last looked at the
+	// catalog: a client that set it (annexctl catalog sync --wait) knows
+	// its request was answered once this equals what it wrote, and the
+	// conditions then say how.
+	// +optional
+	LastHandledSyncRequest string `json:"lastHandledSyncRequest,omitempty"`
 }
 
 // Catalog is a source of Extensions: a Helm repository, an OCI registry, a

@@ -29,11 +29,14 @@ import (
 
 // devOptions configure `annex dev`.
 type devOptions struct {
-	dir         string
-	binDir      string
-	apiPort     int
-	metricsAddr string
-	nodes       int
+	dir     string
+	binDir  string
+	apiPort int
+	// registryPort is the dev registry's port: 0 picks one once and keeps
+	// it, -1 runs no registry.
+	registryPort int
+	metricsAddr  string
+	nodes        int
 	// nodeCPU, nodeMemory and nodePods are each fake node's allocatable
 	// resources, as Kubernetes quantities.
 	nodeCPU, nodeMemory, nodePods string
@@ -60,8 +63,12 @@ Pods of the built-in example operator's image as local processes
 the Services selecting their Pods, so the API server reaches their webhooks;
 no other Service has endpoints. It installs
 the Annex CRDs, creates the Catalog "builtin", runs the manager in this process
-and writes an admin kubeconfig to <dir>/kubeconfig. Ctrl-C or SIGTERM stops
-everything; the next run finds the same state.`,
+and writes an admin kubeconfig to <dir>/kubeconfig. It serves an OCI registry
+on 127.0.0.1 (plain HTTP, no authentication; --registry-port) for packages and
+charts of your own, with its data in <dir>/registry and its address
+(127.0.0.1:PORT) in <dir>/registry-address: push with annexctl package push
+... --plain-http, add an oci:// catalog of it. Ctrl-C or SIGTERM stops
+everything; the next run finds the same state, the registry's content too.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logVersion("dev")
@@ -78,6 +85,7 @@ everything; the next run finds the same state.`,
 	cmd.Flags().StringVar(&o.clusters, "clusters", "", "also start managed clusters and register them as ManagedClusters: a number N "+
 		"(cluster-1…N, alternating between the hub's Kubernetes version and the newest other one built in bin/k8s), or name=version,… (e.g. edge-1=1.37.1,edge-2=1.36.4)")
 	cmd.Flags().IntVar(&o.apiPort, "api-port", 0, "kube-apiserver port on 127.0.0.1; 0 picks a free one once and keeps it")
+	cmd.Flags().IntVar(&o.registryPort, "registry-port", 0, "the OCI registry's port on 127.0.0.1; 0 picks a free one once and keeps it, -1 runs no registry")
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-bind-address", "0", `address of the manager's metrics endpoint; "0" turns it off`)
 	cmd.Flags().StringVar(&o.exampleOperator, "example-operator", defaultExampleOperator(),
 		"the example-operator binary (make builds it next to annex); it runs every Pod of the image "+exampleoperator.Image+":<version> as a local process, as the Pod's ServiceAccount")
@@ -128,6 +136,11 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 	if err := cluster.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
+	registryHost, stopRegistry, err := startDevRegistry(dir, o.registryPort, out)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopRegistry()) }()
 	cfg := cluster.RESTConfig()
 	if err := manager.InstallCRDs(ctx, cfg, time.Minute); err != nil {
 		return err
@@ -167,7 +180,7 @@ func runDev(ctx context.Context, o devOptions, out io.Writer) (err error) {
 		}
 		return err
 	}
-	printNextSteps(out, kubeconfig, clusters)
+	printNextSteps(out, kubeconfig, registryHost, clusters)
 	if err := <-stopped; err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -313,7 +326,35 @@ func ensureBuiltinCatalog(ctx context.Context, cfg *rest.Config) error {
 	return nil
 }
 
-func printNextSteps(out io.Writer, kubeconfig string, clusters []devCluster) {
+// registryAddressFile, in annex dev's folder, holds the dev registry's
+// 127.0.0.1:PORT (and nothing while it runs none), for scripts and guides:
+// export REGISTRY=$(cat .annex/dev/registry-address).
+const registryAddressFile = "registry-address"
+
+// startDevRegistry starts the OCI registry of annex dev in <dir>/registry
+// and writes its address to <dir>/registry-address; port -1 starts none
+// and removes the file. It returns the registry's host ("" without) and
+// how to stop it.
+func startDevRegistry(dir string, port int, out io.Writer) (string, func() error, error) {
+	addressFile := filepath.Join(dir, registryAddressFile)
+	if port < 0 {
+		if err := os.Remove(addressFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", nil, err
+		}
+		return "", func() error { return nil }, nil
+	}
+	reg, err := localcluster.StartRegistry(filepath.Join(dir, "registry"), port, out)
+	if err != nil {
+		return "", nil, fmt.Errorf("annex dev's OCI registry: %w (--registry-port -1 runs none)", err)
+	}
+	if err := os.WriteFile(addressFile, []byte(reg.Host+"\n"), 0o644); err != nil {
+		return "", nil, errors.Join(err, reg.Stop())
+	}
+	fmt.Fprintf(out, "annex dev: OCI registry on %s (plain HTTP, this machine only; address in %s)\n", reg.Host, addressFile)
+	return reg.Host, reg.Stop, nil
+}
+
+func printNextSteps(out io.Writer, kubeconfig, registryHost string, clusters []devCluster) {
 	if len(clusters) > 0 {
 		fmt.Fprintln(out, "\nManaged clusters (kubectl get managedclusters):")
 		for _, c := range clusters {
@@ -333,7 +374,19 @@ In another shell, from this folder:
 
   # An operator from the built-in OLM catalog (runs as bin/example-operator):
   kubectl apply -f config/samples/example-operator.yaml
-
+%s
 Stop with Ctrl-C; the next run finds the same state.
-`, kubeconfig)
+`, kubeconfig, registrySteps(registryHost))
+}
+
+// registrySteps is what printNextSteps says of the dev registry at host
+// ("" when it runs none).
+func registrySteps(host string) string {
+	if host == "" {
+		return ""
+	}
+	return fmt.Sprintf(`
+  # Your own packages, signed, in the OCI registry on %s (docs/guides/signing.md):
+  annexctl package push DIR oci://%s/packages --plain-http --sign-key KEY
+`, host, host)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,5 +94,46 @@ func TestNodeAllocatable(t *testing.T) {
 				t.Errorf("nodeAllocatable(%s, %s, %s)[%s] = %s, want %s", tc.cpu, tc.memory, tc.pods, name, g.String(), q.String())
 			}
 		}
+	}
+}
+
+// annex dev's registry writes its address where guides read it, keeps its
+// port across starts, and with --registry-port -1 runs none and leaves no
+// address behind.
+func TestDevRegistry(t *testing.T) {
+	dir := t.TempDir()
+	var out strings.Builder
+	host, stop, err := startDevRegistry(dir, 0, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	address, err := os.ReadFile(filepath.Join(dir, registryAddressFile))
+	if err != nil || string(address) != host+"\n" || !strings.HasPrefix(host, "127.0.0.1:") {
+		t.Fatalf("registry on %q, %s says %q (%v)", host, registryAddressFile, address, err)
+	}
+	if !strings.Contains(out.String(), "OCI registry on "+host) || !strings.Contains(registrySteps(host), "oci://"+host+"/packages --plain-http") {
+		t.Errorf("annex dev does not say where the registry is:\n%s\n%s", out.String(), registrySteps(host))
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	again, stop, err := startDevRegistry(dir, 0, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if again != host {
+		t.Errorf("the second start is on %s, want the first's %s", again, host)
+	}
+	if host, _, err := startDevRegistry(dir, -1, &out); err != nil || host != "" {
+		t.Fatalf("--registry-port -1: %q, %v", host, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, registryAddressFile)); !os.IsNotExist(err) {
+		t.Errorf("without a registry %s stays (%v)", registryAddressFile, err)
+	}
+	if registrySteps("") != "" {
+		t.Error("next steps name a registry that does not run")
 	}
 }

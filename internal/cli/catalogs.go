@@ -109,6 +109,16 @@ type CatalogOptions struct {
 	Interval time.Duration
 	Priority int32
 	Suspend  bool
+	// VerifyKeys are files holding PEM public keys (a .pub of annexctl
+	// package keygen, cosign.pub). With any, the Catalog verifies cosign
+	// signatures: spec.verify trusts them inline, each named after its
+	// file (release-2026.pub: key "release-2026"). Only an oci:// source
+	// takes them.
+	VerifyKeys []string
+	// VerifyMode is what happens to an artifact none of VerifyKeys
+	// signed: Enforce (refused; the default) or Audit (installed and
+	// reported). It needs VerifyKeys.
+	VerifyMode string
 }
 
 // CatalogFor builds the Catalog o describes, without writing it. Errors
@@ -153,6 +163,11 @@ func CatalogFor(o CatalogOptions) (*v1alpha1.Catalog, error) {
 	default:
 		return nil, Usagef("source %q of catalog %q: use an https:// Helm repository, oci://registry/repository, an absolute path, or builtin (with --olm: a File-Based Catalog URL, path or image)", src, o.Name)
 	}
+	verify, err := verifyPolicyFor(o)
+	if err != nil {
+		return nil, err
+	}
+	cat.Spec.Verify = verify
 	return cat, nil
 }
 
@@ -183,22 +198,68 @@ func RemoveCatalog(ctx context.Context, c client.Client, name string) error {
 
 // SyncCatalog asks Annex to sync a Catalog now, by setting the
 // annotation annex.dev/sync-requested-at to now (declarative: kubectl
-// annotate does the same). The Catalog's Ready condition reports the
+// annotate does the same), and returns the value it set: WaitCatalog
+// waits for the answer to it. The Catalog's Ready condition reports the
 // result.
-func SyncCatalog(ctx context.Context, c client.Client, name string, now time.Time) error {
+func SyncCatalog(ctx context.Context, c client.Client, name string, now time.Time) (string, error) {
 	cat := &v1alpha1.Catalog{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, cat); err != nil {
-		return catalogError(name, err)
+		return "", catalogError(name, err)
 	}
 	patch := client.MergeFrom(cat.DeepCopy())
 	if cat.Annotations == nil {
 		cat.Annotations = map[string]string{}
 	}
-	cat.Annotations[v1alpha1.AnnotationSyncRequestedAt] = now.UTC().Format(time.RFC3339Nano)
+	request := now.UTC().Format(time.RFC3339Nano)
+	cat.Annotations[v1alpha1.AnnotationSyncRequestedAt] = request
 	if err := c.Patch(ctx, cat, patch); err != nil {
-		return fmt.Errorf("requesting a sync of catalog %q: %w", name, err)
+		return "", fmt.Errorf("requesting a sync of catalog %q: %w", name, err)
 	}
-	return nil
+	return request, nil
+}
+
+// catalogPoll is how often WaitCatalog reads the Catalog.
+const catalogPoll = 250 * time.Millisecond
+
+// WaitCatalog waits until the manager has synced Catalog name for its
+// current generation and, when request is not "", answered the sync
+// request SyncCatalog returned (status.lastHandledSyncRequest), then
+// returns nil when it is Ready. Outcomes other than success are
+// *ExitCodeError: ExitError with the Ready condition's message when the
+// sync failed (the manager retries a source it cannot read, so a later
+// sync may still succeed), ExitNotReady after timeout (0 means 2
+// minutes), naming what was awaited.
+func WaitCatalog(ctx context.Context, c client.Client, name, request string, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	deadline := time.Now().Add(timeout)
+	why := "not read yet"
+	for {
+		cat := &v1alpha1.Catalog{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, cat); err != nil {
+			return catalogError(name, err)
+		}
+		ready := meta.FindStatusCondition(cat.Status.Conditions, v1alpha1.ConditionReady)
+		switch {
+		case ready == nil || ready.ObservedGeneration != cat.Generation:
+			why = fmt.Sprintf("the manager has not synced generation %d yet", cat.Generation)
+		case request != "" && cat.Status.LastHandledSyncRequest != request:
+			why = fmt.Sprintf("the manager has not answered the sync requested at %s yet", request)
+		case ready.Status == metav1.ConditionTrue:
+			return nil
+		default:
+			return &ExitCodeError{Code: ExitError, Err: fmt.Errorf("catalog %q did not sync: %s: %s", name, ready.Reason, ready.Message)}
+		}
+		if time.Now().After(deadline) {
+			return &ExitCodeError{Code: ExitNotReady, Err: fmt.Errorf("catalog %q: %s after %s; is the manager running? annexctl catalog list shows its state", name, why, timeout)}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(catalogPoll):
+		}
+	}
 }
 
 func catalogError(name string, err error) error {

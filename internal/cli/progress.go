@@ -155,7 +155,10 @@ func ProgressOf(inst *v1alpha1.ExtensionInstallation) Progress {
 		if p.Plan != nil && !running(p.Plan.State) {
 			p.Plan = nil
 		}
-		if isTrue(inst.Status.Conditions, v1alpha1.ConditionStalled) {
+		// A Stalled of before the deletion (a refused upgrade) is not the
+		// uninstall's: only one of its own reasons stops it.
+		if stalled := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionStalled); stalled != nil &&
+			stalled.Status == metav1.ConditionTrue && uninstallReasons[stalled.Reason] {
 			p.State = ProgressFailed
 		}
 		return p

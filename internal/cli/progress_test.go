@@ -47,6 +47,14 @@ func TestProgressOf(t *testing.T) {
 		// deleting: the Ready of before the deletion is not its progress
 		{"deleting", []metav1.Condition{ready(metav1.ConditionTrue, v1alpha1.ReasonSucceeded, 2)}, true, false, cli.StageUninstall, cli.ProgressWorking, ""},
 		{"deletion held", []metav1.Condition{ready(metav1.ConditionFalse, v1alpha1.ReasonDeletionHeld, 2)}, true, false, cli.StageUninstall, cli.ProgressWorking, v1alpha1.ReasonDeletionHeld},
+		// deleting after a refused upgrade: its Stalled is not the uninstall's
+		{"deleting a refused upgrade", []metav1.Condition{ready(metav1.ConditionFalse, v1alpha1.ReasonSignatureMissing, 2),
+			{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSignatureMissing, ObservedGeneration: 2}},
+			true, false, cli.StageUninstall, cli.ProgressWorking, ""},
+		// the uninstall itself stopped
+		{"uninstall failed", []metav1.Condition{ready(metav1.ConditionFalse, v1alpha1.ReasonUninstallFailed, 2),
+			{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonUninstallFailed, ObservedGeneration: 2}},
+			true, false, cli.StageUninstall, cli.ProgressFailed, v1alpha1.ReasonUninstallFailed},
 	} {
 		inst := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: v1alpha1.ExtensionInstallationSpec{Suspend: c.suspend},
 			Status: v1alpha1.ExtensionInstallationStatus{Conditions: c.conds}}

@@ -272,8 +272,8 @@ func TestCatalogCommands(t *testing.T) {
 		t.Errorf("adding an existing catalog: %v", err)
 	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	if err := cli.SyncCatalog(ctx, env.Client, "a", at); err != nil {
-		t.Fatal(err)
+	if request, err := cli.SyncCatalog(ctx, env.Client, "a", at); err != nil || request != "2026-03-01T12:00:00Z" {
+		t.Fatalf("SyncCatalog: %q, %v", request, err)
 	}
 	cat := &v1alpha1.Catalog{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: "a"}, cat); err != nil {
@@ -285,7 +285,7 @@ func TestCatalogCommands(t *testing.T) {
 	if err := cli.RemoveCatalog(ctx, env.Client, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := cli.SyncCatalog(ctx, env.Client, "a", at); err == nil || err.Error() != `no catalog "a"; list them with annexctl catalog list` {
+	if _, err := cli.SyncCatalog(ctx, env.Client, "a", at); err == nil || err.Error() != `no catalog "a"; list them with annexctl catalog list` {
 		t.Errorf("sync of a removed catalog: %v", err)
 	}
 	names, err := cli.CatalogNames(ctx, env.Client)

@@ -9,7 +9,8 @@
 // and a volume binder with a default StorageClass, so that
 // PersistentVolumeClaims bind (storage.go). With Options.Images too, the
 // containers of chosen images run as local processes (images.go). Without
-// it nothing acts on the objects stored.
+// it nothing acts on the objects stored. StartRegistry serves the OCI
+// registry of `annex dev` (registry.go).
 package localcluster
 
 import (

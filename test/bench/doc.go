@@ -16,6 +16,12 @@
 //     requests it makes (counted by a reverse proxy it talks to), and the
 //     writes it makes while nothing changes for a minute with
 //     spec.interval 10s;
+//   - annex-oci and annex-signed: annex with the chart in an in-process
+//     OCI registry, unsigned and without a policy, then signed with a key
+//     made for the run and the Catalog under an Enforce cosign policy
+//     trusting it (every installation's status.artifact must show the
+//     verified signature): the difference is what verification costs,
+//     once per digest;
 //   - helm: the Helm CLI built from the pinned helm.sh/helm/v4, `helm
 //     install` ×N and `helm uninstall` ×N, 10 in parallel, without --wait
 //     (no controller makes a Deployment report status here).

@@ -39,7 +39,7 @@ type crdOutcome struct {
 
 var (
 	resultsMu sync.Mutex
-	results   = map[int]map[string]result{} // by N, then "raw", "proto", "annex", "helm"
+	results   = map[int]map[string]result{} // by N, then "raw", "proto", "annex", "annex-oci", "annex-signed", "helm"
 	crdResult atomic.Pointer[crdOutcome]
 )
 
@@ -89,14 +89,15 @@ func printTable(w io.Writer) {
 	if len(results) > 0 {
 		fmt.Fprintln(w, "| system benchmark: raw = plain client, 10 workers; annex = `annex manager` (Ready = every installation Ready=True);")
 		fmt.Fprintln(w, "| proto = plain client sending Annex's requests for each app, 32 workers like the manager's, no manager (the API server's floor under annex);")
+		fmt.Fprintln(w, "| annex-oci = annex with the chart in an OCI registry; annex-signed = the same, signed, the catalog under an Enforce cosign policy")
 		fmt.Fprintln(w, "| helm = `helm install` ×N, 10 in parallel, without --wait (no controller makes a Deployment report status here)")
 		fmt.Fprintln(w, "| api-ms = CPU milliseconds kube-apiserver and etcd spent per installation, installing (inst) and uninstalling (del)")
-		fmt.Fprintf(w, "| %6s %-6s %10s %7s %11s %7s %9s %10s %11s %12s %11s %14s  %s\n",
+		fmt.Fprintf(w, "| %6s %-12s %10s %7s %11s %7s %9s %10s %11s %12s %11s %14s  %s\n",
 			"N", "system", "s-to-ready", "x-raw", "s-to-delete", "x-raw", "peak-MiB", "req/inst", "writes/inst", "api-ms/inst", "api-ms/del", "idle-wr/inst/h", "loadavg 1/5/15")
 	}
 	for _, n := range slices.Sorted(maps.Keys(results)) {
 		raw, haveRaw := results[n]["raw"]
-		for _, system := range []string{"raw", "proto", "annex", "helm"} {
+		for _, system := range []string{"raw", "proto", "annex", "annex-oci", "annex-signed", "helm"} {
 			r, ok := results[n][system]
 			if !ok {
 				continue
@@ -106,7 +107,7 @@ func printTable(w io.Writer) {
 				readyX = fmt.Sprintf("%.1f×", r.toReady.Seconds()/raw.toReady.Seconds())
 				deleteX = fmt.Sprintf("%.1f×", r.toDelete.Seconds()/raw.toDelete.Seconds())
 			}
-			fmt.Fprintf(w, "| %6d %-6s %10.2f %7s %11.2f %7s %9s %10.1f %11.1f %12.1f %11.1f %14s  %s\n",
+			fmt.Fprintf(w, "| %6d %-12s %10.2f %7s %11.2f %7s %9s %10.1f %11.1f %12.1f %11.1f %14s  %s\n",
 				n, system, r.toReady.Seconds(), readyX, r.toDelete.Seconds(), deleteX,
 				optional(r.peakMiB, "%.0f", r.peakMiB > 0), r.reqPerInstall, r.writesPerInstall,
 				ms(r.apiInstall), ms(r.apiDelete),

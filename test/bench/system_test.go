@@ -41,14 +41,19 @@ const (
 // measures, each against its own fresh API server, the plain client
 // (raw), Annex's requests sent without a manager (proto), `annex manager`
 // as a subprocess (annex) and the Helm CLI (helm), then prints a table
-// comparing them. CRD1K measures the manager's memory
+// comparing them. annex reads the chart from an HTTP Helm repository;
+// annex-oci reads it from an in-process OCI registry, and annex-signed
+// from the same registry with the chart signed and the catalog under an
+// Enforce cosign policy, so that the two show what verification costs. CRD1K measures the manager's memory
 // with 1,000 CRDs in the cluster. Select one size with -bench System/N100.
 func BenchmarkSystem(b *testing.B) {
 	for _, n := range []int{100, 500, 1000} {
 		b.Run(sizeName(n), func(b *testing.B) {
 			b.Run("raw", func(b *testing.B) { benchRaw(b, n) })
 			b.Run("proto", func(b *testing.B) { benchProtocol(b, n) })
-			b.Run("annex", func(b *testing.B) { benchAnnex(b, n) })
+			b.Run("annex", func(b *testing.B) { benchAnnex(b, n, fromHelmRepository) })
+			b.Run("annex-oci", func(b *testing.B) { benchAnnex(b, n, fromRegistry) })
+			b.Run("annex-signed", func(b *testing.B) { benchAnnex(b, n, fromRegistrySigned) })
 			b.Run("helm", func(b *testing.B) { benchHelm(b, n) })
 		})
 	}
@@ -86,13 +91,19 @@ type requestMeter interface {
 // proxy (which also reaches the API server's profiles) and the manager.
 func startSystem(b *testing.B) (client.WithWatch, requestMeter, *countingProxy, *manager) {
 	b.Helper()
-	c, meter, proxy, mgr, _ := startSystemAt(b)
+	c, meter, proxy, mgr, _ := startSystemFrom(b, fromHelmRepository)
 	return c, meter, proxy, mgr
 }
 
 // startSystemAt is startSystem that also returns the path of an admin
 // kubeconfig of the API server, for clients of the benchmark's own.
 func startSystemAt(b *testing.B) (client.WithWatch, requestMeter, *countingProxy, *manager, string) {
+	b.Helper()
+	return startSystemFrom(b, fromHelmRepository)
+}
+
+// startSystemFrom is startSystemAt with the chart served from src.
+func startSystemFrom(b *testing.B, src chartSource) (client.WithWatch, requestMeter, *countingProxy, *manager, string) {
 	b.Helper()
 	env := testenv.Start(b)
 	work := b.TempDir()
@@ -115,10 +126,10 @@ func startSystemAt(b *testing.B) (client.WithWatch, requestMeter, *countingProxy
 	if err != nil {
 		b.Fatal(err)
 	}
-	repo := helmrepo.NewServer(b, benchChart())
+	catalogSpec := serveChart(b, src)
 	createNamespace(b, c, benchNamespace)
 	mgr := startManager(b, work, kubeconfig, extra...)
-	createCatalog(b, c, repo.URL())
+	createCatalogOf(b, c, catalogSpec)
 	admin := filepath.Join(work, "admin.kubeconfig")
 	if err := env.WriteKubeconfig(admin); err != nil {
 		b.Fatal(err)
@@ -127,14 +138,14 @@ func startSystemAt(b *testing.B) (client.WithWatch, requestMeter, *countingProxy
 }
 
 // benchAnnex installs n ExtensionInstallations of the benchmark chart
-// through `annex manager`, waits until all are Ready, watches the idle
-// manager for idleWindow, and deletes them all.
-func benchAnnex(b *testing.B, n int) {
+// through `annex manager`, the chart served from src, waits until all are
+// Ready, watches the idle manager for idleWindow, and deletes them all.
+func benchAnnex(b *testing.B, n int, src chartSource) {
 	if b.N > 1 {
 		b.Fatal("run with -benchtime 1x: one run takes minutes and starts its own API server")
 	}
 	ctx := b.Context()
-	c, meter, proxy, mgr := startSystem(b)
+	c, meter, proxy, mgr, _ := startSystemFrom(b, src)
 
 	startRSS := mgr.RSS(b)
 	before, kindsBefore := meter.Snapshot(), meter.Kinds()
@@ -155,6 +166,9 @@ func benchAnnex(b *testing.B, n int) {
 	install := meter.Snapshot().Sub(before)
 	installCPU, apiInstall := mgr.CPU(b)-cpuBefore, controlPlaneCPU(b)-apiBefore
 	b.Logf("N=%d install: %s to Ready; manager requests: %s", n, toReady.Round(time.Millisecond), formatKinds(kindsBefore, meter.Kinds()))
+	if src == fromRegistrySigned {
+		requireVerified(b, c, n)
+	}
 
 	// Nothing changes: every write now is a cost of standing still.
 	before, kindsBefore = meter.Snapshot(), meter.Kinds()
@@ -194,7 +208,7 @@ func benchAnnex(b *testing.B, n int) {
 	b.ReportMetric(startRSS, "start-MiB")
 	b.ReportMetric(float64(idle.Total)/float64(n)/resyncs, "idle-req/install/resync")
 	b.ReportMetric(installCPU.Seconds(), "mgr-cpu-s-to-ready")
-	report(b, n, "annex", r)
+	report(b, n, src.system(), r)
 }
 
 // installation is installation i of the benchmark chart.
@@ -214,13 +228,17 @@ func installation(i int) *v1alpha1.ExtensionInstallation {
 // the first catalog sync.
 func createCatalog(b *testing.B, c client.Client, url string) {
 	b.Helper()
+	createCatalogOf(b, c, v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: url}}})
+}
+
+// createCatalogOf is createCatalog for any catalog spec.
+func createCatalogOf(b *testing.B, c client.Client, spec v1alpha1.CatalogSpec) {
+	b.Helper()
 	ctx := b.Context()
-	if err := c.Create(ctx, &v1alpha1.Catalog{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
-		Spec:       v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Helm: &v1alpha1.HelmSource{URL: url}}},
-	}); err != nil {
+	if err := c.Create(ctx, &v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: spec}); err != nil {
 		b.Fatal(err)
 	}
+	url := describeSource(spec.Source)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		err := c.Get(ctx, client.ObjectKey{Name: chartName}, &v1alpha1.Extension{})

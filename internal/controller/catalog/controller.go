@@ -92,6 +92,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	written := cat.DeepCopy()
+	// Whatever this reconcile ends with answers the sync requested so far.
+	cat.Status.LastHandledSyncRequest = cat.Annotations[v1alpha1.AnnotationSyncRequestedAt]
 	if cat.Spec.Suspend {
 		setReady(cat, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "spec.suspend is true: the catalog is not synced; its Extensions stay; set spec.suspend to false to sync it")
 		cat.Status.ObservedGeneration = cat.Generation
