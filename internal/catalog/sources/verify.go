@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -43,6 +44,10 @@ type Verifier struct {
 	// parsedNotation the Notation policies.
 	parsedKeyrings keyringMemo
 	parsedNotation notationMemo
+	// inflight joins the installations that verify the same digest under
+	// the same policy at once (a profile rolling one version out to many
+	// clusters) to one check: the first's answer is every waiter's.
+	inflight singleflight.Group
 	// Archives fetches a chart's archive for its Helm provenance check
 	// (the manager's artifact cache, so the fetch that follows finds it);
 	// nil means Artifacts{Fetcher}.
@@ -164,7 +169,10 @@ func (v *Verifier) Verify(ctx context.Context, ref string, src v1alpha1.Artifact
 			return out, nil
 		}
 	}
-	id, err := check.verify(ctx, art, src)
+	// Keyed by what the answer's words name too (the artifact as art.Ref
+	// shows it), so that a waiter's message is its own.
+	shared, err, _ := v.inflight.Do(digest+"\x00"+check.setID+"\x00"+art.Ref, func() (any, error) { return check.verify(ctx, art, src) })
+	id, _ := shared.(verify.Identity)
 	return v.conclude(out, check.provider, art, check.expected, auditRefused, check.setID, id, err)
 }
 
@@ -180,8 +188,10 @@ func (v *Verifier) conclude(out *v1alpha1.ArtifactVerification, provider string,
 	}
 	var verr *verify.Error
 	if errors.As(err, &verr) {
-		verr.AuditRefused = auditRefused
-		out.Reason, out.Message = verr.Reason, verr.Error()
+		// A copy: the error may be shared by the checks inflight joined.
+		own := *verr
+		own.AuditRefused = auditRefused
+		out.Reason, out.Message = own.Reason, own.Error()
 		return out, nil
 	}
 	if err != nil {
