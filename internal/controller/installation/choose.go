@@ -223,7 +223,7 @@ func decodePackageRecord(data []byte) packageRecord {
 // so that status shows what can run.
 func listPlans(inst *v1alpha1.ExtensionInstallation, names []string) {
 	for _, name := range names {
-		if planStatus(inst, name) == nil {
+		if plan.StatusOf(inst.Status.Plans, name) == nil {
 			inst.Status.Plans = append(inst.Status.Plans, plan.NeverRun(name))
 		}
 	}

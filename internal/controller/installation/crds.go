@@ -166,9 +166,10 @@ func keepInstalledInPlans(plans []plan.Plan, keep map[string]*unstructured.Unstr
 	if len(keep) == 0 {
 		return plans
 	}
-	return rewritePlans(plans, func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	return plan.RewriteApplies(plans, func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 		return keepInstalled(objs, keep)
 	})
+
 }
 
 // maxFindingsNamed bounds how many findings a condition message names.

@@ -125,20 +125,6 @@ func (r *Reconciler) dependencyReady(s *scope, t plan.Task) plan.StepResult {
 	return plan.StepResult{Done: true}
 }
 
-// pipeOutputs returns, for the inventory, the objects a pipe task writes:
-// its pod and the Secret or ConfigMap of each file.
-func pipeOutputs(p *plan.Pipe) []*unstructured.Unstructured {
-	out := []*unstructured.Unstructured{p.Pod}
-	for _, f := range p.Files {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("v1")
-		u.SetKind(f.Kind)
-		u.SetName(f.Name)
-		out = append(out, u)
-	}
-	return out
-}
-
 // ensureNamespace applies the target namespace Annex creates (objs: it,
 // or nothing) before a plan's steps run, on every pass of the executor,
 // so that the first step finds it whatever its tasks are (a pipe's pod, a

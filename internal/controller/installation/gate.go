@@ -57,7 +57,7 @@ func (r *Reconciler) pendingChange(s *scope) (*change, error) {
 		if len(s.artifact.run.plans) == 0 || resuming(s) {
 			return nil, nil
 		}
-		objs = slices.Concat(s.artifact.run.namespace, allApplied(s.artifact.run.plans))
+		objs = slices.Concat(s.artifact.run.namespace, plan.AllApplied(s.artifact.run.plans))
 	case s.artifact.release == nil || isFailedTarget(s) || r.upToDate(s):
 		return nil, nil
 	default:
@@ -178,7 +178,7 @@ func signedBy(a *v1alpha1.ArtifactStatus) string {
 func (r *Reconciler) checkServed(ctx context.Context, s *scope) (ctrl.Result, error) {
 	objs := s.change.objects
 	if s.artifact.release.Resumable() && s.artifact.run.cleanup != nil {
-		objs = slices.Concat(objs, allApplied([]plan.Plan{*s.artifact.run.cleanup}))
+		objs = slices.Concat(objs, plan.AllApplied([]plan.Plan{*s.artifact.run.cleanup}))
 	}
 	answers := map[schema.GroupVersionKind]kubeapis.Answer{}
 	for _, gvk := range kubeapis.ToAsk(objs) {

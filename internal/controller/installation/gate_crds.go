@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/plan"
 )
 
 // checkCRDs is the gate of spec.upgrade.crdPolicy: every CRD the change
@@ -70,7 +71,7 @@ func (r *Reconciler) keepInstalledCRDs(ctx context.Context, s *scope) error {
 	var objs []*unstructured.Unstructured
 	switch {
 	case s.artifact.run != nil:
-		objs = allApplied(s.artifact.run.plans)
+		objs = plan.AllApplied(s.artifact.run.plans)
 	case s.artifact.release != nil:
 		objs = slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects)
 	}

@@ -76,7 +76,7 @@ func TestScopeGrantsRewritesPlans(t *testing.T) {
 		t.Fatalf("scopeGrants: %v %v", err, s.block)
 	}
 	var got []string
-	for _, o := range allApplied(s.artifact.run.plans) {
+	for _, o := range plan.AllApplied(s.artifact.run.plans) {
 		got = append(got, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
 	}
 	if want := []string{"ClusterRole /reader", "RoleBinding team-a/reader"}; !slices.Equal(got, want) {

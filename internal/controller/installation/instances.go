@@ -81,7 +81,7 @@ func contentRefs(s *scope) ([]v1alpha1.ObjectReference, bool) {
 		}
 		return a.Refs(objects, ns), true
 	}
-	refs := a.Refs(allApplied(s.artifact.run.plans), ns)
+	refs := a.Refs(plan.AllApplied(s.artifact.run.plans), ns)
 	var deletes []*unstructured.Unstructured
 	for _, p := range s.artifact.run.plans {
 		deletes = append(deletes, p.Objects(plan.TaskDelete)...)
