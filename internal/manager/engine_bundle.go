@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/engine/bundle"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/plan"
@@ -35,7 +35,7 @@ func (e bundleEngine) Fetch(ctx context.Context, src v1alpha1.ArtifactSource) ([
 // support is refused, naming the field. The install plan replaces
 // everything an earlier revision applied, so what left the bundle is
 // pruned.
-func (bundleEngine) Render(_ context.Context, in installation.EngineInput) (*installation.Release, error) {
+func (bundleEngine) Render(_ context.Context, in engine.Input) (*engine.Release, error) {
 	var files map[string][]byte
 	if err := json.Unmarshal(in.Artifact, &files); err != nil {
 		return nil, refused(v1alpha1.ReasonArtifactFailed, fmt.Sprintf(
@@ -72,7 +72,7 @@ func (bundleEngine) Render(_ context.Context, in installation.EngineInput) (*ins
 		// renewed, so a renewal is a new revision that applies it.
 		inputs["certificates"] = certs
 	}
-	return &installation.Release{
+	return &engine.Release{
 		ArtifactDigest: in.ArtifactDigest,
 		Inputs:         inputs,
 		Plans:          bundlePlans{install},
@@ -82,7 +82,7 @@ func (bundleEngine) Render(_ context.Context, in installation.EngineInput) (*ins
 }
 
 // convertBundle converts b for the installation's options and resources.
-func convertBundle(b *bundle.Bundle, in installation.EngineInput) (plan.Plan, error) {
+func convertBundle(b *bundle.Bundle, in engine.Input) (plan.Plan, error) {
 	resources, err := specResources(in.Resources)
 	if err != nil {
 		return plan.Plan{}, err
@@ -160,7 +160,7 @@ func stepObjects(p plan.Plan, name string) []*unstructured.Unstructured {
 // bundlePlans is a bundle's one plan, install: it runs on every change.
 type bundlePlans struct{ install plan.Plan }
 
-func (bp bundlePlans) Select(c installation.PlanChange) ([]string, string) {
+func (bp bundlePlans) Select(c engine.Change) ([]string, string) {
 	if c.Install {
 		return []string{bp.install.Name}, "install"
 	}

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/plan"
 )
 
@@ -57,7 +58,7 @@ func (r *Reconciler) renderPlans(ctx context.Context, s *scope) (ctrl.Result, er
 	names, trigger, request := r.choosePlans(s, rel)
 	plans, warnings, err := rel.Plans.Render(names)
 	if err != nil {
-		var refused *EngineError
+		var refused *engine.Error
 		if errors.As(err, &refused) {
 			return r.stop(s, terminal(refused.Reason, refused.Message), ctrl.Result{})
 		}
@@ -136,7 +137,7 @@ func versionList(versions []v1alpha1.ExtensionVersion) string {
 // runs is compared with the last recorded revision, so the running plan's
 // unfinished work is part of it; the running plan is superseded. The same
 // inputs as the pending revision's resume it.
-func (r *Reconciler) choosePlans(s *scope, rel *Release) ([]string, string, *v1alpha1.PlanRequest) {
+func (r *Reconciler) choosePlans(s *scope, rel *engine.Release) ([]string, string, *v1alpha1.PlanRequest) {
 	inst := s.inst
 	version := s.choice.Version.Version
 	if pending := inst.Status.Pending; pending != nil && pending.Version == version &&
@@ -144,7 +145,7 @@ func (r *Reconciler) choosePlans(s *scope, rel *Release) ([]string, string, *v1a
 		return pending.Plans, pending.Trigger, nil // resume
 	}
 	if len(inst.Status.History) == 0 {
-		plans, trigger := rel.Plans.Select(PlanChange{Install: true})
+		plans, trigger := rel.Plans.Select(engine.Change{Install: true})
 		return plans, trigger, nil
 	}
 	last := inst.Status.History[0]
@@ -161,7 +162,7 @@ func (r *Reconciler) choosePlans(s *scope, rel *Release) ([]string, string, *v1a
 		}
 		return nil, "", nil
 	}
-	plans, trigger := rel.Plans.Select(PlanChange{Upgrade: upgrade, Changed: rel.Changed})
+	plans, trigger := rel.Plans.Select(engine.Change{Upgrade: upgrade, Changed: rel.Changed})
 	if upgrade && last.Version != version {
 		trigger = fmt.Sprintf("upgrade %s → %s", last.Version, version)
 	} else if upgrade && len(rel.Changed) == 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // runStep runs every task of step once, as KUDO does on each pass, and
@@ -51,8 +52,8 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 	ns := s.targetNamespace()
 	switch t.Kind {
 	case plan.TaskApply:
-		applied, err := applier.Apply(ctx, s.owner(), ns, Set{Objects: t.Objects},
-			s.artifact.adoption.options(ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}))
+		applied, err := applier.Apply(ctx, s.owner(), ns, target.Set{Objects: t.Objects},
+			s.artifact.adoption.options(target.ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}))
 		if err != nil {
 			if b := r.permissionBlock(s.inst, err); b != nil {
 				return plan.Failed(t.Name, errors.New(b.message))
@@ -134,8 +135,8 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, s *scope, objs []*unst
 	if len(objs) == 0 {
 		return nil
 	}
-	_, err := s.target.Applier().Apply(ctx, s.owner(), s.targetNamespace(), Set{Objects: objs},
-		ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership})
+	_, err := s.target.Applier().Apply(ctx, s.owner(), s.targetNamespace(), target.Set{Objects: objs},
+		target.ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership})
 	if err == nil {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/target"
 	"github.com/annex-platform/annex/internal/values"
 )
 
@@ -220,7 +221,7 @@ func unservedMessage(s *scope, unserved []kubeapis.UnservedObject) string {
 
 // showPermissions sets status.permissions from set, the objects of the
 // revision being recorded.
-func (s *scope) showPermissions(set Set) {
+func (s *scope) showPermissions(set target.Set) {
 	sum := gate.Summarize(gate.Derive(slices.Concat(set.CRDs, set.Objects), s.targetNamespace()))
 	s.inst.Status.Permissions = &v1alpha1.PermissionSummary{
 		ClusterWide: sum.ClusterWide, Namespaces: sum.Namespaces, BoundTo: sum.BoundTo,

@@ -46,6 +46,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/gate"
+	"github.com/annex-platform/annex/internal/target"
 	"github.com/annex-platform/annex/internal/values"
 )
 
@@ -97,7 +98,7 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope) (ctrl.Result, error
 // done false while they hold the uninstall (s.block says why). A
 // namespace being deleted cannot hold a HookRequest: its installations
 // uninstall without asking.
-func (r *Reconciler) gateUninstall(ctx context.Context, s *scope, installed Set) (ctrl.Result, bool, error) {
+func (r *Reconciler) gateUninstall(ctx context.Context, s *scope, installed target.Set) (ctrl.Result, bool, error) {
 	objs := slices.Concat(installed.CRDs, installed.Objects)
 	manifest, err := values.ManifestDigest(nil, objs)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/target"
 	"github.com/annex-platform/annex/internal/values"
 )
 
@@ -77,7 +78,7 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	// The record holds the state the plans leave; its inventory is all
 	// the plans may apply, so that a crash at any step leaves nothing
 	// unowned.
-	if err := r.writeIntentWith(ctx, s, &rev, Set{Objects: desired, Package: extra}, everything); err != nil {
+	if err := r.writeIntentWith(ctx, s, &rev, target.Set{Objects: desired, Package: extra}, everything); err != nil {
 		return err
 	}
 	now := metav1.NewTime(r.now())
@@ -154,10 +155,10 @@ func (r *Reconciler) drive(ctx context.Context, s *scope, p plan.Plan, st v1alph
 // it ends, its steps never wait, and the first error stops it. It returns
 // what the steps applied, the state p ended in (nil when the applier
 // refused p before any step) and the first step's error.
-func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, opts ApplyOptions) (Applied, *v1alpha1.PlanStatus, error) {
+func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, opts target.ApplyOptions) (target.Applied, *v1alpha1.PlanStatus, error) {
 	steps, err := s.target.Applier().Start(s.owner(), s.targetNamespace(), p, opts)
 	if err != nil {
-		return Applied{}, nil, err
+		return target.Applied{}, nil, err
 	}
 	var stepErr error
 	run := func(ref plan.StepRef, step plan.Step) plan.StepResult {
@@ -285,7 +286,7 @@ func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result,
 	if err != nil || !prev.found {
 		return ctrl.Result{}, err
 	}
-	return r.checkDrift(ctx, s, Set{Objects: driftable(prev.objects)})
+	return r.checkDrift(ctx, s, target.Set{Objects: driftable(prev.objects)})
 }
 
 // driftable leaves out run-to-completion objects (Jobs, Pods): a plan
@@ -311,7 +312,7 @@ const cleanupTrigger = "deletion"
 // until a person fixes the cause or abandons the plan. What the plan
 // applies joins the inventory before it is applied, so the uninstall
 // removes it too.
-func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed Set) (ctrl.Result, bool, error) {
+func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed target.Set) (ctrl.Result, bool, error) {
 	inst := s.inst
 	cleanup := decodePackageRecord(installed.Package).Cleanup
 	if cleanup == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/record"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // Revision records, and why a crash at any instant orphans nothing.
@@ -75,14 +76,14 @@ var errStaleView = errors.New("the installation changed since it was read; recon
 //
 // A record that cannot be stored at its size sets a terminal block and
 // returns errRecordRefused.
-func (r *Reconciler) writeIntent(ctx context.Context, s *scope, rev *v1alpha1.Revision, set Set) error {
+func (r *Reconciler) writeIntent(ctx context.Context, s *scope, rev *v1alpha1.Revision, set target.Set) error {
 	return r.writeIntentWith(ctx, s, rev, set, slices.Concat(set.CRDs, set.Objects))
 }
 
 // writeIntentWith is writeIntent for a set whose apply may touch more
 // than the set holds: a package's plans may apply objects that a later
 // step deletes again. The record's inventory lists everything.
-func (r *Reconciler) writeIntentWith(ctx context.Context, s *scope, rev *v1alpha1.Revision, set Set, everything []*unstructured.Unstructured) error {
+func (r *Reconciler) writeIntentWith(ctx context.Context, s *scope, rev *v1alpha1.Revision, set target.Set, everything []*unstructured.Unstructured) error {
 	store := r.recordStore(s.inst)
 	planned := s.target.Applier().Refs(everything, s.targetNamespace())
 	enc, err := record.Encode(newRecord(*rev, planned, set, s.artifact.adoption.recordOf()))
@@ -115,7 +116,7 @@ func (r *Reconciler) writeIntentWith(ctx context.Context, s *scope, rev *v1alpha
 
 // newRecord is the record of rev: planned is the inventory it is about to
 // apply, set its rendered set, adopted what it adopts (nil for none).
-func newRecord(rev v1alpha1.Revision, planned []v1alpha1.ObjectReference, set Set, adopted *record.Adopted) record.Record {
+func newRecord(rev v1alpha1.Revision, planned []v1alpha1.ObjectReference, set target.Set, adopted *record.Adopted) record.Record {
 	return record.Record{
 		Revision: rev.Number, Version: rev.Version,
 		ValuesDigest: rev.ValuesDigest, ManifestDigest: rev.ManifestDigest,
@@ -265,14 +266,14 @@ func (r *Reconciler) trimRecords(ctx context.Context, s *scope, n int64) error {
 }
 
 // recordOf returns the rendered set of revision n, if its record exists.
-func (r *Reconciler) recordOf(ctx context.Context, inst *v1alpha1.ExtensionInstallation, n int64) (Set, bool, error) {
+func (r *Reconciler) recordOf(ctx context.Context, inst *v1alpha1.ExtensionInstallation, n int64) (target.Set, bool, error) {
 	rec, found, err := r.recordStore(inst).Read(ctx, n)
 	return setOf(rec), found, err
 }
 
 // setOf is the rendered set a record holds.
-func setOf(rec record.Record) Set {
-	return Set{CRDs: rec.CRDs, Objects: rec.Objects, Package: rec.Package}
+func setOf(rec record.Record) target.Set {
+	return target.Set{CRDs: rec.CRDs, Objects: rec.Objects, Package: rec.Package}
 }
 
 // ignoreRefused hides errRecordRefused, whose block already says what to

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/values"
 )
 
@@ -29,7 +30,7 @@ import (
 func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
 	facts := &engineFacts{ctx: ctx, r: r, s: s}
-	rel, err := r.engine(s.choice.Version.Engine).Render(ctx, EngineInput{
+	rel, err := r.engine(s.choice.Version.Engine).Render(ctx, engine.Input{
 		Artifact:       s.artifact.data,
 		ArtifactDigest: s.artifact.digest,
 		Ref:            inst.Spec.Extension + " " + s.choice.Version.Version,
@@ -57,7 +58,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		return ctrl.Result{}, s.block
 	}
 	if err != nil {
-		var refused *EngineError
+		var refused *engine.Error
 		var b *block
 		switch {
 		case errors.As(err, &refused) && refused.Retry:

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // resourceRefs are the inventory entries of the plan's resources step.
@@ -21,7 +22,7 @@ func (s *scope) resourceRefs(objs []*unstructured.Unstructured) []v1alpha1.Objec
 // observeResources sets status.resources from h, a health read that
 // covered them: each resource is ready unless h lists it, and then it
 // carries its own message. Resources h did not cover keep their state.
-func (s *scope) observeResources(h Health, covered []v1alpha1.ObjectReference) {
+func (s *scope) observeResources(h target.Health, covered []v1alpha1.ObjectReference) {
 	if len(s.artifact.resources) == 0 {
 		s.inst.Status.Resources = nil
 		return
@@ -30,7 +31,7 @@ func (s *scope) observeResources(h Health, covered []v1alpha1.ObjectReference) {
 	for _, ref := range covered {
 		inCovered[refKey(ref)] = true
 	}
-	notReady := map[string]ObjectHealth{}
+	notReady := map[string]target.ObjectHealth{}
 	for _, o := range h.NotReady {
 		notReady[refKey(o.Object)] = o
 	}

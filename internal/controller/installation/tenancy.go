@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // Tenancy: an installation acts as a ServiceAccount of its namespace
@@ -36,19 +37,19 @@ func serviceAccountUser(namespace, name string) string {
 
 // actingTarget is a Target whose applier impersonates a ServiceAccount.
 type actingTarget struct {
-	Target
-	applier Applier
+	target.Cluster
+	applier target.Applier
 }
 
-func (t actingTarget) Applier() Applier { return t.applier }
+func (t actingTarget) Applier() target.Applier { return t.applier }
 
-// actAs returns target acting as the installation's ServiceAccount, or
-// target itself when it acts as the manager. On the hub the
+// actAs returns cluster acting as the installation's ServiceAccount, or
+// cluster itself when it acts as the manager. On the hub the
 // ServiceAccount must exist; a missing one blocks, saying so.
-func (r *Reconciler) actAs(ctx context.Context, inst *v1alpha1.ExtensionInstallation, target Target) (Target, *block, error) {
+func (r *Reconciler) actAs(ctx context.Context, inst *v1alpha1.ExtensionInstallation, cluster target.Cluster) (target.Cluster, *block, error) {
 	sa := r.serviceAccountOf(inst)
 	if sa == "" {
-		return target, nil, nil
+		return cluster, nil, nil
 	}
 	if inst.Spec.Cluster == "" {
 		err := r.Reader.Get(ctx, types.NamespacedName{Namespace: inst.Namespace, Name: sa}, &corev1.ServiceAccount{})
@@ -61,11 +62,11 @@ func (r *Reconciler) actAs(ctx context.Context, inst *v1alpha1.ExtensionInstalla
 			return nil, nil, err
 		}
 	}
-	a, err := target.ApplierAs(serviceAccountUser(inst.Namespace, sa))
+	a, err := cluster.ApplierAs(serviceAccountUser(inst.Namespace, sa))
 	if err != nil {
 		return nil, nil, err
 	}
-	return actingTarget{Target: target, applier: a}, nil, nil
+	return actingTarget{Cluster: cluster, applier: a}, nil, nil
 }
 
 // saField names where the ServiceAccount comes from.

@@ -15,6 +15,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/resolve"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // uninstallStarted reports whether an earlier reconcile already ran the
@@ -145,7 +146,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 // deleteAll deletes refs (objects of the inventory) and reports done when
 // none of them is left; until then the installation waits (see
 // waitForDeletion).
-func (r *Reconciler) deleteAll(ctx context.Context, s *scope, applier Applier, refs []v1alpha1.ObjectReference) (ctrl.Result, bool, error) {
+func (r *Reconciler) deleteAll(ctx context.Context, s *scope, applier target.Applier, refs []v1alpha1.ObjectReference) (ctrl.Result, bool, error) {
 	inst := s.inst
 	if len(refs) == 0 {
 		return ctrl.Result{}, true, nil
@@ -182,7 +183,7 @@ func holdNamespace(inventory []v1alpha1.ObjectReference, ns string) (rest, held 
 // uninstall that holds back the target namespace (held) already ran: the
 // namespace is deleted right after them, so a namespace being deleted, or
 // gone, says they did (or that it went by hand, and its hooks with it).
-func (r *Reconciler) postDeleteHooksRan(ctx context.Context, s *scope, applier Applier, held []v1alpha1.ObjectReference) (bool, error) {
+func (r *Reconciler) postDeleteHooksRan(ctx context.Context, s *scope, applier target.Applier, held []v1alpha1.ObjectReference) (bool, error) {
 	if len(held) == 0 {
 		return false, nil
 	}
@@ -200,7 +201,7 @@ func (r *Reconciler) postDeleteHooksRan(ctx context.Context, s *scope, applier A
 }
 
 // hasPostDeleteHooks reports whether set holds Helm post-delete hooks.
-func hasPostDeleteHooks(set Set) bool {
+func hasPostDeleteHooks(set target.Set) bool {
 	for _, o := range set.Objects {
 		for _, event := range strings.Split(o.GetAnnotations()["helm.sh/hook"], ",") {
 			if strings.TrimSpace(event) == "post-delete" {
@@ -218,7 +219,7 @@ func hasPostDeleteHooks(set Set) bool {
 // they wait for: the installation is Stalled and keeps waiting, or, with
 // spec.uninstall.onTimeout RemoveFinalizers, their finalizers are
 // removed and deletion goes on.
-func (r *Reconciler) waitForDeletion(ctx context.Context, s *scope, applier Applier, remaining int) (ctrl.Result, error) {
+func (r *Reconciler) waitForDeletion(ctx context.Context, s *scope, applier target.Applier, remaining int) (ctrl.Result, error) {
 	inst := s.inst
 	msg := fmt.Sprintf("waiting for %d of %d objects to be deleted", remaining, len(inst.Status.Inventory))
 	timeout := uninstallTimeoutOf(inst)
@@ -274,7 +275,7 @@ func uninstallTimeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
 // crashed or failed before the status recorded it) joins the status
 // inventory, and the installed revision's rendered set is returned for its
 // delete hooks.
-func takeRecords(ctx context.Context, s *scope, store *record.Store, records []record.Stored) (Set, bool) {
+func takeRecords(ctx context.Context, s *scope, store *record.Store, records []record.Stored) (target.Set, bool) {
 	installed := recordedRevision(s.inst)
 	for _, rec := range records {
 		switch {
@@ -290,7 +291,7 @@ func takeRecords(ctx context.Context, s *scope, store *record.Store, records []r
 			return setOf(whole), err == nil
 		}
 	}
-	return Set{}, false
+	return target.Set{}, false
 }
 
 // releaseIfNeverApplied removes the finalizer of an installation that
