@@ -10,6 +10,7 @@ package target
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -206,4 +207,38 @@ type ObjectHealth struct {
 	// Message is the object's own account: its condition's reason and
 	// message, or the finalizers it waits for.
 	Message string
+}
+
+// UnionRefs returns old plus every ref of add not in old (by Identity),
+// sorted by RefKey, and whether anything was added.
+func UnionRefs(old, add []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, bool) {
+	seen := map[v1alpha1.ObjectReference]bool{}
+	out := make([]v1alpha1.ObjectReference, 0, len(old)+len(add))
+	for _, ref := range old {
+		seen[Identity(ref)] = true
+		out = append(out, ref)
+	}
+	grew := false
+	for _, ref := range add {
+		if !seen[Identity(ref)] {
+			seen[Identity(ref)] = true
+			out = append(out, ref)
+			grew = true
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return RefKey(out[i]) < RefKey(out[j]) })
+	return out, grew
+}
+
+// Identity drops the version: the same object may be recorded under two
+// versions of its kind.
+func Identity(ref v1alpha1.ObjectReference) v1alpha1.ObjectReference {
+	ref.Version = ""
+	return ref
+}
+
+// RefKey is "<group>/<kind>/<namespace>/<name>", one object's key in an
+// inventory whatever the version it was recorded under.
+func RefKey(ref v1alpha1.ObjectReference) string {
+	return ref.Group + "/" + ref.Kind + "/" + ref.Namespace + "/" + ref.Name
 }

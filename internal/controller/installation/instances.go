@@ -14,6 +14,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // Instances: an installation whose content is namespaced only runs a
@@ -88,11 +89,11 @@ func contentRefs(s *scope) ([]v1alpha1.ObjectReference, bool) {
 	}
 	deleted := map[v1alpha1.ObjectReference]bool{}
 	for _, ref := range a.Refs(deletes, ns) {
-		deleted[identity(ref)] = true
+		deleted[target.Identity(ref)] = true
 	}
 	for _, ref := range s.inst.Status.Inventory {
 		switch {
-		case ref.Namespace != "", deleted[identity(ref)]:
+		case ref.Namespace != "", deleted[target.Identity(ref)]:
 		case ref.Group == "" && ref.Kind == "Namespace" && ref.Name == ns:
 		default:
 			refs = append(refs, ref)
@@ -132,7 +133,7 @@ func firstClusterScoped(refs []v1alpha1.ObjectReference) *v1alpha1.ObjectReferen
 		return 2
 	}
 	refs = slices.Clone(refs)
-	slices.SortStableFunc(refs, func(a, b v1alpha1.ObjectReference) int { return strings.Compare(refKey(a), refKey(b)) })
+	slices.SortStableFunc(refs, func(a, b v1alpha1.ObjectReference) int { return strings.Compare(target.RefKey(a), target.RefKey(b)) })
 	var best *v1alpha1.ObjectReference
 	for i := range refs {
 		if refs[i].Namespace == "" && (best == nil || rank(refs[i]) < rank(*best)) {

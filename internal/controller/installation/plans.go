@@ -62,7 +62,7 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	applier, ns := s.target.Applier(), s.targetNamespace()
 	desired, appliedBy := plan.StateAfter(slices.Concat(s.artifact.run.namespace, prev.objects), decodePackageRecord(prev.pkg).AppliedBy,
 		s.artifact.run.plans, func(o *unstructured.Unstructured) string {
-			return refKey(applier.Refs([]*unstructured.Unstructured{o}, ns)[0])
+			return target.RefKey(applier.Refs([]*unstructured.Unstructured{o}, ns)[0])
 		})
 	extra, err := json.Marshal(packageRecord{Params: s.artifact.run.params, Cleanup: s.artifact.run.cleanup, AppliedBy: appliedBy})
 	if err != nil {
@@ -228,7 +228,7 @@ func (r *Reconciler) revisionDone(ctx context.Context, s *scope, rev v1alpha1.Re
 func (r *Reconciler) revisionStopped(ctx context.Context, s *scope, rev v1alpha1.Revision, st v1alpha1.PlanStatus) (ctrl.Result, error) {
 	inst := s.inst
 	if p := plan.Find(s.artifact.run.plans, st.Name); p != nil {
-		st.LeftBehind, _ = unionRefs(nil, s.target.Applier().Refs(plan.LeftBehind(*p, st), s.targetNamespace()))
+		st.LeftBehind, _ = target.UnionRefs(nil, s.target.Applier().Refs(plan.LeftBehind(*p, st), s.targetNamespace()))
 		plan.SetStatus(&inst.Status.Plans, st)
 	}
 	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
@@ -324,7 +324,7 @@ func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed target.
 		if len(inst.Status.History) > 0 {
 			revision = inst.Status.History[0].Number
 		}
-		inst.Status.Inventory, _ = unionRefs(inst.Status.Inventory, s.target.Applier().Refs(plan.AllApplied([]plan.Plan{*cleanup}), s.targetNamespace()))
+		inst.Status.Inventory, _ = target.UnionRefs(inst.Status.Inventory, s.target.Applier().Refs(plan.AllApplied([]plan.Plan{*cleanup}), s.targetNamespace()))
 		inst.Status.InventoryCount = int32(len(inst.Status.Inventory))
 		plan.SetStatus(&inst.Status.Plans, plan.Start(*cleanup, cleanupTrigger, revision, metav1.NewTime(r.now())))
 		if err := r.persist(ctx, s); err != nil {

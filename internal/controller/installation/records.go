@@ -109,7 +109,7 @@ func (r *Reconciler) writeIntentWith(ctx context.Context, s *scope, rev *v1alpha
 	for _, p := range enc.Pieces {
 		s.records.pieces = append(s.records.pieces, p.Digest)
 	}
-	s.inst.Status.Inventory, _ = unionRefs(s.inst.Status.Inventory, planned)
+	s.inst.Status.Inventory, _ = target.UnionRefs(s.inst.Status.Inventory, planned)
 	s.inst.Status.InventoryCount = int32(len(s.inst.Status.Inventory))
 	return nil
 }
@@ -175,7 +175,7 @@ func (r *Reconciler) takeOverLeftovers(ctx context.Context, s *scope, store *rec
 			continue
 		}
 		if ix, err := rec.Index(); err == nil {
-			inst.Status.Inventory, _ = unionRefs(inst.Status.Inventory, ix.Inventory)
+			inst.Status.Inventory, _ = target.UnionRefs(inst.Status.Inventory, ix.Inventory)
 		}
 		// An undecodable record is superseded all the same: its objects
 		// carry this installation's labels, and nothing better is known.
@@ -220,7 +220,7 @@ func sameContent(ix record.Index, rev v1alpha1.Revision, planned []v1alpha1.Obje
 		len(ix.Inventory) != len(planned) {
 		return false
 	}
-	_, grew := unionRefs(ix.Inventory, planned)
+	_, grew := target.UnionRefs(ix.Inventory, planned)
 	return !grew
 }
 

@@ -29,11 +29,11 @@ func (s *scope) observeResources(h target.Health, covered []v1alpha1.ObjectRefer
 	}
 	inCovered := map[string]bool{}
 	for _, ref := range covered {
-		inCovered[refKey(ref)] = true
+		inCovered[target.RefKey(ref)] = true
 	}
 	notReady := map[string]target.ObjectHealth{}
 	for _, o := range h.NotReady {
-		notReady[refKey(o.Object)] = o
+		notReady[target.RefKey(o.Object)] = o
 	}
 	previous := map[string]v1alpha1.ResourceStatus{}
 	for _, st := range s.inst.Status.Resources {
@@ -45,7 +45,7 @@ func (s *scope) observeResources(h target.Health, covered []v1alpha1.ObjectRefer
 			APIVersion: apiVersionOf(ref), Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
 			Ready: metav1.ConditionUnknown, Message: "not created yet: it is created once the operator is up",
 		}
-		key := refKey(ref)
+		key := target.RefKey(ref)
 		switch o, pending := notReady[key]; {
 		case !inCovered[key]:
 			if prev, ok := previous[ref.Kind+"/"+ref.Namespace+"/"+ref.Name]; ok {

@@ -284,7 +284,7 @@ func takeRecords(ctx context.Context, s *scope, store *record.Store, records []r
 			if err != nil {
 				continue // its objects carry the installation's labels; nothing better is known
 			}
-			s.inst.Status.Inventory, _ = unionRefs(s.inst.Status.Inventory, ix.Inventory)
+			s.inst.Status.Inventory, _ = target.UnionRefs(s.inst.Status.Inventory, ix.Inventory)
 			s.inst.Status.InventoryCount = int32(len(s.inst.Status.Inventory))
 		case rec.Number == installed:
 			whole, err := store.Load(ctx, rec)
