@@ -218,8 +218,8 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, e
 		return errors.Join(err, statusPatchErr)
 	}
 	if s.records.recorded {
-		if cleanupErr := r.deleteSuperseded(ctx, s); cleanupErr != nil {
-			// The records stay until trimRecords deletes them with the
+		if cleanupErr := r.records(s).DeleteSuperseded(ctx); cleanupErr != nil {
+			// The records stay until Trim deletes them with the
 			// history they fell out of; nothing depends on them any more.
 			log.FromContext(ctx).Info("could not delete the records of crashed attempts", "error", cleanupErr.Error())
 		}

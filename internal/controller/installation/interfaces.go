@@ -17,10 +17,9 @@ import (
 // gate.HookChange, internal/engine's Input and Release) are plain values;
 // the cluster an installation targets is reached through internal/target's
 // Cluster and Applier, which internal/manager implements. Revision
-// records are the exception: internal/record's codec is pure and its
-// Store keeps Secrets of the hub through the controller's own clients, so
-// the controller uses it directly and decides which records to write,
-// keep and delete itself (records.go).
+// records are the exception: internal/record's Keeper keeps Secrets of
+// the hub through the controller's own clients, so the controller uses it
+// directly and says when to write and trim them (records.go).
 
 // Resolver chooses versions for every installation of one cluster
 // together, over the Extensions on offer.

@@ -64,13 +64,8 @@ type appliedState struct {
 // recordsState is this reconcile's part in the revision records.
 type recordsState struct {
 	installed *installedState // the installed revision's record, once read
-	// listed are the records a takeover listed; superseded the leftovers
-	// it superseded (deleted once the status recording this apply is
-	// written); pieces the pieces of the record this reconcile wrote.
-	listed     []record.Stored
-	superseded []record.Stored
-	pieces     []string
-	recorded   bool // this reconcile recorded a revision in the status
+	keeper    *record.Keeper  // writes, takes over and deletes the records (records.go)
+	recorded  bool            // this reconcile recorded a revision in the status
 }
 
 // outcome is how the reconcile ended, beside s.block: what summarize and

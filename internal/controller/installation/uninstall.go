@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/target"
 )
@@ -71,12 +70,11 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, s.block
 	}
 	applier := target.Applier()
-	store := r.recordStore(inst)
-	records, err := store.List(ctx)
+	installed, haveRecord, err := r.records(s).Uninstalling(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	hooks, haveRecord := takeRecords(ctx, s, store, records)
+	hooks := setOf(installed)
 	if haveRecord && !uninstallStarted(inst) {
 		if res, done, err := r.gateUninstall(ctx, s, hooks); !done || err != nil {
 			return res, err
@@ -130,7 +128,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	if res, done, err := r.deleteAll(ctx, s, applier, held); !done || err != nil {
 		return res, err
 	}
-	if err := store.Delete(ctx, records, nil, nil); err != nil {
+	if err := r.records(s).DeleteAll(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
 	removed = true
@@ -270,30 +268,6 @@ func uninstallTimeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
 	return defaultTimeout
 }
 
-// takeRecords reads an installation's records, newest first: the
-// inventory of each revision newer than the installed one (an apply that
-// crashed or failed before the status recorded it) joins the status
-// inventory, and the installed revision's rendered set is returned for its
-// delete hooks.
-func takeRecords(ctx context.Context, s *scope, store *record.Store, records []record.Stored) (target.Set, bool) {
-	installed := recordedRevision(s.inst)
-	for _, rec := range records {
-		switch {
-		case rec.Number > installed:
-			ix, err := rec.Index()
-			if err != nil {
-				continue // its objects carry the installation's labels; nothing better is known
-			}
-			s.inst.Status.Inventory, _ = target.UnionRefs(s.inst.Status.Inventory, ix.Inventory)
-			s.inst.Status.InventoryCount = int32(len(s.inst.Status.Inventory))
-		case rec.Number == installed:
-			whole, err := store.Load(ctx, rec)
-			return setOf(whole), err == nil
-		}
-	}
-	return target.Set{}, false
-}
-
 // releaseIfNeverApplied removes the finalizer of an installation that
 // never applied anything: nothing installed (resolve.HasInstalled) and no
 // revision record. Its deletion needs nothing from its
@@ -304,8 +278,7 @@ func (r *Reconciler) releaseIfNeverApplied(ctx context.Context, s *scope) (gone 
 	if resolve.HasInstalled(inst) {
 		return false, nil
 	}
-	records, err := r.recordStore(inst).List(ctx)
-	if err != nil || len(records) > 0 {
+	if any, err := r.records(s).Any(ctx); err != nil || any {
 		return false, err
 	}
 	if err := r.patchMeta(ctx, s, func() { controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall) }); err != nil {
