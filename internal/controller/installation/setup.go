@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/valuesfrom"
 )
 
 // indexExtension indexes installations by spec.extension so that a change
@@ -33,16 +34,7 @@ const indexExtension = "spec.extension"
 const indexValuesSource = "annex.dev/values-source"
 
 func valuesSources(o client.Object) []string {
-	inst := o.(*v1alpha1.ExtensionInstallation)
-	var keys []string
-	for _, ref := range inst.Spec.ValuesFrom {
-		ns := sourceNamespace(inst, ref)
-		keys = append(keys, ref.Kind+"/"+ns+"/"+ref.Name)
-		if ns != inst.Namespace {
-			keys = append(keys, "Namespace/"+ns)
-		}
-	}
-	return keys
+	return valuesfrom.Sources(o.(*v1alpha1.ExtensionInstallation))
 }
 
 // usersOf maps a Secret, ConfigMap or Namespace to the installations whose
