@@ -83,7 +83,7 @@ func TestFirstClusterScoped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := firstClusterScoped(tt.refs)
+			got := resolve.FirstClusterScoped(tt.refs)
 			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
@@ -103,7 +103,7 @@ func TestContentRefs(t *testing.T) {
 		},
 	}}}
 	refs, ok := contentRefs(chart)
-	if got := firstClusterScoped(refs); !ok || got == nil || *got != crd {
+	if got := resolve.FirstClusterScoped(refs); !ok || got == nil || *got != crd {
 		t.Errorf("chart: a CRD created by a hook is content; got %+v", refs)
 	}
 
@@ -123,7 +123,7 @@ func TestContentRefs(t *testing.T) {
 	// Without a plan to run, the installed revision decides.
 	pkg.artifact.run.plans = nil
 	refs, _ = contentRefs(pkg)
-	if got := firstClusterScoped(refs); got == nil || *got != crd {
+	if got := resolve.FirstClusterScoped(refs); got == nil || *got != crd {
 		t.Errorf("package without plans: got %+v", refs)
 	}
 	// Nothing rendered (a package whose render stopped): nothing to decide.
