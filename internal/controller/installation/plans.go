@@ -25,7 +25,7 @@ import (
 // runs, drift is checked as for a chart.
 func (r *Reconciler) runPackage(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
-	if req := newAbandonRequest(inst); req != nil {
+	if req := plan.AbandonRequest(inst); req != nil {
 		if res, err := r.abandon(ctx, s, req); err != nil || s.block != nil {
 			return res, err
 		}
@@ -94,7 +94,7 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	}
 	inst.Status.Pending = &rev
 	if s.artifact.run.request != nil {
-		markRequest(inst, s.artifact.run.request, nil)
+		plan.MarkRequest(inst, s.artifact.run.request, nil)
 	}
 	return r.persist(ctx, s)
 }
@@ -250,7 +250,7 @@ func (r *Reconciler) revisionStopped(ctx context.Context, s *scope, rev v1alpha1
 // stops where it is.
 func (r *Reconciler) abandon(ctx context.Context, s *scope, req *v1alpha1.PlanRequest) (ctrl.Result, error) {
 	inst := s.inst
-	markRequest(inst, nil, req)
+	plan.MarkRequest(inst, nil, req)
 	st := plan.StatusOf(inst.Status.Plans, req.Name)
 	if st == nil || !plan.Running(st.State) || inst.Status.Pending == nil {
 		r.event(s, "Normal", "PlanAbandoned", fmt.Sprintf("request %s: plan %s is not running; nothing to abandon", req.ID, req.Name))
@@ -332,13 +332,13 @@ func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed target.
 		}
 		st = plan.StatusOf(inst.Status.Plans, cleanup.Name)
 	}
-	if req := newRunRequest(inst); req != nil && req.Name == cleanup.Name && st.State == v1alpha1.PlanFatalError {
-		markRequest(inst, req, nil)
+	if req := plan.RunRequest(inst); req != nil && req.Name == cleanup.Name && st.State == v1alpha1.PlanFatalError {
+		plan.MarkRequest(inst, req, nil)
 		restarted := plan.Start(*cleanup, cleanupTrigger, st.Revision, metav1.NewTime(r.now()))
 		st = &restarted
 	}
-	if req := newAbandonRequest(inst); req != nil && req.Name == cleanup.Name && plan.Running(st.State) {
-		markRequest(inst, nil, req)
+	if req := plan.AbandonRequest(inst); req != nil && req.Name == cleanup.Name && plan.Running(st.State) {
+		plan.MarkRequest(inst, nil, req)
 		plan.SetStatus(&inst.Status.Plans, plan.Abandon(*st, "abandoned by request "+req.ID, metav1.NewTime(r.now())))
 		r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s; uninstalling goes on", cleanup.Name, req.ID))
 		return ctrl.Result{}, true, nil

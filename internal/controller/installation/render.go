@@ -15,13 +15,15 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/engine"
+	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/values"
 	"github.com/annex-platform/annex/internal/valuesfrom"
 )
 
 // render has the chosen version's engine make its release: a chart's
 // objects, or a package's or bundle's plans, of which it chooses those
-// this change runs (choosePlans) and renders them. Invalid values and
+// this change runs (engine.Release.Choose) and renders them. Invalid values and
 // broken artifacts stop here, before anything touches the cluster.
 func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
@@ -42,7 +44,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 	})
 	if rel != nil {
 		s.artifact.digest = rel.ArtifactDigest
-		listPlans(inst, rel.PlanNames)
+		plan.ListNeverRun(inst, rel.PlanNames)
 	}
 	switch {
 	case facts.valuesBlock != nil:
@@ -167,9 +169,12 @@ func (f *engineFacts) Now() time.Time {
 }
 
 func (f *engineFacts) Base(name, versionRange string) (v1alpha1.ExtensionVersion, error) {
-	v, b := chooseBase(f.s.cluster.extensions, name, versionRange)
-	if b != nil {
-		return v1alpha1.ExtensionVersion{}, b
+	v, missing := resolve.Base(f.s.cluster.extensions, name, versionRange)
+	switch {
+	case missing != nil && missing.Wait:
+		return v1alpha1.ExtensionVersion{}, wait(missing.Reason, missing.Message)
+	case missing != nil:
+		return v1alpha1.ExtensionVersion{}, terminal(missing.Reason, missing.Message)
 	}
 	return *v, nil
 }
