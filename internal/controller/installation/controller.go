@@ -32,6 +32,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
+	"github.com/annex-platform/annex/internal/shard"
 )
 
 // Reconciler installs, upgrades and uninstalls ExtensionInstallations.
@@ -89,7 +90,7 @@ type Reconciler struct {
 	CertificateClock func() time.Time
 
 	index *installationIndex // the cache's installations by cluster; set up by SetupWithManager
-	share *clusterShare      // how many reconciles each managed cluster may have at once; set up by SetupWithManager
+	share *shard.Share       // how many reconciles each managed cluster may have at once; set up by SetupWithManager
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete
@@ -113,10 +114,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, err
 	}
 	defer leave() // after the status is written
-	if !r.share.take(inst.Spec.Cluster) {
-		return ctrl.Result{RequeueAfter: clusterShareWait}, nil
+	if !r.share.Take(inst.Spec.Cluster) {
+		return ctrl.Result{RequeueAfter: shard.ShareWait}, nil
 	}
-	defer r.share.give(inst.Spec.Cluster)
+	defer r.share.Give(inst.Spec.Cluster)
 	ctx, s := r.begin(ctx, inst)
 	defer func() { retErr = r.finish(ctx, s, result, retErr) }()
 
