@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -191,32 +190,10 @@ func (r *Reconciler) checkServed(ctx context.Context, s *scope) (ctrl.Result, er
 		answers[gvk] = a
 	}
 	if unserved := kubeapis.Unserved(objs, answers, s.targetNamespace()); len(unserved) > 0 {
-		s.block = terminal(v1alpha1.ReasonKindNotServed, unservedMessage(s, unserved))
+		s.block = terminal(v1alpha1.ReasonKindNotServed, kubeapis.UnservedMessage(
+			s.inst.Spec.Extension, s.choice.Version.Version, clusterName(s.inst.Spec.Cluster), s.inst.Status.ClusterVersion, unserved))
 	}
 	return ctrl.Result{}, nil
-}
-
-// maxUnservedNamed bounds how many unserved objects a message names.
-const maxUnservedNamed = 5
-
-// unservedMessage says which objects of the change the cluster cannot
-// take and what to do, in the same words for the same change.
-func unservedMessage(s *scope, unserved []kubeapis.UnservedObject) string {
-	parts := make([]string, 0, min(len(unserved), maxUnservedNamed+1))
-	for i, u := range unserved {
-		if i == maxUnservedNamed {
-			parts = append(parts, fmt.Sprintf("and %d more", len(unserved)-maxUnservedNamed))
-			break
-		}
-		parts = append(parts, u.String())
-	}
-	cluster := clusterName(s.inst.Spec.Cluster)
-	if v := s.inst.Status.ClusterVersion; v != "" {
-		cluster += " (Kubernetes " + v + ")"
-	}
-	return fmt.Sprintf("%s %s cannot be applied: %s does not serve the kind of %d of its objects, so nothing was applied: %s. "+
-		"Choose a version made for this cluster with spec.version, or values that do not render these objects",
-		s.inst.Spec.Extension, s.choice.Version.Version, cluster, len(unserved), strings.Join(parts, "; "))
 }
 
 // showPermissions sets status.permissions from set, the objects of the
