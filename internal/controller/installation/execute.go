@@ -16,34 +16,13 @@ import (
 	"github.com/annex-platform/annex/internal/target"
 )
 
-// runStep runs every task of step once, as KUDO does on each pass, and
-// combines their results: a fatal task makes the step fatal, a failed one
-// failed, a waiting one waiting; the step is done when every task is.
-// Every task is idempotent, so a step that runs again after a crash or a
-// retry does no harm.
+// runStep runs every task of step once (plan.RunTasks) with the
+// installation's applier. Every task is idempotent, so a step that runs
+// again after a crash or a retry does no harm.
 func (r *Reconciler) runStep(ctx context.Context, s *scope, step plan.Step) plan.StepResult {
-	var fatal, failed, waiting []string
-	for _, t := range step.Tasks {
-		res := r.runTask(ctx, s, t)
-		switch {
-		case res.Fatal:
-			fatal = append(fatal, res.Message)
-		case res.Failed:
-			failed = append(failed, res.Message)
-		case !res.Done:
-			waiting = append(waiting, res.Message)
-		}
-	}
+	res := plan.RunTasks(step, func(t plan.Task) plan.StepResult { return r.runTask(ctx, s, t) })
 	failpoint.Hit(failpoint.AfterPlanStep, s.owner().String())
-	switch {
-	case len(fatal) > 0:
-		return plan.StepResult{Fatal: true, Message: strings.Join(fatal, "; ")}
-	case len(failed) > 0:
-		return plan.StepResult{Failed: true, Message: strings.Join(failed, "; ")}
-	case len(waiting) > 0:
-		return plan.StepResult{Message: strings.Join(waiting, "; ")}
-	}
-	return plan.StepResult{Done: true}
+	return res
 }
 
 // runTask runs one task with the installation's applier.
