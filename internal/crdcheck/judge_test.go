@@ -53,7 +53,7 @@ func classes(findings []Finding) []Class {
 	return out
 }
 
-// judgeCRDs turns crdcheck's findings and spec.upgrade.crdPolicy into
+// Judge turns the findings and spec.upgrade.crdPolicy into
 // what the gate does, for every CRD a change brings.
 func TestJudgeCRDs(t *testing.T) {
 	installed := gizmoCRD(t, "red, green, blue", []string{"v1"}, "v1:true:true")

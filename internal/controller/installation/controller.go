@@ -3,16 +3,21 @@
 // on deletion remove exactly what was applied.
 //
 // Reconcile (this file) runs the steps in order, one file each:
-// resolve.go, steps.go (connect, checkDependencies), verify.go, fetch.go, render.go
-// (values, and the chosen version's Engine making its release), choose.go
-// (which plans of a release a change runs), gate.go with
-// gate_approval.go and gate_hooks.go, adopt.go (spec.adopt: a first install
-// that takes a Helm release over in place), apply.go, drift.go, health.go,
-// plans.go (the resumable driver of plans) with plan_state.go (what plans
-// leave, from the plans and their status alone), records.go (revision
-// records: what to write, keep and delete), uninstall.go. Their state is
-// the scope (scope.go); the world, engines included, is reached through
-// interfaces.go: the controller never asks which engine made a release.
+// resolve.go, steps.go (connect, checkDependencies), verify.go, fetch.go,
+// render.go (the chosen version's Engine making its release) with
+// choose.go (the plans it runs), adopt.go (spec.adopt), grants.go,
+// instances.go (checkScope), gate.go with gate_crds.go, gate_approval.go
+// and gate_hooks.go, apply.go, drift.go, health.go, storage.go, plans.go
+// (the resumable driver of plans) with execute.go (their tasks),
+// remediation.go, records.go, uninstall.go. Their state is the scope
+// (scope.go); what each step asks of the world is in a package of its own:
+// the engines' contract in internal/engine, the target cluster in
+// internal/target, revision records in internal/record (Keeper), plans in
+// internal/plan, the CRD policy in internal/crdcheck, approvals in
+// internal/approval, hooks in internal/hookrequest, values sources in
+// internal/valuesfrom, tenancy in internal/tenancy, content scope in
+// internal/resolve. interfaces.go lists the controller's interfaces: it
+// never asks which engine made a release.
 package installation
 
 import (
