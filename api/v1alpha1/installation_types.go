@@ -76,6 +76,12 @@ type ExtensionInstallationSpec struct {
 	// +optional
 	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
 
+	// WebhookCertificates says who issues the serving certificates of an
+	// operator's (engine Bundle) webhooks and aggregated APIs. Unset, or
+	// provider Annex: Annex, from a CA of the installation's own.
+	// +optional
+	WebhookCertificates *WebhookCertificates `json:"webhookCertificates,omitempty"`
+
 	// ScopedGrants narrows what the extension is granted: its
 	// ClusterRoleBindings on namespaced resources become RoleBindings in
 	// the namespaces listed, so it can act there only. Opt-in, for
@@ -750,6 +756,13 @@ type ExtensionInstallationStatus struct {
 	// +optional
 	Change *PendingChange `json:"change,omitempty"`
 
+	// CRDChanges is what Annex found comparing the CustomResourceDefinitions
+	// the last change brings with those installed (spec.upgrade.crdPolicy),
+	// before anything of it was applied: absent when none of its CRD changes
+	// can break stored objects or clients.
+	// +optional
+	CRDChanges *CRDChangeReport `json:"crdChanges,omitempty"`
+
 	// ScopedGrants says what spec.scopedGrants changed in the objects
 	// last rendered, one line per binding, e.g. "ClusterRoleBinding
 	// op-manager → RoleBindings in team-a, team-b (ClusterRole
@@ -899,4 +912,108 @@ type ExtensionInstallationList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ExtensionInstallation `json:"items"`
+}
+
+// WebhookCertificateProvider issues an operator's serving certificates.
+// +kubebuilder:validation:Enum=Annex;CertManager
+type WebhookCertificateProvider string
+
+const (
+	// WebhookCertificatesAnnex: Annex issues them from a CA of the
+	// installation's own, kept in the Secret <installation>-webhook-ca,
+	// renews them well before expiry and writes the CA bundle.
+	WebhookCertificatesAnnex WebhookCertificateProvider = "Annex"
+	// WebhookCertificatesCertManager: cert-manager, which must be
+	// installed on the target cluster, issues and renews them through
+	// Certificate objects, and its CA injector writes the CA bundle.
+	WebhookCertificatesCertManager WebhookCertificateProvider = "CertManager"
+)
+
+// WebhookCertificates chooses who issues the serving certificates of an
+// operator's webhooks and aggregated APIs.
+// +kubebuilder:validation:XValidation:rule="!has(self.issuerRef) || (has(self.provider) && self.provider == 'CertManager')",message="issuerRef names a cert-manager issuer: set provider: CertManager, or remove issuerRef"
+type WebhookCertificates struct {
+	// Provider issues the certificates: Annex (the default) from a CA of
+	// the installation's own, or CertManager. With CertManager, Annex
+	// creates a cert-manager Certificate per webhook Service (Secret
+	// <service>-cert, which the operator's Deployment mounts) and has
+	// cert-manager's CA injector fill the caBundle of the webhook
+	// configurations, CRD conversions and APIServices (annotation
+	// cert-manager.io/inject-ca-from); the installation waits, saying so,
+	// while the target cluster does not serve cert-manager's API.
+	// +optional
+	Provider WebhookCertificateProvider `json:"provider,omitempty"`
+	// IssuerRef names the cert-manager issuer that signs the serving
+	// certificates (provider CertManager only). Unset: the installation's
+	// own CA, a self-signed Issuer <installation>-selfsigned signing the
+	// CA Certificate <installation>-webhook-ca, whose Secret backs the
+	// Issuer <installation>-webhook-ca.
+	// +optional
+	IssuerRef *CertManagerIssuerRef `json:"issuerRef,omitempty"`
+}
+
+// CertManagerIssuerRef names a cert-manager Issuer (in the operator's
+// install namespace) or ClusterIssuer.
+type CertManagerIssuerRef struct {
+	// Name of the Issuer or ClusterIssuer.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// Kind is Issuer (the default) or ClusterIssuer.
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +optional
+	Kind string `json:"kind,omitempty"`
+}
+
+// CRDChangeOutcome is what a change did about its CRD findings.
+// +kubebuilder:validation:Enum=Refused;Applied;Skipped
+type CRDChangeOutcome string
+
+const (
+	// CRDChangeRefused: nothing of the change was applied (Strict).
+	CRDChangeRefused CRDChangeOutcome = "Refused"
+	// CRDChangeApplied: the changed CRDs were applied anyway (Warn, Force).
+	CRDChangeApplied CRDChangeOutcome = "Applied"
+	// CRDChangeSkipped: the installed CRDs were kept as they are (Skip).
+	CRDChangeSkipped CRDChangeOutcome = "Skipped"
+)
+
+// CRDChangeReport is what one change's CRD comparison found.
+type CRDChangeReport struct {
+	// Version is the extension version the change brings.
+	Version string `json:"version"`
+	// Policy is the spec.upgrade.crdPolicy the change was judged under.
+	Policy CRDPolicy `json:"policy"`
+	// Outcome is what the change did about the findings.
+	Outcome CRDChangeOutcome `json:"outcome"`
+	// Findings are the changes that can break stored objects or clients,
+	// at most 20 (Truncated counts the rest).
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	Findings []CRDFinding `json:"findings"`
+	// Truncated is how many findings were left out of Findings.
+	// +optional
+	Truncated int32 `json:"truncated,omitempty"`
+}
+
+// CRDFinding is one change of a CRD that can break stored objects or
+// clients.
+type CRDFinding struct {
+	// CRD is the CustomResourceDefinition's name (<plural>.<group>).
+	CRD string `json:"crd"`
+	// Version is the API version it is about; empty for a scope change.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Path is the field in the custom objects (".spec.replicas"); empty
+	// for version and scope findings.
+	// +optional
+	Path string `json:"path,omitempty"`
+	// Class is the kind of change: StoredVersionRemoved,
+	// ServedVersionRemoved, ScopeChanged, FieldRemoved, RequiredAdded,
+	// TypeChanged, EnumNarrowed, BoundTightened, PatternChanged,
+	// DefaultChanged, NullableRemoved, ...
+	Class string `json:"class"`
+	// Message says what changed, what it breaks and what to do.
+	Message string `json:"message"`
 }

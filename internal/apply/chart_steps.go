@@ -172,7 +172,7 @@ var phaseNames = map[phase]string{
 	phaseRBAC:            "ServiceAccounts and RBAC",
 	phaseObjects:         "objects",
 	phaseCustomResources: "custom resources",
-	phaseWebhooks:        "webhook configurations",
+	phaseWebhooks:        "webhook configurations and APIServices",
 }
 
 // hookSteps groups hooks of one event into one step per weight, lowest

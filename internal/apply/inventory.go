@@ -28,9 +28,10 @@ const (
 	// same set; they come last so that an operator applied in phaseObjects
 	// is there to act on them (and, on delete, to clean them up first).
 	phaseCustomResources
-	// phaseWebhooks holds admission webhook configurations: applied after
-	// the workloads that serve them, deleted first, so that a webhook
-	// whose server is gone never blocks the cluster's requests.
+	// phaseWebhooks holds admission webhook configurations and
+	// APIServices: applied after the workloads that serve them, deleted
+	// first, so that a webhook or an aggregated API whose server is gone
+	// never blocks the cluster's requests or discovery.
 	phaseWebhooks
 )
 

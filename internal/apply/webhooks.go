@@ -15,20 +15,28 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
-// webhookKinds are the admission webhook configurations: applied after
-// everything else, deleted before anything else, so that a webhook never
-// admits requests while its server is absent.
+// webhookKinds are the admission webhook configurations and APIServices:
+// applied after everything else, deleted before anything else, so that a
+// webhook never admits requests, and an aggregated API is never
+// discovered, while its server is absent (an APIService that does not
+// answer makes discovery fail for every client of the cluster).
 var webhookKinds = map[schema.GroupKind]bool{
 	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
 	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true,
+	apiServiceGroupKind: true,
 }
+
+var apiServiceGroupKind = schema.GroupKind{Group: "apiregistration.k8s.io", Kind: "APIService"}
 
 // checkWebhooks marks as pending, in h, each object among objs (live
 // objects of the inventory, nil for absent ones) that has the API server
-// call a Service without a ready endpoint — a webhook configuration, or a
-// CRD converted by a webhook: its server is not serving, and every
-// request it intercepts fails (or is let through, with failurePolicy
-// Ignore), every object stored at another version cannot be read. It
+// call a Service without a ready endpoint — a webhook configuration, a
+// CRD converted by a webhook, an APIService: its server is not serving,
+// and every request it intercepts fails (or is let through, with
+// failurePolicy Ignore), every object stored at another version cannot
+// be read, its API cannot be discovered — and each APIService whose
+// Available condition is False (its server answers, but not as an
+// aggregated API server must). It
 // reads the Services' EndpointSlices, only when objs hold such objects.
 // Read errors leave h as it is: the health is a report, and the next
 // pass reads again. An apply checks no CRDs (conversions false): a
@@ -48,6 +56,9 @@ func (a *Applier) checkWebhooks(ctx context.Context, h *Health, objs []*unstruct
 			problems = append(problems, fmt.Sprintf("%s: Service %s/%s has no ready endpoint, so its server does not answer and %s; see why the Service's pods are not ready",
 				svc.what, svc.namespace, svc.name, svc.effect))
 		}
+		if msg := apiServiceUnavailable(obj); msg != "" && len(problems) == 0 {
+			problems = append(problems, msg)
+		}
 		if len(problems) == 0 {
 			continue
 		}
@@ -63,13 +74,22 @@ type webhookService struct {
 }
 
 // webhookServices returns the Services obj has the API server call: each
-// webhook of a webhook configuration, a CRD's conversion webhook. Webhooks
-// called by URL are left out: nothing in the cluster says whether they
-// answer.
+// webhook of a webhook configuration, a CRD's conversion webhook, an
+// APIService's server. Webhooks called by URL are left out: nothing in
+// the cluster says whether they answer.
 func webhookServices(obj *unstructured.Unstructured) []webhookService {
 	gk := obj.GroupVersionKind().GroupKind()
 	var out []webhookService
 	switch {
+	case gk == apiServiceGroupKind:
+		ns, _, _ := unstructured.NestedString(obj.Object, "spec", "service", "namespace")
+		name, _, _ := unstructured.NestedString(obj.Object, "spec", "service", "name")
+		if name != "" {
+			group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+			version, _, _ := unstructured.NestedString(obj.Object, "spec", "version")
+			out = append(out, webhookService{what: "APIService " + obj.GetName(),
+				effect: fmt.Sprintf("%s/%s cannot be served or discovered", group, version), namespace: ns, name: name})
+		}
 	case webhookKinds[gk]:
 		hooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
 		for _, hook := range hooks {
@@ -92,6 +112,29 @@ func webhookServices(obj *unstructured.Unstructured) []webhookService {
 		}
 	}
 	return out
+}
+
+// apiServiceUnavailable says why obj, an APIService with a Service, is
+// not Available, from its Available condition; "" when it is, when the
+// API server has not judged it yet, or when obj is anything else.
+func apiServiceUnavailable(obj *unstructured.Unstructured) string {
+	if obj.GroupVersionKind().GroupKind() != apiServiceGroupKind {
+		return ""
+	}
+	if svc, _, _ := unstructured.NestedString(obj.Object, "spec", "service", "name"); svc == "" {
+		return "" // served by the API server itself
+	}
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]any)
+		if m["type"] != "Available" || m["status"] != "False" {
+			continue
+		}
+		reason, _ := m["reason"].(string)
+		message, _ := m["message"].(string)
+		return fmt.Sprintf("APIService %s is not Available (%s: %s); see the aggregated API server's logs", obj.GetName(), reason, message)
+	}
+	return ""
 }
 
 // serviceReady reports whether an EndpointSlice of Service ns/name has a

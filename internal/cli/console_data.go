@@ -32,7 +32,9 @@ type InstallationDetail struct {
 	// Pending is the revision being applied, when one is.
 	Pending *v1alpha1.Revision `json:"pending,omitempty"`
 	// Change is the change the gates hold, when one is.
-	Change      *v1alpha1.PendingChange     `json:"change,omitempty"`
+	Change *v1alpha1.PendingChange `json:"change,omitempty"`
+	// CRDChanges is what the CRD comparison of the last change found.
+	CRDChanges  *v1alpha1.CRDChangeReport   `json:"crdChanges,omitempty"`
 	Permissions *v1alpha1.PermissionSummary `json:"permissions,omitempty"`
 	// Inventory is every object of the installed revision with its
 	// health; InventoryNote says why health is not shown.
@@ -123,7 +125,7 @@ func DetailOfInstallation(inst *v1alpha1.ExtensionInstallation, tree *StatusTree
 		Cluster: inst.Spec.Cluster, TargetNamespace: inst.Spec.TargetNamespace,
 		RequestedBy: inst.Annotations[v1alpha1.AnnotationRequestedBy],
 		Conditions:  inst.Status.Conditions, Plans: inst.Status.Plans, Pending: inst.Status.Pending,
-		Change: inst.Status.Change, Permissions: inst.Status.Permissions, History: inst.Status.History,
+		Change: inst.Status.Change, CRDChanges: inst.Status.CRDChanges, Permissions: inst.Status.Permissions, History: inst.Status.History,
 		DriftDetection: inst.Spec.DriftDetection, Drifted: inst.Status.Drifted, Created: inst.CreationTimestamp.Time,
 	}
 	if d.Cluster == "" {

@@ -68,6 +68,11 @@ func TestFleetPages(t *testing.T) {
 		}
 		obj.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: in.ready, Reason: "Test",
 			ObservedGeneration: obj.Generation, LastTransitionTime: metav1.Now()}}
+		if in.name == "app-eu-2" {
+			obj.Status.CRDChanges = &v1alpha1.CRDChangeReport{Version: "2.0.0", Policy: v1alpha1.CRDPolicyStrict, Outcome: v1alpha1.CRDChangeRefused,
+				Findings: []v1alpha1.CRDFinding{{CRD: "widgets.example.com", Version: "v1", Path: ".spec.size", Class: "FieldRemoved",
+					Message: "widgets.example.com v1: field .spec.size is removed; stored objects that set it lose it"}}}
+		}
 		if in.name == "app-eu-1" {
 			obj.Status.AdoptedFrom = &v1alpha1.AdoptedFrom{Kind: "HelmRelease", Name: in.name, Namespace: "team", Revision: 3,
 				Chart: "app", Version: "1.2.0", At: metav1.Now(), StorageRemoved: true}
@@ -195,6 +200,11 @@ func TestFleetPages(t *testing.T) {
 		// (status.adoptedFrom), in the list and on its page.
 		{"adopted", "/installations?q=app-eu-1", "app-eu-1", http.StatusOK, []string{
 			`app-eu-1</a> <span class="muted adopted">adopted from Helm release team/app-eu-1 revision 3 (app 1.2.0)</span>`,
+		}},
+		{"refused CRD change, its page", "/installations/team/app-eu-2", "", http.StatusOK, []string{
+			`<h2 id="crd-heading">CRD changes of 2.0.0</h2>`,
+			`Refused under <code>spec.upgrade.crdPolicy: Strict</code>: nothing of 2.0.0 was applied.`,
+			`<tr><th scope="row">widgets.example.com</th><td>v1</td><td><code>.spec.size</code></td><td>FieldRemoved</td><td><p class="message">widgets.example.com v1: field .spec.size is removed; stored objects that set it lose it</p></td></tr>`,
 		}},
 		{"adopted, its page", "/installations/team/app-eu-1", "", http.StatusOK, []string{
 			`<dt>Adopted from</dt><dd id="adopted-from">Helm release team/app-eu-1 revision 3 (app 1.2.0), taken over in place as revision 1</dd>`,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/plan"
@@ -35,6 +36,9 @@ type Input struct {
 	// resources).
 	WatchNamespaces []string
 	Resources       []v1alpha1.CustomResource
+	// WebhookCertificates is spec.webhookCertificates: who issues an
+	// operator's serving certificates (nil: Annex).
+	WebhookCertificates *v1alpha1.WebhookCertificates
 	// Facts answers what the engine needs to know beyond its artifact.
 	Facts Facts
 }
@@ -55,6 +59,9 @@ type Facts interface {
 	// Base chooses the version of the package name that a package
 	// extends, within versionRange, among the Extensions on offer.
 	Base(name, versionRange string) (v1alpha1.ExtensionVersion, error)
+	// Serves reports whether the target cluster serves gvk (its
+	// discovery, asked again for a kind it did not know).
+	Serves(gvk schema.GroupVersionKind) (bool, error)
 	// Secret reads the data of the target cluster's Secret namespace/name
 	// (an operator's webhook certificates); nil when there is none.
 	Secret(namespace, name string) (map[string][]byte, error)

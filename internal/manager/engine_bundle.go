@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/engine"
@@ -49,6 +50,10 @@ func (bundleEngine) Render(_ context.Context, in engine.Input) (*engine.Release,
 	}
 	install, err := convertBundle(b, in)
 	var facts *factError
+	var engineErr *engine.Error
+	if errors.As(err, &engineErr) {
+		return nil, engineErr
+	}
 	if errors.As(err, &facts) {
 		// Reading the certificate Secrets failed: the controller's to
 		// phrase and retry.
@@ -66,6 +71,11 @@ func (bundleEngine) Render(_ context.Context, in engine.Input) (*engine.Release,
 		// Only when set, so that installations from before spec.resources
 		// keep their digest.
 		inputs["resources"] = in.Resources
+	}
+	if wc := in.WebhookCertificates; wc != nil && wc.Provider == v1alpha1.WebhookCertificatesCertManager {
+		// Only when cert-manager issues them: another issuer is another
+		// release.
+		inputs["webhookCertificates"] = wc
 	}
 	if certs := certificateExpiries(install); len(certs) > 0 {
 		// Only with webhooks. The expiry changes when a certificate is
@@ -87,6 +97,10 @@ func convertBundle(b *bundle.Bundle, in engine.Input) (plan.Plan, error) {
 	if err != nil {
 		return plan.Plan{}, err
 	}
+	certManager, err := certManagerIssuer(in)
+	if err != nil {
+		return plan.Plan{}, err
+	}
 	var secretErr error
 	certificates := &bundle.CertificateInputs{Now: in.Facts.Now(), Secret: func(name string) map[string][]byte {
 		data, err := in.Facts.Secret(in.Namespace, name)
@@ -101,11 +115,37 @@ func convertBundle(b *bundle.Bundle, in engine.Input) (plan.Plan, error) {
 		Name:             in.Name,
 		Resources:        resources,
 		Certificates:     certificates,
+		CertManager:      certManager,
 	})
 	if secretErr != nil {
 		return plan.Plan{}, &factError{secretErr}
 	}
 	return p, err
+}
+
+// certManagerIssuer is the issuer spec.webhookCertificates has
+// cert-manager use; nil when Annex issues the certificates. Asking for
+// cert-manager on a cluster that does not serve its Certificates is
+// retried (cert-manager may be on its way), saying what to do.
+func certManagerIssuer(in engine.Input) (*bundle.CertManagerIssuer, error) {
+	wc := in.WebhookCertificates
+	if wc == nil || wc.Provider != v1alpha1.WebhookCertificatesCertManager {
+		return nil, nil
+	}
+	served, err := in.Facts.Serves(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"})
+	if err != nil {
+		return nil, &factError{err}
+	}
+	if !served {
+		return nil, &engine.Error{Reason: v1alpha1.ReasonRenderFailed, Retry: true, Message: fmt.Sprintf(
+			"%s: spec.webhookCertificates.provider is CertManager, but the cluster does not serve cert-manager.io/v1 Certificates; "+
+				"install cert-manager there (Annex waits for it), or remove spec.webhookCertificates to have Annex issue the certificates", in.Ref)}
+	}
+	issuer := &bundle.CertManagerIssuer{}
+	if ref := wc.IssuerRef; ref != nil {
+		issuer.Name, issuer.Kind = ref.Name, ref.Kind
+	}
+	return issuer, nil
 }
 
 // factError is an error of the engine's facts met while converting.

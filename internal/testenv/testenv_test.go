@@ -61,6 +61,17 @@ func TestCRDValidation(t *testing.T) {
 			want: []string{"spec.version", "should match"},
 		},
 		{
+			// A cert-manager issuer means nothing when Annex issues the
+			// certificates itself.
+			name: "installation with an issuerRef but no cert-manager",
+			obj: &annexv1alpha1.ExtensionInstallation{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "issuer-without-cert-manager"},
+				Spec: annexv1alpha1.ExtensionInstallationSpec{Extension: "gadget-operator", WebhookCertificates: &annexv1alpha1.WebhookCertificates{
+					IssuerRef: &annexv1alpha1.CertManagerIssuerRef{Name: "corp-ca", Kind: "ClusterIssuer"}}},
+			},
+			want: []string{"spec.webhookCertificates", "issuerRef names a cert-manager issuer: set provider: CertManager, or remove issuerRef"},
+		},
+		{
 			// An installation must say what it installs.
 			name: "installation without an extension",
 			obj: &annexv1alpha1.ExtensionInstallation{

@@ -133,6 +133,10 @@ type csvFacts struct {
 		Owned    []csvCRD `json:"owned"`
 		Required []csvCRD `json:"required"`
 	} `json:"customresourcedefinitions"`
+	APIServices struct {
+		Owned    []fbcGVK `json:"owned"`
+		Required []fbcGVK `json:"required"`
+	} `json:"apiservicedefinitions"`
 }
 
 // csvCRD is an owned or required CRD of a CSV: name is <plural>.<group>.
@@ -500,6 +504,17 @@ func parseBundle(b *fbcBlob) (*olmBundle, string) {
 		}
 		for _, c := range out.csv.CRDs.Required {
 			if g := c.gvk(); g != "" && !slices.Contains(out.req, g) {
+				out.req = append(out.req, g)
+			}
+		}
+		// So are the aggregated APIs it serves or needs (APIServices).
+		for _, a := range out.csv.APIServices.Owned {
+			if g := a.String(); a.Group != "" && a.Version != "" && a.Kind != "" && !slices.Contains(out.owned, g) {
+				out.owned = append(out.owned, g)
+			}
+		}
+		for _, a := range out.csv.APIServices.Required {
+			if g := a.String(); a.Group != "" && a.Version != "" && a.Kind != "" && !slices.Contains(out.req, g) {
 				out.req = append(out.req, g)
 			}
 		}

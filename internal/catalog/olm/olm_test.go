@@ -200,8 +200,8 @@ func TestOLMMalformedStream(t *testing.T) {
 }
 
 // What a bundle requires of other operators: olm.gvk.required and
-// olm.package.required properties, and the CRDs its CSV (here its
-// olm.csv.metadata) owns and requires, each once; a required package
+// olm.package.required properties, and the CRDs and APIServices its CSV
+// (here its olm.csv.metadata) owns and requires, each once; a required package
 // with a range that is not one skips the bundle, naming the property.
 func TestOLMRequirements(t *testing.T) {
 	digest := "@sha256:" + strings.Repeat("0", 64)
@@ -213,7 +213,10 @@ func TestOLMRequirements(t *testing.T) {
  {"type":"olm.package.required","value":{"packageName":"c","versionRange":">=1.2.0 <2.0.0"}},
  {"type":"olm.csv.metadata","value":{"customresourcedefinitions":{
    "owned":[{"name":"as.a.example.com","version":"v1","kind":"A"},{"name":"extras.a.example.com","version":"v1beta1","kind":"Extra"}],
-   "required":[{"name":"bs.b.example.com","version":"v1","kind":"B"},{"name":"ds.d.example.com","version":"v2","kind":"D"}]}}}]}
+   "required":[{"name":"bs.b.example.com","version":"v1","kind":"B"},{"name":"ds.d.example.com","version":"v2","kind":"D"}]},
+  "apiservicedefinitions":{
+   "owned":[{"name":"v1.metrics.a.example.com","group":"metrics.a.example.com","version":"v1","kind":"Usage","deploymentName":"a"}],
+   "required":[{"name":"v1beta1.metrics.k8s.io","group":"metrics.k8s.io","version":"v1beta1","kind":"PodMetrics"}]}}}]}
 {"schema":"olm.bundle","package":"a","name":"a.v2","image":"r.example/a` + digest + `","properties":[
  {"type":"olm.package","value":{"packageName":"a","version":"2.0.0"}},
  {"type":"olm.package.required","value":{"packageName":"c","versionRange":"one or two"}}]}
@@ -226,8 +229,8 @@ func TestOLMRequirements(t *testing.T) {
 		t.Fatalf("packages = %+v", index.Packages)
 	}
 	want := &v1alpha1.OperatorInfo{
-		OwnedAPIs:        []string{"a.example.com/v1/A", "a.example.com/v1beta1/Extra"},
-		RequiredAPIs:     []string{"b.example.com/v1/B", "d.example.com/v2/D"},
+		OwnedAPIs:        []string{"a.example.com/v1/A", "a.example.com/v1beta1/Extra", "metrics.a.example.com/v1/Usage"},
+		RequiredAPIs:     []string{"b.example.com/v1/B", "d.example.com/v2/D", "metrics.k8s.io/v1beta1/PodMetrics"},
 		RequiredPackages: []v1alpha1.Dependency{{Name: "c", Version: ">=1.2.0 <2.0.0"}},
 	}
 	if got := index.Packages[0].Spec.Versions[0].Operator; !reflect.DeepEqual(got, want) {

@@ -111,6 +111,12 @@ func TestCRDPolicyNarrowedEnum(t *testing.T) {
 	if enum := readCRD(t, crdName).Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["color"].Enum; len(enum) != 3 {
 		t.Errorf("the refused upgrade changed the CRD: enum %s", enum)
 	}
+	// status.crdChanges holds the findings, for the console's page.
+	if r := got.Status.CRDChanges; r == nil || r.Version != "2.0.0" || r.Policy != v1alpha1.CRDPolicyStrict || r.Outcome != v1alpha1.CRDChangeRefused ||
+		len(r.Findings) != 1 || r.Findings[0].CRD != crdName || r.Findings[0].Version != "v1" || r.Findings[0].Path != ".spec.color" ||
+		r.Findings[0].Class != "EnumNarrowed" || !strings.Contains(r.Findings[0].Message, `"blue"`) {
+		t.Errorf("status.crdChanges = %+v", r)
+	}
 	// annexctl preflight shows the held change with its findings.
 	observe := func(context.Context, string) (string, error) { return got.Status.ClusterVersion, nil }
 	view, err := cli.PreflightData(context.Background(), env.Client, observe, cli.PreflightOptions{KubeVersion: strings.TrimPrefix(got.Status.ClusterVersion, "v")})
@@ -135,6 +141,9 @@ func TestCRDPolicyNarrowedEnum(t *testing.T) {
 		t.Fatalf("no CRD warnings after Force: %s", describeConditions(got))
 	}
 	assertMentions(t, "warnings", warnings.Message, "forced by spec.upgrade.crdPolicy: Force", ".spec.color")
+	if r := got.Status.CRDChanges; r == nil || r.Outcome != v1alpha1.CRDChangeApplied || r.Policy != v1alpha1.CRDPolicyForce || len(r.Findings) != 1 {
+		t.Errorf("status.crdChanges after Force = %+v", r)
+	}
 }
 
 // versionsChart brings a CRD of Things in the versions given as

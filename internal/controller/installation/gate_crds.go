@@ -29,6 +29,7 @@ import (
 // (pure); this step only reads the installed CRDs.
 func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, error) {
 	proposed := crdcheck.In(s.change.objects)
+	s.inst.Status.CRDChanges = nil
 	if len(proposed) == 0 {
 		setCRDWarnings(s, "")
 		return ctrl.Result{}, nil
@@ -44,9 +45,18 @@ func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, erro
 		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, fmt.Sprintf("%s: %v; nothing of it was applied; choose another version with spec.version", ref, err))
 		return ctrl.Result{}, nil
 	}
+	policy := v1alpha1.CRDPolicy(j.Policy)
 	if len(j.Refused) > 0 {
+		s.inst.Status.CRDChanges = crdChangeReport(s.choice.Version.Version, policy, v1alpha1.CRDChangeRefused, j.Refused)
 		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, crdcheck.RefusalMessage(ref, j))
 		return ctrl.Result{}, nil
+	}
+	if len(j.Report) > 0 {
+		outcome := v1alpha1.CRDChangeApplied
+		if j.Policy == crdcheck.Skip {
+			outcome = v1alpha1.CRDChangeSkipped
+		}
+		s.inst.Status.CRDChanges = crdChangeReport(s.choice.Version.Version, policy, outcome, j.Report)
 	}
 	s.keepCRDs(j.Keep)
 	msg := crdcheck.ReportMessage(ref, j)
@@ -59,6 +69,24 @@ func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, erro
 		r.event(s, corev1.EventTypeWarning, reason, msg)
 	}
 	return ctrl.Result{}, nil
+}
+
+// maxCRDFindings bounds status.crdChanges.findings.
+const maxCRDFindings = 20
+
+// crdChangeReport is status.crdChanges for the findings of a change to
+// version, judged under policy: what people see of it before (Refused) or
+// after (Applied, Skipped) it touches the cluster.
+func crdChangeReport(version string, policy v1alpha1.CRDPolicy, outcome v1alpha1.CRDChangeOutcome, findings []crdcheck.Finding) *v1alpha1.CRDChangeReport {
+	r := &v1alpha1.CRDChangeReport{Version: version, Policy: policy, Outcome: outcome, Findings: []v1alpha1.CRDFinding{}}
+	for i, f := range findings {
+		if i == maxCRDFindings {
+			r.Truncated = int32(len(findings) - maxCRDFindings)
+			break
+		}
+		r.Findings = append(r.Findings, v1alpha1.CRDFinding{CRD: f.CRD, Version: f.Version, Path: f.Path, Class: string(f.Class), Message: f.Message})
+	}
+	return r
 }
 
 // keepInstalledCRDs, under spec.upgrade.crdPolicy Skip, applies the

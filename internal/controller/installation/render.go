@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -37,10 +38,11 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		KubeVersion:    inst.Status.ClusterVersion,
 		// An adoption renders the chart as the release's next helm
 		// upgrade would.
-		IsUpgrade:       inst.Status.InstalledVersion != "" || adopting(inst),
-		WatchNamespaces: inst.Spec.WatchNamespaces,
-		Resources:       inst.Spec.Resources,
-		Facts:           facts,
+		IsUpgrade:           inst.Status.InstalledVersion != "" || adopting(inst),
+		WatchNamespaces:     inst.Spec.WatchNamespaces,
+		Resources:           inst.Spec.Resources,
+		WebhookCertificates: inst.Spec.WebhookCertificates,
+		Facts:               facts,
 	})
 	if rel != nil {
 		s.artifact.digest = rel.ArtifactDigest
@@ -139,6 +141,11 @@ func (f *engineFacts) APIVersions() ([]string, error) {
 func (f *engineFacts) InstalledParams() (map[string]any, error) {
 	prev, err := f.r.installedState(f.ctx, f.s)
 	return decodePackageRecord(prev.pkg).Params, err
+}
+
+func (f *engineFacts) Serves(gvk schema.GroupVersionKind) (bool, error) {
+	answer, err := f.s.target.Serves(f.ctx, gvk)
+	return answer.Served, err
 }
 
 func (f *engineFacts) Secret(namespace, name string) (map[string][]byte, error) {

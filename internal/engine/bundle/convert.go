@@ -30,8 +30,13 @@ type Options struct {
 	// up (spec.resources).
 	Resources []Resource
 	// Certificates issue the webhooks' certificates; required when the
-	// CSV declares webhooks.
+	// CSV declares webhooks or owned APIServices, unless CertManager is
+	// set.
 	Certificates *CertificateInputs
+	// CertManager, when set, has cert-manager issue those certificates
+	// and inject the CA bundle (see certmanager.go) in place of Annex's
+	// own CA (spec.webhookCertificates.provider CertManager).
+	CertManager *CertManagerIssuer
 }
 
 // UnsupportedError reports a bundle, or a choice of watched namespaces,
@@ -86,8 +91,9 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 // Convert turns b into the plan "install", one serial phase of serial
 // steps, each one Apply task; empty steps are left out:
 //
-//  1. webhook-certificates (only with webhooks): the installation's CA
-//     Secret (<Name>-webhook-ca) and, per webhook Deployment, a
+//  1. webhook-certificates (only with webhooks or owned APIServices): the
+//     installation's CA Secret (<Name>-webhook-ca) and, per Deployment
+//     serving a webhook or an aggregated API, a
 //     kubernetes.io/tls Secret <service>-cert for <service>.<namespace>.svc,
 //     issued by IssueCertificates from what Options.Certificates finds —
 //     the same CA and certificate on every render until renewal is due —
@@ -95,6 +101,10 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 //     first, applied in the reconcile that rendered them, so that every
 //     later render (and the CA bundle of every later step) reads the same
 //     CA from the cluster.
+//     Under Options.CertManager this step holds cert-manager's Issuers and
+//     Certificates in place of the Secrets (certManagerCertificates), and
+//     the CA bundles of the later steps are left to cert-manager's CA
+//     injector (annotation cert-manager.io/inject-ca-from).
 //  2. crds: the bundle's CRDs; those a ConversionWebhook names get
 //     spec.conversion (strategy Webhook, its Service, the CA bundle).
 //  3. rbac: a ServiceAccount in the install namespace per distinct
@@ -104,7 +114,9 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 //     RoleBinding in every watched namespace and, unlike OLM v1, in the
 //     install namespace too (operators keep leader-election leases and
 //     events there) — or, for AllNamespaces, as a ClusterRole and
-//     ClusterRoleBinding with read access to namespaces added, as OLM does.
+//     ClusterRoleBinding with read access to namespaces added, as OLM does;
+//     for the service account of a Deployment serving an aggregated API,
+//     the bindings an aggregated API server needs (apiServiceRBAC).
 //  4. manifests: the bundle's other manifests, namespaced ones placed in
 //     the install namespace. They come before the Deployments because
 //     those mount the ConfigMaps and Secrets and would never become
@@ -114,11 +126,14 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 //     template the CSV's annotations (but alm-examples and olm.examples,
 //     which are for UIs and can be large) under the template's own, plus
 //     olm.targetNamespaces (watched namespaces comma-joined, "" for all)
-//     and olm.operatorNamespace; a webhook Deployment mounts its serving
-//     certificate at WebhookCertDir and APIServiceCertDir, as OLM does.
-//  6. webhooks: the Validating- and MutatingWebhookConfigurations, with
-//     the CA bundle, once the step before made the Deployments Available:
-//     a webhook is never registered before it serves.
+//     and olm.operatorNamespace; a Deployment serving a webhook or an
+//     aggregated API mounts its serving certificate at WebhookCertDir and
+//     APIServiceCertDir, as OLM does.
+//  6. webhooks: the Validating- and MutatingWebhookConfigurations and the
+//     APIServices of spec.apiservicedefinitions.owned (see apiservices.go),
+//     with the CA bundle, once the step before made the Deployments
+//     Available: a webhook or an aggregated API is never registered
+//     before it serves.
 //  7. resources: the custom resources of Options.Resources (see
 //     resources), once the step before made the operator Available.
 //
@@ -128,13 +143,13 @@ func InstallModeFor(installNamespace string, watchNamespaces []string) InstallMo
 // the same, so an upgrade updates roles in place.
 //
 // Convert refuses, with *UnsupportedError, what Annex does not install:
-// watched namespaces the CSV's installModes do not support, owned or
-// required APIServices, webhook definitions it cannot serve (see
-// checkWebhooks), owned CRDs missing from the bundle, and Deployments with
+// watched namespaces the CSV's installModes do not support, webhook
+// definitions and owned APIServices it cannot serve (see checkWebhooks,
+// checkAPIServices), owned CRDs missing from the bundle, and Deployments with
 // no, invalid or duplicate names. Bad Options are *UnsupportedError on the
 // options' field (spec.watchNamespaces, spec.resources[i]...). Required
-// CRDs are not refused: the resolver has the extension that owns them
-// installed first (olm.gvk.required).
+// CRDs and APIServices are not refused: the resolver has the extension
+// that owns them installed first (olm.gvk.required).
 func Convert(b *Bundle, o Options) (plan.Plan, error) {
 	targets, err := checkOptions(b, o)
 	if err != nil {
@@ -147,15 +162,22 @@ func Convert(b *Bundle, o Options) (plan.Plan, error) {
 	if err := c.checkWebhooks(); err != nil {
 		return plan.Plan{}, err
 	}
+	if err := c.checkAPIServices(); err != nil {
+		return plan.Plan{}, err
+	}
 	resources, err := c.resources()
 	if err != nil {
 		return plan.Plan{}, err
 	}
 	crds := clone(b.CRDs)
 	var certificates, webhooks []*unstructured.Unstructured
-	if len(b.CSV.Spec.WebhookDefinitions) > 0 {
-		secrets, caBundle, err := c.webhookCerts()
-		if err != nil {
+	rbac := c.rbac()
+	if len(b.CSV.Spec.WebhookDefinitions) > 0 || len(b.CSV.Spec.APIServiceDefinitions.Owned) > 0 {
+		var secrets []*unstructured.Unstructured
+		var caBundle []byte // nil under cert-manager: its CA injector writes it
+		if c.o.CertManager != nil {
+			secrets = c.certManagerCertificates()
+		} else if secrets, caBundle, err = c.webhookCerts(); err != nil {
 			return plan.Plan{}, err
 		}
 		services, err := c.webhookServices()
@@ -164,12 +186,13 @@ func Convert(b *Bundle, o Options) (plan.Plan, error) {
 		}
 		c.convertCRDs(crds, caBundle)
 		certificates = append(secrets, services...)
-		webhooks = c.webhookConfigurations(caBundle)
+		webhooks = append(c.webhookConfigurations(caBundle), c.apiServices(caBundle)...)
+		rbac = append(rbac, c.apiServiceRBAC()...)
 	}
 	steps := []plan.Step{
 		step(StepCertificates, certificates),
 		step(StepCRDs, crds),
-		step(StepRBAC, c.rbac()),
+		step(StepRBAC, rbac),
 		step(StepManifests, c.manifests()),
 		step(StepOperator, c.deployments()),
 		step(StepWebhooks, webhooks),
@@ -253,12 +276,6 @@ func checkSupported(b *Bundle) error {
 	s := b.CSV.Spec
 	refuse := func(field, format string, args ...any) error {
 		return &UnsupportedError{CSV: b.CSV.Metadata.Name, Field: field, Message: fmt.Sprintf(format, args...)}
-	}
-	if len(s.APIServiceDefinitions.Owned) > 0 {
-		return refuse("spec.apiservicedefinitions.owned", "APIService %q is not supported (as in OLM v1: aggregated API servers need certificates and an APIService object Annex does not manage); pick a version of the operator without it", s.APIServiceDefinitions.Owned[0].Name)
-	}
-	if len(s.APIServiceDefinitions.Required) > 0 {
-		return refuse("spec.apiservicedefinitions.required", "the operator requires APIService %q, and Annex resolves no API dependencies; install what provides it first, or pick a version without the requirement", s.APIServiceDefinitions.Required[0].Name)
 	}
 	if len(s.Install.Spec.Deployments) == 0 {
 		return refuse("spec.install.spec.deployments", "is empty; an operator bundle runs at least one Deployment")

@@ -23,14 +23,24 @@ func TestConvertRefusals(t *testing.T) {
 		field   string
 		message string // a fragment of the message
 	}{
-		// OLM v1 refuses owned APIServices; so does Annex.
-		{"owned APIService", func(b *Bundle, _ *Options) {
+		// An owned APIService names the Deployment that serves it, an API
+		// group and version of its own.
+		{"owned APIService without a deployment", func(b *Bundle, _ *Options) {
 			b.CSV.Spec.APIServiceDefinitions.Owned = []APIServiceDescription{{Name: "v1alpha1.metrics.example.com", Group: "metrics.example.com", Version: "v1alpha1", Kind: "Metric"}}
-		}, "spec.apiservicedefinitions.owned", `APIService "v1alpha1.metrics.example.com" is not supported`},
-		// A required APIService is a dependency nothing resolves.
-		{"required APIService", func(b *Bundle, _ *Options) {
-			b.CSV.Spec.APIServiceDefinitions.Required = []APIServiceDescription{{Name: "v1beta1.metrics.k8s.io"}}
-		}, "spec.apiservicedefinitions.required", "resolves no API dependencies"},
+		}, "spec.apiservicedefinitions.owned[0].deploymentName", `"" is not a deployment of spec.install.spec.deployments; name the Deployment that serves v1alpha1.metrics.example.com`},
+		{"owned APIService of a bad group", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.APIServiceDefinitions.Owned = []APIServiceDescription{{Group: "Metrics_Example", Version: "v1alpha1", DeploymentName: "memcached-operator-controller-manager"}}
+		}, "spec.apiservicedefinitions.owned[0].group", `"Metrics_Example" is not an API group`},
+		{"owned APIService of Annex's group", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.APIServiceDefinitions.Owned = []APIServiceDescription{{Group: "annex.dev", Version: "v1alpha1", DeploymentName: "memcached-operator-controller-manager"}}
+		}, "spec.apiservicedefinitions.owned[0].group", `"annex.dev" may not be served by an operator`},
+		{"owned APIService of a version a CRD serves", func(b *Bundle, _ *Options) {
+			b.CSV.Spec.APIServiceDefinitions.Owned = []APIServiceDescription{{Group: "cache.example.com", Version: "v1alpha1", DeploymentName: "memcached-operator-controller-manager"}}
+		}, "spec.apiservicedefinitions.owned[0].version", "cache.example.com/v1alpha1 is also served by a CRD of the bundle"},
+		{"owned APIService twice", func(b *Bundle, _ *Options) {
+			d := APIServiceDescription{Group: "metrics.example.com", Version: "v1alpha1", DeploymentName: "memcached-operator-controller-manager"}
+			b.CSV.Spec.APIServiceDefinitions.Owned = []APIServiceDescription{d, d}
+		}, "spec.apiservicedefinitions.owned[1].version", "APIService v1alpha1.metrics.example.com is spec.apiservicedefinitions.owned[0] already"},
 		// A webhook served by a Deployment the CSV does not run.
 		{"webhook of unknown deployment", func(b *Bundle, _ *Options) {
 			b.CSV.Spec.WebhookDefinitions = []WebhookDefinition{{GenerateName: "vmemcached.kb.io", Type: ValidatingAdmissionWebhook, DeploymentName: "nope"}}

@@ -141,6 +141,9 @@ type APIServiceDescription struct {
 	Version        string `json:"version"`
 	Kind           string `json:"kind"`
 	DeploymentName string `json:"deploymentName,omitempty"`
+	// ContainerPort is the port the Deployment's aggregated API server
+	// listens on (owned APIServices); 443 when unset.
+	ContainerPort int32 `json:"containerPort,omitempty"`
 }
 
 // RelatedImage is an image the operator uses.

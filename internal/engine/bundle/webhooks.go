@@ -174,12 +174,14 @@ func (c *converter) checkWebhooks() error {
 	return nil
 }
 
-// webhookDeployments returns the Deployments that serve webhooks, in the
-// order of spec.install.spec.deployments.
+// webhookDeployments returns the Deployments that serve webhooks or
+// aggregated APIs (owned APIServices), in the order of
+// spec.install.spec.deployments: each gets a Service and a serving
+// certificate.
 func (c *converter) webhookDeployments() []string {
 	var out []string
 	for _, d := range c.b.CSV.Spec.Install.Spec.Deployments {
-		if slices.ContainsFunc(c.b.CSV.Spec.WebhookDefinitions, func(w WebhookDefinition) bool { return w.DeploymentName == d.Name }) {
+		if c.servesAPI(d.Name) || slices.ContainsFunc(c.b.CSV.Spec.WebhookDefinitions, func(w WebhookDefinition) bool { return w.DeploymentName == d.Name }) {
 			out = append(out, d.Name)
 		}
 	}
@@ -252,7 +254,8 @@ func secretObject(ns, name, typ string, notAfter time.Time, data map[string][]by
 
 // webhookServices returns one Service per webhook Deployment selecting its
 // pods (spec.selector.matchLabels), with a port per distinct
-// containerPort named after it, to targetPort (containerPort when unset).
+// containerPort named after it, to targetPort (containerPort when unset),
+// and port 443 to the containerPort of an aggregated API it serves.
 func (c *converter) webhookServices() ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, d := range c.webhookDeployments() {
@@ -280,6 +283,15 @@ func (c *converter) webhookServices() ([]*unstructured.Unstructured, error) {
 			}
 			ports = append(ports, map[string]any{"name": strconv.Itoa(int(w.port())), "port": int64(w.port()), "protocol": "TCP", "targetPort": toData(target)})
 		}
+		// An aggregated API is served at port 443 of the Service, as the
+		// APIService says.
+		for _, a := range c.b.CSV.Spec.APIServiceDefinitions.Owned {
+			if a.DeploymentName != d || seen[443] {
+				continue
+			}
+			seen[443] = true
+			ports = append(ports, map[string]any{"name": "443", "port": int64(443), "protocol": "TCP", "targetPort": int64(a.port())})
+		}
 		svc := object("v1", "Service", c.o.InstallNamespace, WebhookServiceName(d), nil)
 		sel := map[string]any{}
 		for k, v := range selector {
@@ -291,17 +303,21 @@ func (c *converter) webhookServices() ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// clientConfig is the webhook's service reference with the CA bundle.
+// clientConfig is the webhook's service reference with the CA bundle
+// (none under cert-manager, whose CA injector writes it).
 func (c *converter) clientConfig(w WebhookDefinition, caBundle []byte) map[string]any {
-	return map[string]any{
+	cc := map[string]any{
 		"service": map[string]any{
 			"namespace": c.o.InstallNamespace,
 			"name":      WebhookServiceName(w.DeploymentName),
 			"path":      w.path(),
 			"port":      int64(w.port()),
 		},
-		"caBundle": base64.StdEncoding.EncodeToString(caBundle),
 	}
+	if caBundle != nil {
+		cc["caBundle"] = base64.StdEncoding.EncodeToString(caBundle)
+	}
+	return cc
 }
 
 // webhookConfigurations returns a Validating- or
@@ -340,6 +356,7 @@ func (c *converter) webhookConfigurations(caBundle []byte) []*unstructured.Unstr
 		}
 		obj := object("admissionregistration.k8s.io/v1", kind, "", w.name(), nil)
 		obj.Object["webhooks"] = []any{hook}
+		c.injectCA(obj, w.DeploymentName)
 		out = append(out, obj)
 	}
 	return out
@@ -363,6 +380,7 @@ func (c *converter) convertCRDs(crds []*unstructured.Unstructured, caBundle []by
 					"conversionReviewVersions": toData(orDefault(w.AdmissionReviewVersions, []string{"v1"})),
 				},
 			}
+			c.injectCA(crd, w.DeploymentName)
 		}
 	}
 }
