@@ -9,6 +9,28 @@
 // (its Hooks interface, which Asker implements), and the answers wake
 // the installation directly through watches on that controller
 // (WakeThrough, watch.go).
+//
+// The installation controller is the HookRequests' controller: its gate
+// step asks the hooks (its Hooks interface, wired by internal/manager to
+// this package), which creates the request, creates the hooks'
+// resources, reads their answers and writes the request's status, all
+// within the installation's reconcile. A separate HookRequest controller would add a round trip (hook
+// resource → request status → installation) to every answer; here an
+// answer wakes the installation directly. Hook kinds are only known at
+// run time, so the first time the asker creates a resource of a kind it
+// starts a metadata-only watch of that kind on the installation
+// controller (Hooks.WakeThrough): any change of a hook resource — its
+// answer — enqueues the installation named by its labels. Metadata is
+// enough to know that a resource changed; its answer is read from the
+// API server when the installation reconciles. Nothing polls: the only
+// timed requeue is a hook's deadline.
+//
+// A hook that answers at once costs no second reconcile: the reconcile
+// that creates a hook's resource waits, up to the asker's answer wait
+// (DefaultAnswerWait), for the watch to see the resource
+// change, then reads the answer and goes on to apply. The watch event it
+// waited for does not also enqueue the installation; an answer that
+// comes later does.
 package hookrequest
 
 import (

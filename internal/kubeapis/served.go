@@ -150,3 +150,27 @@ func definedKinds(objs []*unstructured.Unstructured) map[schema.GroupKind]Answer
 	}
 	return kinds
 }
+
+// maxUnservedNamed bounds how many unserved objects a message names.
+const maxUnservedNamed = 5
+
+// UnservedMessage says which objects of version of extension the
+// cluster (named so in the message, with its Kubernetes version when
+// known) cannot take, and what to do, in the same words for the same
+// change; unserved is not empty.
+func UnservedMessage(extension, version, cluster, kubeVersion string, unserved []UnservedObject) string {
+	parts := make([]string, 0, min(len(unserved), maxUnservedNamed+1))
+	for i, u := range unserved {
+		if i == maxUnservedNamed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(unserved)-maxUnservedNamed))
+			break
+		}
+		parts = append(parts, u.String())
+	}
+	if kubeVersion != "" {
+		cluster += " (Kubernetes " + kubeVersion + ")"
+	}
+	return fmt.Sprintf("%s %s cannot be applied: %s does not serve the kind of %d of its objects, so nothing was applied: %s. "+
+		"Choose a version made for this cluster with spec.version, or values that do not render these objects",
+		extension, version, cluster, len(unserved), strings.Join(parts, "; "))
+}

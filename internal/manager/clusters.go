@@ -21,10 +21,10 @@ import (
 	"github.com/annex-platform/annex/internal/catalog"
 	"github.com/annex-platform/annex/internal/catalog/sources"
 	"github.com/annex-platform/annex/internal/cluster"
-	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/crdmigrate"
 	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/target"
 	"github.com/annex-platform/annex/internal/verify"
 )
 
@@ -33,7 +33,7 @@ import (
 // wiring adapts the implementation to it.
 type installationClusters struct{ registry *cluster.Registry }
 
-func (c installationClusters) Target(ctx context.Context, name string) (installation.Target, error) {
+func (c installationClusters) Target(ctx context.Context, name string) (target.Cluster, error) {
 	t, err := c.registry.Target(ctx, name)
 	if err != nil {
 		return nil, err
@@ -43,9 +43,9 @@ func (c installationClusters) Target(ctx context.Context, name string) (installa
 
 type installationTarget struct{ *cluster.Target }
 
-func (t installationTarget) Applier() installation.Applier { return applierAdapter{t.Target.Applier()} }
+func (t installationTarget) Applier() target.Applier { return applierAdapter{t.Target.Applier()} }
 
-func (t installationTarget) ApplierAs(user string) (installation.Applier, error) {
+func (t installationTarget) ApplierAs(user string) (target.Applier, error) {
 	a, err := t.Target.ApplierAs(user)
 	if err != nil {
 		return nil, err
@@ -96,9 +96,9 @@ func (t installationTarget) CRDs(ctx context.Context, names []string) (map[strin
 }
 
 // MigrateStoredVersions runs crdmigrate with the Target's applier's client.
-func (t installationTarget) MigrateStoredVersions(ctx context.Context, name string) (installation.StorageMigration, error) {
+func (t installationTarget) MigrateStoredVersions(ctx context.Context, name string) (target.StorageMigration, error) {
 	res, err := crdmigrate.Migrate(ctx, t.Target.Applier().Client, name, crdmigrate.DefaultPageSize)
-	return installation.StorageMigration{StorageVersion: res.StorageVersion, Objects: res.Objects, Trimmed: res.Trimmed}, err
+	return target.StorageMigration{StorageVersion: res.StorageVersion, Objects: res.Objects, Trimmed: res.Trimmed}, err
 }
 
 // applierAdapter lets apply.Applier serve the controller's interface.
@@ -108,12 +108,12 @@ func (w applierAdapter) Refs(objects []*unstructured.Unstructured, ns string) []
 	return w.a.Refs(apply.Set{Objects: objects}, ns)
 }
 
-func (w applierAdapter) Apply(ctx context.Context, o installation.Owner, ns string, set installation.Set, opts installation.ApplyOptions) (installation.Applied, error) {
+func (w applierAdapter) Apply(ctx context.Context, o target.Owner, ns string, set target.Set, opts target.ApplyOptions) (target.Applied, error) {
 	res, err := w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, applySet(set), apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver, Create: opts.Create})
 	return appliedOf(res), err
 }
 
-func (w applierAdapter) Start(o installation.Owner, ns string, p plan.Plan, opts installation.ApplyOptions) (installation.StepRunner, error) {
+func (w applierAdapter) Start(o target.Owner, ns string, p plan.Plan, opts target.ApplyOptions) (target.StepRunner, error) {
 	run, err := w.a.Start(apply.Owner(o), ns, p, apply.HookOptions{
 		ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver, Create: opts.Create},
 		HookTimeout:  opts.HookTimeout,
@@ -148,25 +148,25 @@ func (w applierAdapter) Live(ctx context.Context, ns string, objects []*unstruct
 type stepRunner struct{ r *apply.Run }
 
 func (s stepRunner) Step(ctx context.Context, ref plan.StepRef) error { return s.r.Step(ctx, ref) }
-func (s stepRunner) Applied() installation.Applied                    { return appliedOf(s.r.Result()) }
+func (s stepRunner) Applied() target.Applied                          { return appliedOf(s.r.Result()) }
 
-func appliedOf(res apply.Result) installation.Applied {
-	return installation.Applied{Inventory: res.Inventory, Health: healthOf(res.Health)}
+func appliedOf(res apply.Result) target.Applied {
+	return target.Applied{Inventory: res.Inventory, Health: healthOf(res.Health)}
 }
 
-func (w applierAdapter) Diff(ctx context.Context, o installation.Owner, ns string, set installation.Set) ([]installation.Drift, installation.Health, error) {
+func (w applierAdapter) Diff(ctx context.Context, o target.Owner, ns string, set target.Set) ([]target.Drift, target.Health, error) {
 	drifts, h, err := w.a.Diff(ctx, apply.Owner(o), applySet(set), ns)
 	if err != nil {
-		return nil, installation.Health{}, err
+		return nil, target.Health{}, err
 	}
-	out := make([]installation.Drift, len(drifts))
+	out := make([]target.Drift, len(drifts))
 	for i, d := range drifts {
-		out[i] = installation.Drift{Object: d.Object, Missing: d.Missing, Fields: d.Fields}
+		out[i] = target.Drift{Object: d.Object, Missing: d.Missing, Fields: d.Fields}
 	}
 	return out, healthOf(h), nil
 }
 
-func (w applierAdapter) RunDeleteHooks(ctx context.Context, o installation.Owner, ns string, set installation.Set, post bool, timeout time.Duration) error {
+func (w applierAdapter) RunDeleteHooks(ctx context.Context, o target.Owner, ns string, set target.Set, post bool, timeout time.Duration) error {
 	event := apply.HookPreDelete
 	if post {
 		event = apply.HookPostDelete
@@ -174,40 +174,40 @@ func (w applierAdapter) RunDeleteHooks(ctx context.Context, o installation.Owner
 	return w.a.RunDeleteHooks(ctx, apply.Owner(o), ns, applySet(set), event, timeout)
 }
 
-func (w applierAdapter) Prune(ctx context.Context, o installation.Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {
+func (w applierAdapter) Prune(ctx context.Context, o target.Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {
 	return w.a.Prune(ctx, apply.Owner(o), old, current)
 }
 
-func (w applierAdapter) Delete(ctx context.Context, o installation.Owner, inv []v1alpha1.ObjectReference, deleteCRDs bool) (int, error) {
+func (w applierAdapter) Delete(ctx context.Context, o target.Owner, inv []v1alpha1.ObjectReference, deleteCRDs bool) (int, error) {
 	return w.a.Delete(ctx, apply.Owner(o), inv, deleteCRDs)
 }
 
-func (w applierAdapter) Health(ctx context.Context, inv []v1alpha1.ObjectReference) (installation.Health, error) {
+func (w applierAdapter) Health(ctx context.Context, inv []v1alpha1.ObjectReference) (target.Health, error) {
 	h, err := w.a.Health(ctx, inv)
 	if err != nil {
-		return installation.Health{}, err
+		return target.Health{}, err
 	}
 	return healthOf(h), nil
 }
 
-func healthOf(h apply.Health) installation.Health {
-	out := installation.Health{Total: h.Total, Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}
+func healthOf(h apply.Health) target.Health {
+	out := target.Health{Total: h.Total, Ready: h.Ready, Failed: h.Failed, Summary: h.Summary()}
 	for _, p := range h.Pending {
-		out.NotReady = append(out.NotReady, installation.ObjectHealth{Object: p.Ref, Status: p.Status, Message: p.Message})
+		out.NotReady = append(out.NotReady, target.ObjectHealth{Object: p.Ref, Status: p.Status, Message: p.Message})
 	}
 	return out
 }
 
-func (w applierAdapter) RemoveFinalizers(ctx context.Context, o installation.Owner, refs []v1alpha1.ObjectReference) error {
+func (w applierAdapter) RemoveFinalizers(ctx context.Context, o target.Owner, refs []v1alpha1.ObjectReference) error {
 	return w.a.RemoveFinalizers(ctx, apply.Owner(o), refs)
 }
 
 // applySet is the applier's view of a set: its objects.
-func applySet(set installation.Set) apply.Set { return apply.Set{CRDs: set.CRDs, Objects: set.Objects} }
+func applySet(set target.Set) apply.Set { return apply.Set{CRDs: set.CRDs, Objects: set.Objects} }
 
-func (w applierAdapter) RunPipe(ctx context.Context, o installation.Owner, ns string, p plan.Pipe) (installation.PipeResult, error) {
+func (w applierAdapter) RunPipe(ctx context.Context, o target.Owner, ns string, p plan.Pipe) (target.PipeResult, error) {
 	res, err := w.a.RunPipe(ctx, apply.Owner(o), ns, p)
-	return installation.PipeResult{Done: res.Done, Message: res.Message}, err
+	return target.PipeResult{Done: res.Done, Message: res.Message}, err
 }
 
 // installationFetcher serves the installation controller's artifacts

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/engine/bundle"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/plan"
@@ -36,7 +36,7 @@ func (e bundleEngine) Fetch(ctx context.Context, src v1alpha1.ArtifactSource) ([
 // support is refused, naming the field. The install plan replaces
 // everything an earlier revision applied, so what left the bundle is
 // pruned.
-func (bundleEngine) Render(_ context.Context, in installation.EngineInput) (*installation.Release, error) {
+func (bundleEngine) Render(_ context.Context, in engine.Input) (*engine.Release, error) {
 	var files map[string][]byte
 	if err := json.Unmarshal(in.Artifact, &files); err != nil {
 		return nil, refused(v1alpha1.ReasonArtifactFailed, fmt.Sprintf(
@@ -50,7 +50,7 @@ func (bundleEngine) Render(_ context.Context, in installation.EngineInput) (*ins
 	}
 	install, err := convertBundle(b, in)
 	var facts *factError
-	var engineErr *installation.EngineError
+	var engineErr *engine.Error
 	if errors.As(err, &engineErr) {
 		return nil, engineErr
 	}
@@ -82,7 +82,7 @@ func (bundleEngine) Render(_ context.Context, in installation.EngineInput) (*ins
 		// renewed, so a renewal is a new revision that applies it.
 		inputs["certificates"] = certs
 	}
-	return &installation.Release{
+	return &engine.Release{
 		ArtifactDigest: in.ArtifactDigest,
 		Inputs:         inputs,
 		Plans:          bundlePlans{install},
@@ -92,7 +92,7 @@ func (bundleEngine) Render(_ context.Context, in installation.EngineInput) (*ins
 }
 
 // convertBundle converts b for the installation's options and resources.
-func convertBundle(b *bundle.Bundle, in installation.EngineInput) (plan.Plan, error) {
+func convertBundle(b *bundle.Bundle, in engine.Input) (plan.Plan, error) {
 	resources, err := specResources(in.Resources)
 	if err != nil {
 		return plan.Plan{}, err
@@ -127,7 +127,7 @@ func convertBundle(b *bundle.Bundle, in installation.EngineInput) (plan.Plan, er
 // cert-manager use; nil when Annex issues the certificates. Asking for
 // cert-manager on a cluster that does not serve its Certificates is
 // retried (cert-manager may be on its way), saying what to do.
-func certManagerIssuer(in installation.EngineInput) (*bundle.CertManagerIssuer, error) {
+func certManagerIssuer(in engine.Input) (*bundle.CertManagerIssuer, error) {
 	wc := in.WebhookCertificates
 	if wc == nil || wc.Provider != v1alpha1.WebhookCertificatesCertManager {
 		return nil, nil
@@ -137,7 +137,7 @@ func certManagerIssuer(in installation.EngineInput) (*bundle.CertManagerIssuer, 
 		return nil, &factError{err}
 	}
 	if !served {
-		return nil, &installation.EngineError{Reason: v1alpha1.ReasonRenderFailed, Retry: true, Message: fmt.Sprintf(
+		return nil, &engine.Error{Reason: v1alpha1.ReasonRenderFailed, Retry: true, Message: fmt.Sprintf(
 			"%s: spec.webhookCertificates.provider is CertManager, but the cluster does not serve cert-manager.io/v1 Certificates; "+
 				"install cert-manager there (Annex waits for it), or remove spec.webhookCertificates to have Annex issue the certificates", in.Ref)}
 	}
@@ -200,7 +200,7 @@ func stepObjects(p plan.Plan, name string) []*unstructured.Unstructured {
 // bundlePlans is a bundle's one plan, install: it runs on every change.
 type bundlePlans struct{ install plan.Plan }
 
-func (bp bundlePlans) Select(c installation.PlanChange) ([]string, string) {
+func (bp bundlePlans) Select(c engine.Change) ([]string, string) {
 	if c.Install {
 		return []string{bp.install.Name}, "install"
 	}

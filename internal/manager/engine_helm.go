@@ -10,7 +10,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/apply"
-	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/engine/helm"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/plan"
@@ -27,7 +27,7 @@ func (e helmEngine) Fetch(ctx context.Context, src v1alpha1.ArtifactSource) ([]b
 
 // Render renders the chart with the installation's values, for the
 // target cluster's Kubernetes version and API versions.
-func (helmEngine) Render(_ context.Context, in installation.EngineInput) (*installation.Release, error) {
+func (helmEngine) Render(_ context.Context, in engine.Input) (*engine.Release, error) {
 	values, err := in.Facts.Values()
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func (helmEngine) Render(_ context.Context, in installation.EngineInput) (*insta
 	if err != nil {
 		return nil, chartRefusal(in.Ref, err)
 	}
-	return &installation.Release{
+	return &engine.Release{
 		ArtifactDigest: in.ArtifactDigest,
 		ValuesDigest:   out.ValuesDigest,
 		CRDs:           out.CRDs,
@@ -75,7 +75,7 @@ func chartPlan(namespace string, isUpgrade bool) func(crds, objects []*unstructu
 // chartRefusal phrases a render error of the chart ref: invalid values
 // and broken templates or archives are refused every time, anything else
 // is retried.
-func chartRefusal(ref string, err error) *installation.EngineError {
+func chartRefusal(ref string, err error) *engine.Error {
 	var valuesErr *helm.ValuesError
 	if errors.As(err, &valuesErr) {
 		return refused(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: %s", valuesErr.Error()))
@@ -90,5 +90,5 @@ func chartRefusal(ref string, err error) *installation.EngineError {
 		return refused(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s: the artifact is not a valid chart: %s; fix the chart in its catalog or choose another version with spec.version",
 			ref, archiveErr.Error()))
 	}
-	return &installation.EngineError{Reason: v1alpha1.ReasonRenderFailed, Message: err.Error(), Retry: true}
+	return &engine.Error{Reason: v1alpha1.ReasonRenderFailed, Message: err.Error(), Retry: true}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/engine/pkg"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/plan"
@@ -31,7 +31,7 @@ func (e packageEngine) Fetch(ctx context.Context, src v1alpha1.ArtifactSource) (
 // Render loads the package and its bases, merges them and validates the
 // parameters. Invalid parameters and broken packages are refused here;
 // the release then holds the plans the package offers.
-func (e packageEngine) Render(ctx context.Context, in installation.EngineInput) (*installation.Release, error) {
+func (e packageEngine) Render(ctx context.Context, in engine.Input) (*engine.Release, error) {
 	values, err := in.Facts.Values()
 	if err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func (e packageEngine) Render(ctx context.Context, in installation.EngineInput) 
 	if err != nil {
 		return nil, err
 	}
-	rel := &installation.Release{
+	rel := &engine.Release{
 		ArtifactDigest: digest,
 		PlanNames:      slices.Sorted(maps.Keys(effective.Operator.Plans)),
 		RunsOnRequest:  true,
@@ -63,7 +63,7 @@ func (e packageEngine) Render(ctx context.Context, in installation.EngineInput) 
 // load reads the package and, through its extends chain, the bases it
 // builds on, and merges them. The digest covers every archive of the
 // chain, so that a new base version within the range is a new input.
-func (e packageEngine) load(ctx context.Context, in installation.EngineInput) (*pkg.Package, string, []string, error) {
+func (e packageEngine) load(ctx context.Context, in engine.Input) (*pkg.Package, string, []string, error) {
 	top, err := pkg.LoadArchive(in.Artifact)
 	if err != nil {
 		return nil, "", nil, refused(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s: the artifact is not a valid package: %v; fix the package in its catalog or choose another version", in.Ref, err))
@@ -81,7 +81,7 @@ func (e packageEngine) load(ctx context.Context, in installation.EngineInput) (*
 		}
 		data, err := e.fetcher.FetchArtifact(ctx, version.Source)
 		if err != nil {
-			return nil, "", nil, &installation.EngineError{Reason: v1alpha1.ReasonArtifactFailed, Retry: true,
+			return nil, "", nil, &engine.Error{Reason: v1alpha1.ReasonArtifactFailed, Retry: true,
 				Message: fmt.Sprintf("%s extends %s %s: fetching it: %v", in.Ref, name, version.Version, err)}
 		}
 		base, err := pkg.LoadArchive(data)
@@ -112,7 +112,7 @@ type packagePlans struct {
 // Select chooses as KUDO does (pkg.SelectPlans): install → deploy;
 // upgrade → upgrade, else update, else deploy; changed parameters → their
 // triggers in params.yaml order, else update, else deploy.
-func (pp packagePlans) Select(c installation.PlanChange) ([]string, string) {
+func (pp packagePlans) Select(c engine.Change) ([]string, string) {
 	if c.Install {
 		return pkg.SelectPlans(pp.p, pkg.Change{Install: true})
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/engine"
 )
 
 // artifactFetcher downloads artifacts and verifies their digests: a
@@ -37,6 +38,6 @@ func digestOf(data []byte) string {
 
 // refused is an engine's refusal of an input that fails the same way
 // every time.
-func refused(reason, message string) *installation.EngineError {
-	return &installation.EngineError{Reason: reason, Message: message}
+func refused(reason, message string) *engine.Error {
+	return &engine.Error{Reason: reason, Message: message}
 }

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/controller/installation"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/engine/helm"
 	"github.com/annex-platform/annex/internal/engine/pkg"
 	"github.com/annex-platform/annex/internal/plan"
@@ -21,14 +21,14 @@ func TestBundlePlansSelect(t *testing.T) {
 	bp := bundlePlans{install: plan.Plan{Name: "install"}}
 	tests := []struct {
 		name        string
-		change      installation.PlanChange
+		change      engine.Change
 		wantTrigger string
 	}{
 		// The first revision.
-		{"install", installation.PlanChange{Install: true}, "install"},
+		{"install", engine.Change{Install: true}, "install"},
 		// Only spec.watchNamespaces, spec.resources or spec.scopedGrants
 		// change a bundle's inputs without a new bundle.
-		{"inputs changed", installation.PlanChange{}, "spec.watchNamespaces, spec.resources or spec.scopedGrants changed"},
+		{"inputs changed", engine.Change{}, "spec.watchNamespaces, spec.resources or spec.scopedGrants changed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,15 +64,15 @@ func TestPackagePlansSelect(t *testing.T) {
 	tests := []struct {
 		name   string
 		plans  packagePlans
-		change installation.PlanChange
+		change engine.Change
 		want   []string
 	}{
 		// A parameter without a trigger runs update when the package has it.
-		{"changed, update", withPlans("deploy", "update"), installation.PlanChange{Changed: []string{"x"}}, []string{"update"}},
+		{"changed, update", withPlans("deploy", "update"), engine.Change{Changed: []string{"x"}}, []string{"update"}},
 		// Without update, deploy runs again.
-		{"changed, deploy", withPlans("deploy"), installation.PlanChange{Changed: []string{"x"}}, []string{"deploy"}},
+		{"changed, deploy", withPlans("deploy"), engine.Change{Changed: []string{"x"}}, []string{"deploy"}},
 		// An install runs deploy.
-		{"install", withPlans("deploy", "update"), installation.PlanChange{Install: true}, []string{"deploy"}},
+		{"install", withPlans("deploy", "update"), engine.Change{Install: true}, []string{"deploy"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

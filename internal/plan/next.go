@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -298,4 +299,32 @@ func Drive(p Plan, st v1alpha1.PlanStatus, run Runner, now func() metav1.Time, s
 			}
 		}
 	}
+}
+
+// RunTasks runs every task of step once, with run, as KUDO does on each
+// pass, and combines their results: a fatal task makes the step fatal, a
+// failed one failed, a waiting one waiting (their messages joined); the
+// step is done when every task is.
+func RunTasks(step Step, run func(Task) StepResult) StepResult {
+	var fatal, failed, waiting []string
+	for _, t := range step.Tasks {
+		res := run(t)
+		switch {
+		case res.Fatal:
+			fatal = append(fatal, res.Message)
+		case res.Failed:
+			failed = append(failed, res.Message)
+		case !res.Done:
+			waiting = append(waiting, res.Message)
+		}
+	}
+	switch {
+	case len(fatal) > 0:
+		return StepResult{Fatal: true, Message: strings.Join(fatal, "; ")}
+	case len(failed) > 0:
+		return StepResult{Failed: true, Message: strings.Join(failed, "; ")}
+	case len(waiting) > 0:
+		return StepResult{Message: strings.Join(waiting, "; ")}
+	}
+	return StepResult{Done: true}
 }

@@ -1,7 +1,9 @@
 // Package record keeps revision records: the codec that turns a record
-// into what is stored and back (Encode, DecodeIndex; pure, no I/O), and the
+// into what is stored and back (Encode, DecodeIndex; pure, no I/O), the
 // Store that keeps an installation's records and their pieces in Secrets of
-// its namespace through the client it is given.
+// its namespace through the client it is given, and the Keeper that
+// writes, takes over and deletes them so that a crash at any instant
+// orphans nothing (keeper.go states the invariant).
 package record
 
 import (

@@ -14,6 +14,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/metrics"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // apply writes the rendered set, records it, and prunes what left it. An
@@ -35,9 +36,9 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	if r.upToDate(s) {
 		s.applied.inventory = inst.Status.Inventory
-		return r.checkDrift(ctx, s, Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, false)})
+		return r.checkDrift(ctx, s, target.Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, false)})
 	}
-	set := Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, true)}
+	set := target.Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, true)}
 	applier := s.target.Applier()
 	rev := r.nextRevision(s)
 	// Nothing applied yet (writeIntent adds the planned objects to the
@@ -63,7 +64,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if inst.Status.InstalledVersion != "" {
 		op = metrics.OpUpgrade
 	}
-	objects, opts := s.artifact.adoption.applying(set.Objects, ApplyOptions{
+	objects, opts := s.artifact.adoption.applying(set.Objects, target.ApplyOptions{
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 		Create:        first,
@@ -125,7 +126,7 @@ func recordChartPlan(inst *v1alpha1.ExtensionInstallation, st *v1alpha1.PlanStat
 
 // hasHooks reports whether set holds Helm hooks, which the apply runs and
 // awaits.
-func hasHooks(set Set) bool {
+func hasHooks(set target.Set) bool {
 	for _, o := range set.Objects {
 		if _, ok := o.GetAnnotations()["helm.sh/hook"]; ok {
 			return true

@@ -1,20 +1,17 @@
 package installation
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 
-	"github.com/Masterminds/semver/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/plan"
 )
 
@@ -48,16 +45,16 @@ type packageRecord struct {
 	AppliedBy map[string]string `json:"appliedBy,omitempty"`
 }
 
-// renderPlans chooses the plans this change runs (choosePlans) and
+// renderPlans chooses the plans this change runs (engine.Release.Choose) and
 // renders them, with the cleanup plan the revision keeps for the
 // uninstall. A plan that does not render stops here, before anything is
 // applied.
 func (r *Reconciler) renderPlans(ctx context.Context, s *scope) (ctrl.Result, error) {
 	rel := s.artifact.release
-	names, trigger, request := r.choosePlans(s, rel)
+	names, trigger, request := rel.Choose(s.inst, s.choice.Version.Version, s.artifact.digest, s.choice.Version.Extends != nil)
 	plans, warnings, err := rel.Plans.Render(names)
 	if err != nil {
-		var refused *EngineError
+		var refused *engine.Error
 		if errors.As(err, &refused) {
 			return r.stop(s, terminal(refused.Reason, refused.Message), ctrl.Result{})
 		}
@@ -83,148 +80,10 @@ func (r *Reconciler) stop(s *scope, b *block, res ctrl.Result) (ctrl.Result, err
 	return res, nil
 }
 
-// chooseBase picks the highest version of extension name whose version,
-// or failing that appVersion, is in versionRange (KEP-0012's own example
-// names the base's appVersion).
-func chooseBase(extensions []v1alpha1.Extension, name, versionRange string) (*v1alpha1.ExtensionVersion, *block) {
-	constraint, err := semver.NewConstraint(cmp.Or(versionRange, "*"))
-	if err != nil {
-		return nil, terminal(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("extends: version %q of %s is not a version range: %v", versionRange, name, err))
-	}
-	matches := func(v string) bool {
-		sv, err := semver.NewVersion(v)
-		return err == nil && constraint.Check(sv)
-	}
-	for i := range extensions {
-		if extensions[i].Name != name {
-			continue
-		}
-		versions := extensions[i].Spec.Versions // highest first
-		for j := range versions {
-			if matches(versions[j].Version) {
-				return &versions[j], nil
-			}
-		}
-		for j := range versions {
-			if versions[j].AppVersion != "" && matches(versions[j].AppVersion) {
-				return &versions[j], nil
-			}
-		}
-		return nil, wait(v1alpha1.ReasonBaseNotFound, fmt.Sprintf(
-			"extends: no version of %s matches %q (by version or appVersion); the catalogs offer %s", name, versionRange, versionList(versions)))
-	}
-	return nil, wait(v1alpha1.ReasonBaseNotFound, fmt.Sprintf(
-		"extends: base package %s is in no catalog; add a Catalog that serves it", name))
-}
-
-func versionList(versions []v1alpha1.ExtensionVersion) string {
-	out := make([]string, 0, len(versions))
-	for _, v := range versions {
-		out = append(out, v.Version)
-	}
-	return strings.Join(out, ", ")
-}
-
-// choosePlans decides which plans of rel this reconcile's inputs run, as
-// KUDO users expect: install → the engine's choice for an install (a
-// package's deploy, a bundle's install); upgrade (a new version, or new
-// content of the same version, such as a new base within the extends
-// range) or changed parameters → the engine's choice for the change
-// (a package's upgrade or the parameters' triggers, else update, else
-// deploy). Unchanged inputs run nothing, unless spec.plans.run asks for a
-// plan of a release that runs plans on request. A change while a plan
-// runs is compared with the last recorded revision, so the running plan's
-// unfinished work is part of it; the running plan is superseded. The same
-// inputs as the pending revision's resume it.
-func (r *Reconciler) choosePlans(s *scope, rel *Release) ([]string, string, *v1alpha1.PlanRequest) {
-	inst := s.inst
-	version := s.choice.Version.Version
-	if pending := inst.Status.Pending; pending != nil && pending.Version == version &&
-		pending.ArtifactDigest == s.artifact.digest && pending.ValuesDigest == rel.ValuesDigest {
-		return pending.Plans, pending.Trigger, nil // resume
-	}
-	if len(inst.Status.History) == 0 {
-		plans, trigger := rel.Plans.Select(PlanChange{Install: true})
-		return plans, trigger, nil
-	}
-	last := inst.Status.History[0]
-	upgrade := last.Version != version || last.ArtifactDigest != s.artifact.digest
-	if !upgrade && len(rel.Changed) == 0 && last.ValuesDigest == rel.ValuesDigest {
-		if pending := inst.Status.Pending; pending != nil {
-			// Back to the recorded inputs while a revision for others ran:
-			// its plans run again with these inputs, putting back what it
-			// changed.
-			return pending.Plans, fmt.Sprintf("back to the inputs of revision %d", last.Number), nil
-		}
-		if req := newRunRequest(inst); req != nil && rel.RunsOnRequest {
-			return []string{req.Name}, "requested (" + req.ID + ")", req
-		}
-		return nil, "", nil
-	}
-	plans, trigger := rel.Plans.Select(PlanChange{Upgrade: upgrade, Changed: rel.Changed})
-	if upgrade && last.Version != version {
-		trigger = fmt.Sprintf("upgrade %s → %s", last.Version, version)
-	} else if upgrade && len(rel.Changed) == 0 {
-		trigger = "new content of " + version
-		if s.choice.Version.Extends != nil {
-			trigger = "new content of " + version + " (a new base version)"
-		}
-	}
-	return plans, trigger, nil
-}
-
-// newRunRequest returns spec.plans.run when it has not been carried out.
-func newRunRequest(inst *v1alpha1.ExtensionInstallation) *v1alpha1.PlanRequest {
-	if inst.Spec.Plans == nil || inst.Spec.Plans.Run == nil {
-		return nil
-	}
-	req := inst.Spec.Plans.Run
-	if done := inst.Status.PlanRequests; done != nil && done.Run != nil && *done.Run == *req {
-		return nil
-	}
-	return req
-}
-
-// newAbandonRequest returns spec.plans.abandon when it has not been
-// carried out.
-func newAbandonRequest(inst *v1alpha1.ExtensionInstallation) *v1alpha1.PlanRequest {
-	if inst.Spec.Plans == nil || inst.Spec.Plans.Abandon == nil {
-		return nil
-	}
-	req := inst.Spec.Plans.Abandon
-	if done := inst.Status.PlanRequests; done != nil && done.Abandon != nil && *done.Abandon == *req {
-		return nil
-	}
-	return req
-}
-
-// markRequest records that a plan request was carried out.
-func markRequest(inst *v1alpha1.ExtensionInstallation, run, abandon *v1alpha1.PlanRequest) {
-	if inst.Status.PlanRequests == nil {
-		inst.Status.PlanRequests = &v1alpha1.PlanRequests{}
-	}
-	if run != nil {
-		inst.Status.PlanRequests.Run = run.DeepCopy()
-	}
-	if abandon != nil {
-		inst.Status.PlanRequests.Abandon = abandon.DeepCopy()
-	}
-}
-
 func decodePackageRecord(data []byte) packageRecord {
 	var rec packageRecord
 	if len(data) > 0 {
 		_ = json.Unmarshal(data, &rec) // a record without it is a chart's
 	}
 	return rec
-}
-
-// listPlans gives every plan of names a status, NEVER_RUN until it runs,
-// so that status shows what can run.
-func listPlans(inst *v1alpha1.ExtensionInstallation, names []string) {
-	for _, name := range names {
-		if planStatus(inst, name) == nil {
-			inst.Status.Plans = append(inst.Status.Plans, plan.NeverRun(name))
-		}
-	}
 }

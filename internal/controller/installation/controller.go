@@ -3,16 +3,21 @@
 // on deletion remove exactly what was applied.
 //
 // Reconcile (this file) runs the steps in order, one file each:
-// resolve.go, steps.go (connect, checkDependencies), verify.go, fetch.go, render.go
-// (values, and the chosen version's Engine making its release), choose.go
-// (which plans of a release a change runs), gate.go with
-// gate_approval.go and gate_hooks.go, adopt.go (spec.adopt: a first install
-// that takes a Helm release over in place), apply.go, drift.go, health.go,
-// plans.go (the resumable driver of plans) with plan_state.go (what plans
-// leave, from the plans and their status alone), records.go (revision
-// records: what to write, keep and delete), uninstall.go. Their state is
-// the scope (scope.go); the world, engines included, is reached through
-// interfaces.go: the controller never asks which engine made a release.
+// resolve.go, steps.go (connect, checkDependencies), verify.go, fetch.go,
+// render.go (the chosen version's Engine making its release) with
+// choose.go (the plans it runs), adopt.go (spec.adopt), grants.go,
+// instances.go (checkScope), gate.go with gate_crds.go, gate_approval.go
+// and gate_hooks.go, apply.go, drift.go, health.go, storage.go, plans.go
+// (the resumable driver of plans) with execute.go (their tasks),
+// remediation.go, records.go, uninstall.go. Their state is the scope
+// (scope.go); what each step asks of the world is in a package of its own:
+// the engines' contract in internal/engine, the target cluster in
+// internal/target, revision records in internal/record (Keeper), plans in
+// internal/plan, the CRD policy in internal/crdcheck, approvals in
+// internal/approval, hooks in internal/hookrequest, values sources in
+// internal/valuesfrom, tenancy in internal/tenancy, content scope in
+// internal/resolve. interfaces.go lists the controller's interfaces: it
+// never asks which engine made a release.
 package installation
 
 import (
@@ -32,6 +37,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
+	"github.com/annex-platform/annex/internal/shard"
 )
 
 // Reconciler installs, upgrades and uninstalls ExtensionInstallations.
@@ -89,7 +95,7 @@ type Reconciler struct {
 	CertificateClock func() time.Time
 
 	index *installationIndex // the cache's installations by cluster; set up by SetupWithManager
-	share *clusterShare      // how many reconciles each managed cluster may have at once; set up by SetupWithManager
+	share *shard.Share       // how many reconciles each managed cluster may have at once; set up by SetupWithManager
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete
@@ -113,10 +119,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, err
 	}
 	defer leave() // after the status is written
-	if !r.share.take(inst.Spec.Cluster) {
-		return ctrl.Result{RequeueAfter: clusterShareWait}, nil
+	if !r.share.Take(inst.Spec.Cluster) {
+		return ctrl.Result{RequeueAfter: shard.ShareWait}, nil
 	}
-	defer r.share.give(inst.Spec.Cluster)
+	defer r.share.Give(inst.Spec.Cluster)
 	ctx, s := r.begin(ctx, inst)
 	defer func() { retErr = r.finish(ctx, s, result, retErr) }()
 
@@ -218,8 +224,8 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, e
 		return errors.Join(err, statusPatchErr)
 	}
 	if s.records.recorded {
-		if cleanupErr := r.deleteSuperseded(ctx, s); cleanupErr != nil {
-			// The records stay until trimRecords deletes them with the
+		if cleanupErr := r.records(s).DeleteSuperseded(ctx); cleanupErr != nil {
+			// The records stay until Trim deletes them with the
 			// history they fell out of; nothing depends on them any more.
 			log.FromContext(ctx).Info("could not delete the records of crashed attempts", "error", cleanupErr.Error())
 		}

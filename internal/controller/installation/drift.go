@@ -13,12 +13,13 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/metrics"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // checkDrift compares the cluster with the installed revision, once the
 // installation is Ready. Nothing drifted costs reads only. Enabled corrects
 // drift (and recreates deleted objects); Warn lists it.
-func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Result, error) {
+func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set target.Set) (ctrl.Result, error) {
 	inst := s.inst
 	mode := inst.Spec.DriftDetection
 	if mode == v1alpha1.DriftDetectionDisabled || !s.report.wasReady {
@@ -50,7 +51,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 	// another manager took over since are taken back (objects of another
 	// installation are still refused).
 	start := time.Now()
-	corrected, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{TakeOwnership: true})
+	corrected, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, target.ApplyOptions{TakeOwnership: true})
 	metrics.ObserveApply(metrics.OpDriftCorrection, time.Since(start))
 	if err != nil {
 		s.applied.health = nil
@@ -68,7 +69,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set Set) (ctrl.Re
 	r.event(s, corev1.EventTypeNormal, "DriftCorrected", "restored objects that differed from the installed revision: "+describeDrift(found))
 	return ctrl.Result{}, nil
 }
-func driftedObjects(drifts []Drift) []v1alpha1.DriftedObject {
+func driftedObjects(drifts []target.Drift) []v1alpha1.DriftedObject {
 	out := make([]v1alpha1.DriftedObject, 0, len(drifts))
 	for _, d := range drifts {
 		fields := d.Fields

@@ -13,36 +13,16 @@ import (
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
+	"github.com/annex-platform/annex/internal/target"
 )
 
-// runStep runs every task of step once, as KUDO does on each pass, and
-// combines their results: a fatal task makes the step fatal, a failed one
-// failed, a waiting one waiting; the step is done when every task is.
-// Every task is idempotent, so a step that runs again after a crash or a
-// retry does no harm.
+// runStep runs every task of step once (plan.RunTasks) with the
+// installation's applier. Every task is idempotent, so a step that runs
+// again after a crash or a retry does no harm.
 func (r *Reconciler) runStep(ctx context.Context, s *scope, step plan.Step) plan.StepResult {
-	var fatal, failed, waiting []string
-	for _, t := range step.Tasks {
-		res := r.runTask(ctx, s, t)
-		switch {
-		case res.Fatal:
-			fatal = append(fatal, res.Message)
-		case res.Failed:
-			failed = append(failed, res.Message)
-		case !res.Done:
-			waiting = append(waiting, res.Message)
-		}
-	}
+	res := plan.RunTasks(step, func(t plan.Task) plan.StepResult { return r.runTask(ctx, s, t) })
 	failpoint.Hit(failpoint.AfterPlanStep, s.owner().String())
-	switch {
-	case len(fatal) > 0:
-		return plan.StepResult{Fatal: true, Message: strings.Join(fatal, "; ")}
-	case len(failed) > 0:
-		return plan.StepResult{Failed: true, Message: strings.Join(failed, "; ")}
-	case len(waiting) > 0:
-		return plan.StepResult{Message: strings.Join(waiting, "; ")}
-	}
-	return plan.StepResult{Done: true}
+	return res
 }
 
 // runTask runs one task with the installation's applier.
@@ -51,8 +31,8 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 	ns := s.targetNamespace()
 	switch t.Kind {
 	case plan.TaskApply:
-		applied, err := applier.Apply(ctx, s.owner(), ns, Set{Objects: t.Objects},
-			s.artifact.adoption.options(ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}))
+		applied, err := applier.Apply(ctx, s.owner(), ns, target.Set{Objects: t.Objects},
+			s.artifact.adoption.options(target.ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}))
 		if err != nil {
 			if b := r.permissionBlock(s.inst, err); b != nil {
 				return plan.Failed(t.Name, errors.New(b.message))
@@ -125,20 +105,6 @@ func (r *Reconciler) dependencyReady(s *scope, t plan.Task) plan.StepResult {
 	return plan.StepResult{Done: true}
 }
 
-// pipeOutputs returns, for the inventory, the objects a pipe task writes:
-// its pod and the Secret or ConfigMap of each file.
-func pipeOutputs(p *plan.Pipe) []*unstructured.Unstructured {
-	out := []*unstructured.Unstructured{p.Pod}
-	for _, f := range p.Files {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("v1")
-		u.SetKind(f.Kind)
-		u.SetName(f.Name)
-		out = append(out, u)
-	}
-	return out
-}
-
 // ensureNamespace applies the target namespace Annex creates (objs: it,
 // or nothing) before a plan's steps run, on every pass of the executor,
 // so that the first step finds it whatever its tasks are (a pipe's pod, a
@@ -148,8 +114,8 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, s *scope, objs []*unst
 	if len(objs) == 0 {
 		return nil
 	}
-	_, err := s.target.Applier().Apply(ctx, s.owner(), s.targetNamespace(), Set{Objects: objs},
-		ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership})
+	_, err := s.target.Applier().Apply(ctx, s.owner(), s.targetNamespace(), target.Set{Objects: objs},
+		target.ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership})
 	if err == nil {
 		return nil
 	}

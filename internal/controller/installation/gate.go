@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,6 +13,7 @@ import (
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/target"
 	"github.com/annex-platform/annex/internal/values"
 )
 
@@ -57,7 +57,7 @@ func (r *Reconciler) pendingChange(s *scope) (*change, error) {
 		if len(s.artifact.run.plans) == 0 || resuming(s) {
 			return nil, nil
 		}
-		objs = slices.Concat(s.artifact.run.namespace, allApplied(s.artifact.run.plans))
+		objs = slices.Concat(s.artifact.run.namespace, plan.AllApplied(s.artifact.run.plans))
 	case s.artifact.release == nil || isFailedTarget(s) || r.upToDate(s):
 		return nil, nil
 	default:
@@ -178,7 +178,7 @@ func signedBy(a *v1alpha1.ArtifactStatus) string {
 func (r *Reconciler) checkServed(ctx context.Context, s *scope) (ctrl.Result, error) {
 	objs := s.change.objects
 	if s.artifact.release.Resumable() && s.artifact.run.cleanup != nil {
-		objs = slices.Concat(objs, allApplied([]plan.Plan{*s.artifact.run.cleanup}))
+		objs = slices.Concat(objs, plan.AllApplied([]plan.Plan{*s.artifact.run.cleanup}))
 	}
 	answers := map[schema.GroupVersionKind]kubeapis.Answer{}
 	for _, gvk := range kubeapis.ToAsk(objs) {
@@ -190,37 +190,15 @@ func (r *Reconciler) checkServed(ctx context.Context, s *scope) (ctrl.Result, er
 		answers[gvk] = a
 	}
 	if unserved := kubeapis.Unserved(objs, answers, s.targetNamespace()); len(unserved) > 0 {
-		s.block = terminal(v1alpha1.ReasonKindNotServed, unservedMessage(s, unserved))
+		s.block = terminal(v1alpha1.ReasonKindNotServed, kubeapis.UnservedMessage(
+			s.inst.Spec.Extension, s.choice.Version.Version, clusterName(s.inst.Spec.Cluster), s.inst.Status.ClusterVersion, unserved))
 	}
 	return ctrl.Result{}, nil
 }
 
-// maxUnservedNamed bounds how many unserved objects a message names.
-const maxUnservedNamed = 5
-
-// unservedMessage says which objects of the change the cluster cannot
-// take and what to do, in the same words for the same change.
-func unservedMessage(s *scope, unserved []kubeapis.UnservedObject) string {
-	parts := make([]string, 0, min(len(unserved), maxUnservedNamed+1))
-	for i, u := range unserved {
-		if i == maxUnservedNamed {
-			parts = append(parts, fmt.Sprintf("and %d more", len(unserved)-maxUnservedNamed))
-			break
-		}
-		parts = append(parts, u.String())
-	}
-	cluster := clusterName(s.inst.Spec.Cluster)
-	if v := s.inst.Status.ClusterVersion; v != "" {
-		cluster += " (Kubernetes " + v + ")"
-	}
-	return fmt.Sprintf("%s %s cannot be applied: %s does not serve the kind of %d of its objects, so nothing was applied: %s. "+
-		"Choose a version made for this cluster with spec.version, or values that do not render these objects",
-		s.inst.Spec.Extension, s.choice.Version.Version, cluster, len(unserved), strings.Join(parts, "; "))
-}
-
 // showPermissions sets status.permissions from set, the objects of the
 // revision being recorded.
-func (s *scope) showPermissions(set Set) {
+func (s *scope) showPermissions(set target.Set) {
 	sum := gate.Summarize(gate.Derive(slices.Concat(set.CRDs, set.Objects), s.targetNamespace()))
 	s.inst.Status.Permissions = &v1alpha1.PermissionSummary{
 		ClusterWide: sum.ClusterWide, Namespaces: sum.Namespaces, BoundTo: sum.BoundTo,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/crdcheck"
+	"github.com/annex-platform/annex/internal/plan"
 )
 
 // checkCRDs is the gate of spec.upgrade.crdPolicy: every CRD the change
@@ -24,44 +25,45 @@ import (
 // breaking change (terminal, reason UnsafeCRDChange, naming each CRD,
 // version and field); Warn and Force let it through and the Warnings
 // condition and an Event list what changed; Skip applies the installed
-// CRDs in place of the change's (keepCRDs). The judgement is judgeCRDs'
+// CRDs in place of the change's (keepCRDs). The judgement is crdcheck.Judge's
 // (pure); this step only reads the installed CRDs.
 func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, error) {
-	proposed := crdsIn(s.change.objects)
+	proposed := crdcheck.In(s.change.objects)
 	s.inst.Status.CRDChanges = nil
 	if len(proposed) == 0 {
 		setCRDWarnings(s, "")
 		return ctrl.Result{}, nil
 	}
-	installed, err := s.target.CRDs(ctx, crdNames(proposed))
+	installed, err := s.target.CRDs(ctx, crdcheck.Names(proposed))
 	if err != nil {
 		s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the CustomResourceDefinitions installed on %s: %v", clusterName(s.inst.Spec.Cluster), err))
 		return ctrl.Result{}, s.block
 	}
 	ref := s.inst.Spec.Extension + " " + s.choice.Version.Version
-	j, err := judgeCRDs(crdPolicyOf(s.inst), proposed, installed)
+	j, err := crdcheck.Judge(crdcheck.Policy(crdPolicyOf(s.inst)), proposed, installed)
 	if err != nil {
 		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, fmt.Sprintf("%s: %v; nothing of it was applied; choose another version with spec.version", ref, err))
 		return ctrl.Result{}, nil
 	}
-	if len(j.refused) > 0 {
-		s.inst.Status.CRDChanges = crdChangeReport(s.choice.Version.Version, j.policy, v1alpha1.CRDChangeRefused, j.refused)
-		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, refusalMessage(ref, j))
+	policy := v1alpha1.CRDPolicy(j.Policy)
+	if len(j.Refused) > 0 {
+		s.inst.Status.CRDChanges = crdChangeReport(s.choice.Version.Version, policy, v1alpha1.CRDChangeRefused, j.Refused)
+		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, crdcheck.RefusalMessage(ref, j))
 		return ctrl.Result{}, nil
 	}
-	if len(j.report) > 0 {
+	if len(j.Report) > 0 {
 		outcome := v1alpha1.CRDChangeApplied
-		if j.policy == v1alpha1.CRDPolicySkip {
+		if j.Policy == crdcheck.Skip {
 			outcome = v1alpha1.CRDChangeSkipped
 		}
-		s.inst.Status.CRDChanges = crdChangeReport(s.choice.Version.Version, j.policy, outcome, j.report)
+		s.inst.Status.CRDChanges = crdChangeReport(s.choice.Version.Version, policy, outcome, j.Report)
 	}
-	s.keepCRDs(j.keep)
-	msg := reportMessage(ref, j)
+	s.keepCRDs(j.Keep)
+	msg := crdcheck.ReportMessage(ref, j)
 	setCRDWarnings(s, msg)
 	if msg != "" {
 		reason := "CRDChangesApplied"
-		if j.policy == v1alpha1.CRDPolicySkip {
+		if j.Policy == crdcheck.Skip {
 			reason = "CRDChangesSkipped"
 		}
 		r.event(s, corev1.EventTypeWarning, reason, msg)
@@ -98,23 +100,23 @@ func (r *Reconciler) keepInstalledCRDs(ctx context.Context, s *scope) error {
 	var objs []*unstructured.Unstructured
 	switch {
 	case s.artifact.run != nil:
-		objs = allApplied(s.artifact.run.plans)
+		objs = plan.AllApplied(s.artifact.run.plans)
 	case s.artifact.release != nil:
 		objs = slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects)
 	}
-	proposed := crdsIn(objs)
+	proposed := crdcheck.In(objs)
 	if len(proposed) == 0 {
 		return nil
 	}
-	installed, err := s.target.CRDs(ctx, crdNames(proposed))
+	installed, err := s.target.CRDs(ctx, crdcheck.Names(proposed))
 	if err != nil {
 		return err
 	}
-	j, err := judgeCRDs(v1alpha1.CRDPolicySkip, proposed, installed)
+	j, err := crdcheck.Judge(crdcheck.Skip, proposed, installed)
 	if err != nil {
 		return nil // the apply reports a CRD the API server refuses
 	}
-	s.keepCRDs(j.keep)
+	s.keepCRDs(j.Keep)
 	return nil
 }
 
@@ -126,11 +128,13 @@ func (s *scope) keepCRDs(keep map[string]*unstructured.Unstructured) {
 		return
 	}
 	if s.artifact.run != nil {
-		s.artifact.run.plans = keepInstalledInPlans(s.artifact.run.plans, keep)
+		s.artifact.run.plans = plan.RewriteApplies(s.artifact.run.plans, func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+			return crdcheck.WithKept(objs, keep)
+		})
 	}
 	if s.artifact.release != nil {
 		kept := *s.artifact.release
-		kept.CRDs, kept.Objects = keepInstalled(kept.CRDs, keep), keepInstalled(kept.Objects, keep)
+		kept.CRDs, kept.Objects = crdcheck.WithKept(kept.CRDs, keep), crdcheck.WithKept(kept.Objects, keep)
 		s.artifact.release = &kept
 	}
 }
@@ -152,4 +156,12 @@ func setCRDWarnings(s *scope, msg string) {
 	case len(engine) == 0:
 		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionWarnings)
 	}
+}
+
+// crdPolicyOf is spec.upgrade.crdPolicy; unset is Strict.
+func crdPolicyOf(inst *v1alpha1.ExtensionInstallation) v1alpha1.CRDPolicy {
+	if p := inst.Spec.Upgrade.CRDPolicy; p != "" {
+		return p
+	}
+	return v1alpha1.CRDPolicyStrict
 }

@@ -1,32 +1,8 @@
 package installation
 
-// The hooks gate: Annex asks the registered Hooks about a change by
-// creating one custom resource of each Hook's kind, and goes on when they
-// answered (api/v1alpha1 Hook documents the contract).
-//
-// The installation controller is the HookRequests' controller: the gate
-// step asks the hooks (Hooks, wired by internal/manager to
-// internal/hookrequest), which creates the request, creates the hooks'
-// resources, reads their answers and writes the request's status, all
-// within the installation's reconcile; what needs no I/O (which Hooks
-// judge a change, a resource's answer, the verdict) is internal/gate's.
-// A separate HookRequest controller would add a round trip (hook
-// resource → request status → installation) to every answer; here an
-// answer wakes the installation directly. Hook kinds are only known at
-// run time, so the first time the asker creates a resource of a kind it
-// starts a metadata-only watch of that kind on the installation
-// controller (Hooks.WakeThrough): any change of a hook resource — its
-// answer — enqueues the installation named by its labels. Metadata is
-// enough to know that a resource changed; its answer is read from the
-// API server when the installation reconciles. Nothing polls: the only
-// timed requeue is a hook's deadline.
-//
-// A hook that answers at once costs no second reconcile: the reconcile
-// that creates a hook's resource waits, up to the asker's answer wait
-// (hookrequest.DefaultAnswerWait), for the watch to see the resource
-// change, then reads the answer and goes on to apply. The watch event it
-// waited for does not also enqueue the installation; an answer that
-// comes later does.
+// The hooks gate: the installation controller asks the registered Hooks
+// about a change within its reconcile (Hooks, wired to internal/hookrequest,
+// whose package doc tells how the answers come back).
 
 import (
 	"context"
@@ -46,6 +22,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/gate"
+	"github.com/annex-platform/annex/internal/target"
 	"github.com/annex-platform/annex/internal/values"
 )
 
@@ -97,7 +74,7 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope) (ctrl.Result, error
 // done false while they hold the uninstall (s.block says why). A
 // namespace being deleted cannot hold a HookRequest: its installations
 // uninstall without asking.
-func (r *Reconciler) gateUninstall(ctx context.Context, s *scope, installed Set) (ctrl.Result, bool, error) {
+func (r *Reconciler) gateUninstall(ctx context.Context, s *scope, installed target.Set) (ctrl.Result, bool, error) {
 	objs := slices.Concat(installed.CRDs, installed.Objects)
 	manifest, err := values.ManifestDigest(nil, objs)
 	if err != nil {

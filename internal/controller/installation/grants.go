@@ -36,7 +36,7 @@ func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, er
 		// revision.
 		return ctrl.Result{}, nil
 	case s.artifact.release.Resumable():
-		objs = allApplied(s.artifact.run.plans)
+		objs = plan.AllApplied(s.artifact.run.plans)
 	case s.artifact.release != nil:
 		objs = slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects)
 	default:
@@ -60,7 +60,7 @@ func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, er
 			"spec.scopedGrants: cannot narrow the grants of %s: %v; remove spec.scopedGrants, or install a version whose RBAC can be narrowed", ref, err)), ctrl.Result{})
 	}
 	if s.artifact.release.Resumable() {
-		s.artifact.run.plans = rewritePlans(s.artifact.run.plans, scoping.Rewrite)
+		s.artifact.run.plans = plan.RewriteApplies(s.artifact.run.plans, scoping.Rewrite)
 	} else {
 		scoped := *s.artifact.release
 		scoped.Objects = scoping.Rewrite(s.artifact.release.Objects)
@@ -82,28 +82,4 @@ func withScopedGrants(inst *v1alpha1.ExtensionInstallation, v any) any {
 		return v
 	}
 	return map[string]any{"values": v, "scopedGrants": slices.Sorted(slices.Values(inst.Spec.ScopedGrants.Namespaces))}
-}
-
-// rewritePlans returns plans with the objects of their Apply tasks
-// rewritten by rewrite (scoped grants, kept CRDs); plans is not modified.
-func rewritePlans(plans []plan.Plan, rewrite func([]*unstructured.Unstructured) []*unstructured.Unstructured) []plan.Plan {
-	out := slices.Clone(plans)
-	for i := range out {
-		phases := slices.Clone(out[i].Phases)
-		for j := range phases {
-			steps := slices.Clone(phases[j].Steps)
-			for k := range steps {
-				tasks := slices.Clone(steps[k].Tasks)
-				for l := range tasks {
-					if tasks[l].Kind == plan.TaskApply {
-						tasks[l].Objects = rewrite(tasks[l].Objects)
-					}
-				}
-				steps[k].Tasks = tasks
-			}
-			phases[j].Steps = steps
-		}
-		out[i].Phases = phases
-	}
-	return out
 }

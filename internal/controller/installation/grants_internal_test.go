@@ -11,12 +11,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // grantsTarget tells the scope of a few resources; looking up "flaky"
 // fails as discovery does when the cluster does not answer.
-type grantsTarget struct{ Target }
+type grantsTarget struct{ target.Cluster }
 
 func (grantsTarget) ResourceScope(_ context.Context, gr schema.GroupResource) (bool, bool, error) {
 	switch gr.Resource {
@@ -76,7 +78,7 @@ func TestScopeGrantsRewritesPlans(t *testing.T) {
 		t.Fatalf("scopeGrants: %v %v", err, s.block)
 	}
 	var got []string
-	for _, o := range allApplied(s.artifact.run.plans) {
+	for _, o := range plan.AllApplied(s.artifact.run.plans) {
 		got = append(got, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
 	}
 	if want := []string{"ClusterRole /reader", "RoleBinding team-a/reader"}; !slices.Equal(got, want) {
@@ -96,7 +98,7 @@ func TestScopeGrantsRewritesPlans(t *testing.T) {
 // and without spec.scopedGrants nothing changes.
 func TestScopeGrantsOutcomes(t *testing.T) {
 	chart := func(inst *v1alpha1.ExtensionInstallation, resource string) *scope {
-		return &scope{inst: inst, target: grantsTarget{}, artifact: artifact{release: &Release{
+		return &scope{inst: inst, target: grantsTarget{}, artifact: artifact{release: &engine.Release{
 			ValuesDigest: "sha256:values", Objects: []*unstructured.Unstructured{readerRole(t, resource), readerBinding(t)},
 		}}}
 	}

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 func timeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
@@ -22,7 +23,7 @@ func timeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
 // this reconcile's apply or drift check has just seen every object, it
 // takes the health from what they saw instead of reading everything again.
 func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, error) {
-	var h Health
+	var h target.Health
 	if s.applied.health != nil {
 		h = *s.applied.health
 	} else {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +13,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // Instances: an installation whose content is namespaced only runs a
@@ -38,7 +38,7 @@ func (r *Reconciler) checkScope(_ context.Context, s *scope) (ctrl.Result, error
 	if !rendered {
 		return ctrl.Result{}, nil
 	}
-	first := firstClusterScoped(refs)
+	first := resolve.FirstClusterScoped(refs)
 	s.inst.Status.Content = &v1alpha1.ContentScope{
 		Version: s.choice.Version.Version, ObservedGeneration: s.inst.Generation, ClusterScoped: first,
 	}
@@ -52,11 +52,11 @@ func (r *Reconciler) checkScope(_ context.Context, s *scope) (ctrl.Result, error
 		}
 		return ctrl.Result{}, nil
 	}
-	others := otherVersions(s)
-	if len(others) == 0 {
+	msg := resolve.ScopeConflict(s.inst, s.choice.Version.Version, s.cluster.installations, s.cluster.resolution)
+	if msg == "" {
 		return ctrl.Result{}, nil
 	}
-	s.block = terminal(v1alpha1.ReasonNoMatchingVersion, scopeConflictMessage(s, others))
+	s.block = terminal(v1alpha1.ReasonNoMatchingVersion, msg)
 	setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.reason, s.block.message)
 	return ctrl.Result{}, nil
 }
@@ -81,18 +81,18 @@ func contentRefs(s *scope) ([]v1alpha1.ObjectReference, bool) {
 		}
 		return a.Refs(objects, ns), true
 	}
-	refs := a.Refs(allApplied(s.artifact.run.plans), ns)
+	refs := a.Refs(plan.AllApplied(s.artifact.run.plans), ns)
 	var deletes []*unstructured.Unstructured
 	for _, p := range s.artifact.run.plans {
 		deletes = append(deletes, p.Objects(plan.TaskDelete)...)
 	}
 	deleted := map[v1alpha1.ObjectReference]bool{}
 	for _, ref := range a.Refs(deletes, ns) {
-		deleted[identity(ref)] = true
+		deleted[target.Identity(ref)] = true
 	}
 	for _, ref := range s.inst.Status.Inventory {
 		switch {
-		case ref.Namespace != "", deleted[identity(ref)]:
+		case ref.Namespace != "", deleted[target.Identity(ref)]:
 		case ref.Group == "" && ref.Kind == "Namespace" && ref.Name == ns:
 		default:
 			refs = append(refs, ref)
@@ -113,100 +113,4 @@ func withoutHook(o *unstructured.Unstructured) *unstructured.Unstructured {
 	delete(annotations, "helm.sh/hook")
 	c.SetAnnotations(annotations)
 	return c
-}
-
-// firstClusterScoped returns the cluster-scoped ref (no namespace) that
-// best says why content acts on the whole cluster: a
-// CustomResourceDefinition, then a webhook configuration or an
-// APIService, then any other, each by group, kind and name. Nil when
-// there is none.
-func firstClusterScoped(refs []v1alpha1.ObjectReference) *v1alpha1.ObjectReference {
-	rank := func(ref v1alpha1.ObjectReference) int {
-		switch {
-		case ref.Group == "apiextensions.k8s.io" && ref.Kind == "CustomResourceDefinition":
-			return 0
-		case ref.Group == "admissionregistration.k8s.io" && strings.HasSuffix(ref.Kind, "WebhookConfiguration"),
-			ref.Group == "apiregistration.k8s.io" && ref.Kind == "APIService":
-			return 1
-		}
-		return 2
-	}
-	refs = slices.Clone(refs)
-	slices.SortStableFunc(refs, func(a, b v1alpha1.ObjectReference) int { return strings.Compare(refKey(a), refKey(b)) })
-	var best *v1alpha1.ObjectReference
-	for i := range refs {
-		if refs[i].Namespace == "" && (best == nil || rank(refs[i]) < rank(*best)) {
-			best = &refs[i]
-		}
-	}
-	if best == nil {
-		return nil
-	}
-	out := *best
-	return &out
-}
-
-// otherVersion is another installation of the extension that runs, or is
-// resolved to, another version.
-type otherVersion struct {
-	name string // namespace/name
-	text string // "team-a/x runs 1.0.0"
-}
-
-// otherVersions lists the other installations of s's extension on the
-// cluster whose content may be cluster-scoped (it is not known to be
-// namespaced only) and that run, or are resolved to, a version other than
-// s's, in name order. A failed one counts with what it keeps running.
-func otherVersions(s *scope) []otherVersion {
-	ext, ours := s.inst.Spec.Extension, s.choice.Version.Version
-	var out []otherVersion
-	for _, other := range s.cluster.installations {
-		if other == s.inst || other.Spec.Extension != ext {
-			continue
-		}
-		if c := other.Status.Content; c != nil && c.ClusterScoped == nil {
-			continue // namespaced only: it shares nothing cluster-wide
-		}
-		name, installed := nameOf(other), other.Status.InstalledVersion
-		resolved := ""
-		if sel, ok := s.cluster.resolution.For(ext, name); ok && s.cluster.resolution.Failed[name] == nil {
-			resolved = sel.Version.Version
-		}
-		text := ""
-		switch {
-		case resolved == "" && (installed == "" || installed == ours), resolved == ours:
-			continue
-		case resolved == "" || installed == resolved:
-			text = fmt.Sprintf("%s runs %s", name, installed)
-		case installed == "":
-			text = fmt.Sprintf("%s is resolved to %s", name, resolved)
-		default:
-			text = fmt.Sprintf("%s runs %s and is resolved to %s", name, installed, resolved)
-		}
-		out = append(out, otherVersion{name: name, text: text})
-	}
-	slices.SortFunc(out, func(a, b otherVersion) int { return strings.Compare(a.name, b.name) })
-	return out
-}
-
-// scopeConflictMessage says that s's content forces one version of its
-// extension, which the others do not run; others is not empty.
-func scopeConflictMessage(s *scope, others []otherVersion) string {
-	ext, ours := s.inst.Spec.Extension, s.choice.Version.Version
-	var texts, names []string
-	for i, o := range others {
-		if i == 3 {
-			texts = append(texts, fmt.Sprintf("%d more", len(others)-3))
-			names = append(names, fmt.Sprintf("%d more", len(others)-3))
-			break
-		}
-		texts, names = append(texts, o.text), append(names, o.name)
-	}
-	msg := fmt.Sprintf("%s, so one version of %s serves the whole cluster, and %s; set spec.version of %s, or of %s, so that they share a version. Nothing of %s %s was applied",
-		resolve.ClusterScopedText(ext, s.inst.Status.Content), ext, strings.Join(texts, ", "),
-		nameOf(s.inst), strings.Join(names, " and "), ext, ours)
-	if installed := s.inst.Status.InstalledVersion; installed != "" {
-		msg += fmt.Sprintf("; %s %s keeps running as it is", ext, installed)
-	}
-	return msg + "."
 }

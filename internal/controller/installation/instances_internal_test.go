@@ -8,17 +8,19 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // scopeTarget is a Target whose applier only tells scopes: the kinds in
 // clusterKinds are cluster-scoped. Nothing else of it may be called.
-type scopeTarget struct{ Target }
+type scopeTarget struct{ target.Cluster }
 
-func (scopeTarget) Applier() Applier { return scopeApplier{} }
+func (scopeTarget) Applier() target.Applier { return scopeApplier{} }
 
-type scopeApplier struct{ Applier }
+type scopeApplier struct{ target.Applier }
 
 var clusterKinds = map[string]bool{"CustomResourceDefinition": true, "ClusterRole": true, "Namespace": true,
 	"ValidatingWebhookConfiguration": true, "APIService": true}
@@ -81,7 +83,7 @@ func TestFirstClusterScoped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := firstClusterScoped(tt.refs)
+			got := resolve.FirstClusterScoped(tt.refs)
 			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
@@ -94,14 +96,14 @@ func TestFirstClusterScoped(t *testing.T) {
 // not delete, less the target namespace Annex created.
 func TestContentRefs(t *testing.T) {
 	inst := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "x"}}
-	chart := &scope{inst: inst, target: scopeTarget{}, artifact: artifact{release: &Release{
+	chart := &scope{inst: inst, target: scopeTarget{}, artifact: artifact{release: &engine.Release{
 		Objects: []*unstructured.Unstructured{
 			object("v1", "ConfigMap", "config", nil),
 			object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", map[string]string{"helm.sh/hook": "pre-install"}),
 		},
 	}}}
 	refs, ok := contentRefs(chart)
-	if got := firstClusterScoped(refs); !ok || got == nil || *got != crd {
+	if got := resolve.FirstClusterScoped(refs); !ok || got == nil || *got != crd {
 		t.Errorf("chart: a CRD created by a hook is content; got %+v", refs)
 	}
 
@@ -121,7 +123,7 @@ func TestContentRefs(t *testing.T) {
 	// Without a plan to run, the installed revision decides.
 	pkg.artifact.run.plans = nil
 	refs, _ = contentRefs(pkg)
-	if got := firstClusterScoped(refs); got == nil || *got != crd {
+	if got := resolve.FirstClusterScoped(refs); got == nil || *got != crd {
 		t.Errorf("package without plans: got %+v", refs)
 	}
 	// Nothing rendered (a package whose render stopped): nothing to decide.
@@ -160,7 +162,7 @@ func TestCheckScopeConflict(t *testing.T) {
 	}
 	s := &scope{inst: self, target: scopeTarget{}, choice: instance,
 		cluster:  &clusterState{installations: append([]*v1alpha1.ExtensionInstallation{self}, others...), resolution: p},
-		artifact: artifact{release: &Release{CRDs: []*unstructured.Unstructured{object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", nil)}}},
+		artifact: artifact{release: &engine.Release{CRDs: []*unstructured.Unstructured{object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", nil)}}},
 	}
 	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil {
 		t.Fatal(err)
@@ -185,7 +187,7 @@ func TestCheckScopeConflict(t *testing.T) {
 		t.Errorf("a shared installation was stopped: %v %+v", err, s.block)
 	}
 	// Namespaced only, apart: it says so.
-	s.artifact.release, s.choice = &Release{}, instance
+	s.artifact.release, s.choice = &engine.Release{}, instance
 	setCondition(self, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "chose x 2.0.0")
 	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil || s.block != nil {
 		t.Fatalf("%v %+v", err, s.block)
@@ -197,11 +199,11 @@ func TestCheckScopeConflict(t *testing.T) {
 
 // withPlans is a release that runs plans (Release.Resumable), for a
 // scope whose plans to run a test gives itself.
-func withPlans() *Release { return &Release{Plans: givenPlans{}} }
+func withPlans() *engine.Release { return &engine.Release{Plans: givenPlans{}} }
 
 // givenPlans is a PlanSet that offers nothing: the test sets the plans.
 type givenPlans struct{}
 
-func (givenPlans) Select(PlanChange) ([]string, string)           { return nil, "" }
+func (givenPlans) Select(engine.Change) ([]string, string)        { return nil, "" }
 func (givenPlans) Render([]string) ([]plan.Plan, []string, error) { return nil, nil, nil }
 func (givenPlans) Cleanup() (*plan.Plan, []string)                { return nil, nil }

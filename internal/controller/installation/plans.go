@@ -13,6 +13,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/target"
 	"github.com/annex-platform/annex/internal/values"
 )
 
@@ -24,7 +25,7 @@ import (
 // runs, drift is checked as for a chart.
 func (r *Reconciler) runPackage(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
-	if req := newAbandonRequest(inst); req != nil {
+	if req := plan.AbandonRequest(inst); req != nil {
 		if res, err := r.abandon(ctx, s, req); err != nil || s.block != nil {
 			return res, err
 		}
@@ -44,14 +45,7 @@ func (r *Reconciler) runPackage(ctx context.Context, s *scope) (ctrl.Result, err
 func resuming(s *scope) bool {
 	p := s.inst.Status.Pending
 	return p != nil && p.Version == s.choice.Version.Version && p.ArtifactDigest == s.artifact.digest &&
-		p.ValuesDigest == s.artifact.release.ValuesDigest && s.artifact.run.request == nil && slices.Equal(p.Plans, planNames(s.artifact.run.plans))
-}
-func planNames(plans []plan.Plan) []string {
-	out := make([]string, len(plans))
-	for i, p := range plans {
-		out[i] = p.Name
-	}
-	return out
+		p.ValuesDigest == s.artifact.release.ValuesDigest && s.artifact.run.request == nil && slices.Equal(p.Plans, plan.Names(s.artifact.run.plans))
 }
 
 // startRevision records the intent of a new revision running the plans
@@ -65,15 +59,18 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	desired, appliedBy := stateAfter(slices.Concat(s.artifact.run.namespace, prev.objects), decodePackageRecord(prev.pkg).AppliedBy,
-		s.artifact.run.plans, s.target.Applier(), s.targetNamespace())
+	applier, ns := s.target.Applier(), s.targetNamespace()
+	desired, appliedBy := plan.StateAfter(slices.Concat(s.artifact.run.namespace, prev.objects), decodePackageRecord(prev.pkg).AppliedBy,
+		s.artifact.run.plans, func(o *unstructured.Unstructured) string {
+			return target.RefKey(applier.Refs([]*unstructured.Unstructured{o}, ns)[0])
+		})
 	extra, err := json.Marshal(packageRecord{Params: s.artifact.run.params, Cleanup: s.artifact.run.cleanup, AppliedBy: appliedBy})
 	if err != nil {
 		return err
 	}
-	everything := slices.Concat(desired, allApplied(s.artifact.run.plans))
+	everything := slices.Concat(desired, plan.AllApplied(s.artifact.run.plans))
 	rev := r.nextRevision(s)
-	rev.Plans, rev.Trigger = planNames(s.artifact.run.plans), s.artifact.run.trigger
+	rev.Plans, rev.Trigger = plan.Names(s.artifact.run.plans), s.artifact.run.trigger
 	rev.ManifestDigest, err = values.ManifestDigest(nil, desired)
 	if err != nil {
 		return err
@@ -81,23 +78,23 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	// The record holds the state the plans leave; its inventory is all
 	// the plans may apply, so that a crash at any step leaves nothing
 	// unowned.
-	if err := r.writeIntentWith(ctx, s, &rev, Set{Objects: desired, Package: extra}, everything); err != nil {
+	if err := r.writeIntentWith(ctx, s, &rev, target.Set{Objects: desired, Package: extra}, everything); err != nil {
 		return err
 	}
 	now := metav1.NewTime(r.now())
 	if old := inst.Status.Pending; old != nil {
 		for _, name := range old.Plans {
-			if st := planStatus(inst, name); st != nil && plan.Running(st.State) {
-				setPlanStatus(inst, plan.Abandon(*st, fmt.Sprintf("superseded by revision %d (%s)", rev.Number, rev.Trigger), now))
+			if st := plan.StatusOf(inst.Status.Plans, name); st != nil && plan.Running(st.State) {
+				plan.SetStatus(&inst.Status.Plans, plan.Abandon(*st, fmt.Sprintf("superseded by revision %d (%s)", rev.Number, rev.Trigger), now))
 			}
 		}
 	}
 	for _, p := range s.artifact.run.plans {
-		setPlanStatus(inst, plan.Start(p, rev.Trigger, rev.Number, now))
+		plan.SetStatus(&inst.Status.Plans, plan.Start(p, rev.Trigger, rev.Number, now))
 	}
 	inst.Status.Pending = &rev
 	if s.artifact.run.request != nil {
-		markRequest(inst, s.artifact.run.request, nil)
+		plan.MarkRequest(inst, s.artifact.run.request, nil)
 	}
 	return r.persist(ctx, s)
 }
@@ -111,7 +108,7 @@ func (r *Reconciler) advance(ctx context.Context, s *scope) (ctrl.Result, error)
 		return r.stopAt(s, b, nil)
 	}
 	for _, p := range s.artifact.run.plans {
-		st := planStatus(inst, p.Name)
+		st := plan.StatusOf(inst.Status.Plans, p.Name)
 		if st == nil || st.Revision != rev.Number {
 			started := plan.Start(p, rev.Trigger, rev.Number, metav1.NewTime(r.now()))
 			st = &started
@@ -141,11 +138,11 @@ func (r *Reconciler) drive(ctx context.Context, s *scope, p plan.Plan, st v1alph
 	run := func(_ plan.StepRef, step plan.Step) plan.StepResult { return r.runStep(ctx, s, step) }
 	now := func() metav1.Time { return metav1.NewTime(r.now()) }
 	saved := func(st v1alpha1.PlanStatus) error {
-		setPlanStatus(s.inst, st)
+		plan.SetStatus(&s.inst.Status.Plans, st)
 		return r.persist(ctx, s)
 	}
 	next, waiting, err := plan.Drive(p, st, run, now, saved)
-	setPlanStatus(s.inst, next)
+	plan.SetStatus(&s.inst.Status.Plans, next)
 	if plan.Finished(next.State) && !plan.Finished(st.State) {
 		r.planFinished(s, next)
 	}
@@ -158,10 +155,10 @@ func (r *Reconciler) drive(ctx context.Context, s *scope, p plan.Plan, st v1alph
 // it ends, its steps never wait, and the first error stops it. It returns
 // what the steps applied, the state p ended in (nil when the applier
 // refused p before any step) and the first step's error.
-func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, opts ApplyOptions) (Applied, *v1alpha1.PlanStatus, error) {
+func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, opts target.ApplyOptions) (target.Applied, *v1alpha1.PlanStatus, error) {
 	steps, err := s.target.Applier().Start(s.owner(), s.targetNamespace(), p, opts)
 	if err != nil {
-		return Applied{}, nil, err
+		return target.Applied{}, nil, err
 	}
 	var stepErr error
 	run := func(ref plan.StepRef, step plan.Step) plan.StepResult {
@@ -230,9 +227,9 @@ func (r *Reconciler) revisionDone(ctx context.Context, s *scope, rev v1alpha1.Re
 // says what stopped and what to do.
 func (r *Reconciler) revisionStopped(ctx context.Context, s *scope, rev v1alpha1.Revision, st v1alpha1.PlanStatus) (ctrl.Result, error) {
 	inst := s.inst
-	if p := findPlan(s.artifact.run.plans, st.Name); p != nil {
-		st.LeftBehind = leftBehind(*p, st, s.target.Applier(), s.targetNamespace())
-		setPlanStatus(inst, st)
+	if p := plan.Find(s.artifact.run.plans, st.Name); p != nil {
+		st.LeftBehind, _ = target.UnionRefs(nil, s.target.Applier().Refs(plan.LeftBehind(*p, st), s.targetNamespace()))
+		plan.SetStatus(&inst.Status.Plans, st)
 	}
 	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
 		return ctrl.Result{}, err
@@ -253,14 +250,14 @@ func (r *Reconciler) revisionStopped(ctx context.Context, s *scope, rev v1alpha1
 // stops where it is.
 func (r *Reconciler) abandon(ctx context.Context, s *scope, req *v1alpha1.PlanRequest) (ctrl.Result, error) {
 	inst := s.inst
-	markRequest(inst, nil, req)
-	st := planStatus(inst, req.Name)
+	plan.MarkRequest(inst, nil, req)
+	st := plan.StatusOf(inst.Status.Plans, req.Name)
 	if st == nil || !plan.Running(st.State) || inst.Status.Pending == nil {
 		r.event(s, "Normal", "PlanAbandoned", fmt.Sprintf("request %s: plan %s is not running; nothing to abandon", req.ID, req.Name))
 		return ctrl.Result{}, nil
 	}
 	abandoned := plan.Abandon(*st, "abandoned by request "+req.ID, metav1.NewTime(r.now()))
-	setPlanStatus(inst, abandoned)
+	plan.SetStatus(&inst.Status.Plans, abandoned)
 	metrics.ObservePlan(s.choice.Version.Engine, abandoned)
 	r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s", req.Name, req.ID))
 	return r.revisionStopped(ctx, s, *inst.Status.Pending, abandoned)
@@ -277,7 +274,7 @@ func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result,
 	last := inst.Status.History[0]
 	s.applied.inventory = inst.Status.Inventory
 	for _, name := range last.Plans {
-		if st := planStatus(inst, name); st != nil && st.Revision == last.Number && st.State != v1alpha1.PlanComplete {
+		if st := plan.StatusOf(inst.Status.Plans, name); st != nil && st.Revision == last.Number && st.State != v1alpha1.PlanComplete {
 			c := findCondition(inst, v1alpha1.ConditionInstalled)
 			if c != nil {
 				s.block = terminal(c.Reason, c.Message)
@@ -289,7 +286,7 @@ func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result,
 	if err != nil || !prev.found {
 		return ctrl.Result{}, err
 	}
-	return r.checkDrift(ctx, s, Set{Objects: driftable(prev.objects)})
+	return r.checkDrift(ctx, s, target.Set{Objects: driftable(prev.objects)})
 }
 
 // driftable leaves out run-to-completion objects (Jobs, Pods): a plan
@@ -315,34 +312,34 @@ const cleanupTrigger = "deletion"
 // until a person fixes the cause or abandons the plan. What the plan
 // applies joins the inventory before it is applied, so the uninstall
 // removes it too.
-func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed Set) (ctrl.Result, bool, error) {
+func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed target.Set) (ctrl.Result, bool, error) {
 	inst := s.inst
 	cleanup := decodePackageRecord(installed.Package).Cleanup
 	if cleanup == nil {
 		return ctrl.Result{}, true, nil
 	}
-	st := planStatus(inst, cleanup.Name)
+	st := plan.StatusOf(inst.Status.Plans, cleanup.Name)
 	if st == nil || st.Trigger != cleanupTrigger {
 		var revision int64
 		if len(inst.Status.History) > 0 {
 			revision = inst.Status.History[0].Number
 		}
-		inst.Status.Inventory, _ = unionRefs(inst.Status.Inventory, s.target.Applier().Refs(allApplied([]plan.Plan{*cleanup}), s.targetNamespace()))
+		inst.Status.Inventory, _ = target.UnionRefs(inst.Status.Inventory, s.target.Applier().Refs(plan.AllApplied([]plan.Plan{*cleanup}), s.targetNamespace()))
 		inst.Status.InventoryCount = int32(len(inst.Status.Inventory))
-		setPlanStatus(inst, plan.Start(*cleanup, cleanupTrigger, revision, metav1.NewTime(r.now())))
+		plan.SetStatus(&inst.Status.Plans, plan.Start(*cleanup, cleanupTrigger, revision, metav1.NewTime(r.now())))
 		if err := r.persist(ctx, s); err != nil {
 			return ctrl.Result{}, false, err
 		}
-		st = planStatus(inst, cleanup.Name)
+		st = plan.StatusOf(inst.Status.Plans, cleanup.Name)
 	}
-	if req := newRunRequest(inst); req != nil && req.Name == cleanup.Name && st.State == v1alpha1.PlanFatalError {
-		markRequest(inst, req, nil)
+	if req := plan.RunRequest(inst); req != nil && req.Name == cleanup.Name && st.State == v1alpha1.PlanFatalError {
+		plan.MarkRequest(inst, req, nil)
 		restarted := plan.Start(*cleanup, cleanupTrigger, st.Revision, metav1.NewTime(r.now()))
 		st = &restarted
 	}
-	if req := newAbandonRequest(inst); req != nil && req.Name == cleanup.Name && plan.Running(st.State) {
-		markRequest(inst, nil, req)
-		setPlanStatus(inst, plan.Abandon(*st, "abandoned by request "+req.ID, metav1.NewTime(r.now())))
+	if req := plan.AbandonRequest(inst); req != nil && req.Name == cleanup.Name && plan.Running(st.State) {
+		plan.MarkRequest(inst, nil, req)
+		plan.SetStatus(&inst.Status.Plans, plan.Abandon(*st, "abandoned by request "+req.ID, metav1.NewTime(r.now())))
 		r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s; uninstalling goes on", cleanup.Name, req.ID))
 		return ctrl.Result{}, true, nil
 	}

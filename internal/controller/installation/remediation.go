@@ -14,6 +14,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/metrics"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // countsAsFailedAttempt reports whether an apply error is a failure of the
@@ -101,7 +102,7 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 	}
 	failpoint.Hit(failpoint.RollbackAfterIntent, s.owner().String())
 	start := time.Now()
-	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, ApplyOptions{TakeOwnership: true})
+	applied, err := applier.Apply(ctx, s.owner(), s.targetNamespace(), set, target.ApplyOptions{TakeOwnership: true})
 	metrics.ObserveApply(metrics.OpRollback, time.Since(start))
 	if err != nil {
 		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("%s; rolling back to revision %d: %v", why, good.Number, err))

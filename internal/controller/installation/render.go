@@ -3,34 +3,33 @@ package installation
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/engine"
+	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/values"
+	"github.com/annex-platform/annex/internal/valuesfrom"
 )
 
 // render has the chosen version's engine make its release: a chart's
 // objects, or a package's or bundle's plans, of which it chooses those
-// this change runs (choosePlans) and renders them. Invalid values and
+// this change runs (engine.Release.Choose) and renders them. Invalid values and
 // broken artifacts stop here, before anything touches the cluster.
 func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
 	facts := &engineFacts{ctx: ctx, r: r, s: s}
-	rel, err := r.engine(s.choice.Version.Engine).Render(ctx, EngineInput{
+	rel, err := r.engine(s.choice.Version.Engine).Render(ctx, engine.Input{
 		Artifact:       s.artifact.data,
 		ArtifactDigest: s.artifact.digest,
 		Ref:            inst.Spec.Extension + " " + s.choice.Version.Version,
@@ -47,7 +46,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 	})
 	if rel != nil {
 		s.artifact.digest = rel.ArtifactDigest
-		listPlans(inst, rel.PlanNames)
+		plan.ListNeverRun(inst, rel.PlanNames)
 	}
 	switch {
 	case facts.valuesBlock != nil:
@@ -59,7 +58,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		return ctrl.Result{}, s.block
 	}
 	if err != nil {
-		var refused *EngineError
+		var refused *engine.Error
 		var b *block
 		switch {
 		case errors.As(err, &refused) && refused.Retry:
@@ -119,8 +118,12 @@ type engineFacts struct {
 }
 
 func (f *engineFacts) Values() (map[string]any, error) {
-	composed, b, err := f.r.composeValues(f.ctx, f.s.inst)
-	if b != nil {
+	composed, p, err := valuesfrom.Compose(f.ctx, f.r.Reader, f.s.inst)
+	if p != nil {
+		b := terminal(p.Reason, p.Message)
+		if p.Wait {
+			b = wait(p.Reason, p.Message)
+		}
 		f.valuesBlock = b
 		return nil, b
 	}
@@ -173,123 +176,14 @@ func (f *engineFacts) Now() time.Time {
 }
 
 func (f *engineFacts) Base(name, versionRange string) (v1alpha1.ExtensionVersion, error) {
-	v, b := chooseBase(f.s.cluster.extensions, name, versionRange)
-	if b != nil {
-		return v1alpha1.ExtensionVersion{}, b
+	v, missing := resolve.Base(f.s.cluster.extensions, name, versionRange)
+	switch {
+	case missing != nil && missing.Wait:
+		return v1alpha1.ExtensionVersion{}, wait(missing.Reason, missing.Message)
+	case missing != nil:
+		return v1alpha1.ExtensionVersion{}, terminal(missing.Reason, missing.Message)
 	}
 	return *v, nil
 }
 
-// composeValues merges spec.values and spec.valuesFrom, in that order. A
-// missing required source is a wait block (it may be created later).
-func (r *Reconciler) composeValues(ctx context.Context, inst *v1alpha1.ExtensionInstallation) (map[string]any, *block, error) {
-	composed := map[string]any{}
-	if inst.Spec.Values != nil && len(inst.Spec.Values.Raw) > 0 {
-		if err := json.Unmarshal(inst.Spec.Values.Raw, &composed); err != nil {
-			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("spec.values: must be an object: %v; write spec.values as a map of keys to values", err)), nil
-		}
-	}
-	for i, ref := range inst.Spec.ValuesFrom {
-		field := fmt.Sprintf("spec.valuesFrom[%d]", i)
-		ns := sourceNamespace(inst, ref)
-		if b, err := r.checkShared(ctx, inst, ns, field); b != nil || err != nil {
-			return nil, b, err
-		}
-		data, found, err := r.readValuesKey(ctx, ns, ref)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !found {
-			if ref.Optional {
-				continue
-			}
-			return nil, wait(v1alpha1.ReasonValuesSourceMissing, fmt.Sprintf(
-				"%s: %s %s/%s has no key %q; create it, or mark the reference optional",
-				field, ref.Kind, ns, ref.Name, keyOf(ref))), nil
-		}
-		if ref.TargetPath != "" {
-			if err := values.Set(composed, ref.TargetPath, strings.TrimRight(string(data), "\n")); err != nil {
-				return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf("%s.targetPath: %v; give a dotted path of keys, such as auth.password", field, err)), nil
-			}
-			continue
-		}
-		overlay, err := values.ParseYAML(data)
-		if err != nil {
-			return nil, terminal(v1alpha1.ReasonValuesInvalid, fmt.Sprintf(
-				"%s: key %q of %s %s/%s is not a YAML map of values: %v", field, keyOf(ref), ref.Kind, inst.Namespace, ref.Name, err)), nil
-		}
-		composed = values.Merge(composed, overlay)
-	}
-	return composed, nil, nil
-}
-
-// sourceNamespace is the namespace a values reference reads from.
-func sourceNamespace(inst *v1alpha1.ExtensionInstallation, ref v1alpha1.ValuesReference) string {
-	if ref.Namespace == "" {
-		return inst.Namespace
-	}
-	return ref.Namespace
-}
-
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-
-// checkShared refuses a reference to another namespace unless that
-// namespace shares its values with the installation's (annotation
-// annex.dev/share-values-with, which only the hub admin can set): a user
-// who may create installations in one namespace must not read the Secrets
-// of another through them.
-func (r *Reconciler) checkShared(ctx context.Context, inst *v1alpha1.ExtensionInstallation, ns, field string) (*block, error) {
-	if ns == inst.Namespace {
-		return nil, nil
-	}
-	source := &corev1.Namespace{}
-	if err := r.Reader.Get(ctx, types.NamespacedName{Name: ns}, source); err != nil {
-		if apierrors.IsNotFound(err) {
-			return wait(v1alpha1.ReasonValuesSourceMissing, fmt.Sprintf("%s.namespace: namespace %s does not exist; create it, or name the namespace that holds the values", field, ns)), nil
-		}
-		return nil, err
-	}
-	for _, grantee := range strings.Split(source.Annotations[v1alpha1.AnnotationShareValuesWith], ",") {
-		if g := strings.TrimSpace(grantee); g == "*" || g == inst.Namespace {
-			return nil, nil
-		}
-	}
-	return wait(v1alpha1.ReasonValuesNotShared, fmt.Sprintf(
-		"%s.namespace: namespace %s does not share its values with namespace %s; a hub admin grants it by annotating namespace %s with %s: %q",
-		field, ns, inst.Namespace, ns, v1alpha1.AnnotationShareValuesWith, inst.Namespace)), nil
-}
-func keyOf(ref v1alpha1.ValuesReference) string {
-	if ref.Key == "" {
-		return "values.yaml"
-	}
-	return ref.Key
-}
-
-// readValuesKey reads one key of a Secret or ConfigMap; found is false when
-// the object or the key does not exist.
-func (r *Reconciler) readValuesKey(ctx context.Context, namespace string, ref v1alpha1.ValuesReference) ([]byte, bool, error) {
-	key := types.NamespacedName{Namespace: namespace, Name: ref.Name}
-	var data map[string][]byte
-	switch ref.Kind {
-	case "Secret":
-		var sec corev1.Secret
-		if err := r.Reader.Get(ctx, key, &sec); err != nil {
-			return nil, false, client.IgnoreNotFound(err)
-		}
-		data = sec.Data
-	default:
-		var cm corev1.ConfigMap
-		if err := r.Reader.Get(ctx, key, &cm); err != nil {
-			return nil, false, client.IgnoreNotFound(err)
-		}
-		data = map[string][]byte{}
-		for k, v := range cm.Data {
-			data[k] = []byte(v)
-		}
-		for k, v := range cm.BinaryData {
-			data[k] = v
-		}
-	}
-	v, ok := data[keyOf(ref)]
-	return v, ok, nil
-}

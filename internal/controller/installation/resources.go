@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // resourceRefs are the inventory entries of the plan's resources step.
@@ -21,18 +22,18 @@ func (s *scope) resourceRefs(objs []*unstructured.Unstructured) []v1alpha1.Objec
 // observeResources sets status.resources from h, a health read that
 // covered them: each resource is ready unless h lists it, and then it
 // carries its own message. Resources h did not cover keep their state.
-func (s *scope) observeResources(h Health, covered []v1alpha1.ObjectReference) {
+func (s *scope) observeResources(h target.Health, covered []v1alpha1.ObjectReference) {
 	if len(s.artifact.resources) == 0 {
 		s.inst.Status.Resources = nil
 		return
 	}
 	inCovered := map[string]bool{}
 	for _, ref := range covered {
-		inCovered[refKey(ref)] = true
+		inCovered[target.RefKey(ref)] = true
 	}
-	notReady := map[string]ObjectHealth{}
+	notReady := map[string]target.ObjectHealth{}
 	for _, o := range h.NotReady {
-		notReady[refKey(o.Object)] = o
+		notReady[target.RefKey(o.Object)] = o
 	}
 	previous := map[string]v1alpha1.ResourceStatus{}
 	for _, st := range s.inst.Status.Resources {
@@ -44,7 +45,7 @@ func (s *scope) observeResources(h Health, covered []v1alpha1.ObjectReference) {
 			APIVersion: apiVersionOf(ref), Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
 			Ready: metav1.ConditionUnknown, Message: "not created yet: it is created once the operator is up",
 		}
-		key := refKey(ref)
+		key := target.RefKey(ref)
 		switch o, pending := notReady[key]; {
 		case !inCovered[key]:
 			if prev, ok := previous[ref.Kind+"/"+ref.Namespace+"/"+ref.Name]; ok {

@@ -9,8 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/resolve"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // scope holds what one reconcile fetched and observed; later steps and the
@@ -21,7 +23,7 @@ type scope struct {
 	inst    *v1alpha1.ExtensionInstallation
 	written *v1alpha1.ExtensionInstallation // the object as last written, for status patches
 
-	target  Target
+	target  target.Cluster
 	cluster *clusterState     // every installation on the target cluster, the Extensions, and the resolver's answer
 	choice  resolve.Selection // this installation's version, as the resolver chose it
 
@@ -41,7 +43,7 @@ type artifact struct {
 	// digest is the sha256 of data, recorded with the revision (or the
 	// release's digest of every archive it was made from).
 	digest  string
-	release *Release // what the engine made of the artifact
+	release *engine.Release // what the engine made of the artifact
 	// run is what this reconcile's inputs run of a release with plans;
 	// nil for a release applied in one pass (see Release.Resumable).
 	run       *planRun
@@ -56,19 +58,14 @@ type appliedState struct {
 	inventory []v1alpha1.ObjectReference // what the installed revision owns
 	// health is the inventory's health as this reconcile's apply or drift
 	// check saw it, for waitHealthy; nil when it must be read.
-	health *Health
+	health *target.Health
 }
 
 // recordsState is this reconcile's part in the revision records.
 type recordsState struct {
 	installed *installedState // the installed revision's record, once read
-	// listed are the records a takeover listed; superseded the leftovers
-	// it superseded (deleted once the status recording this apply is
-	// written); pieces the pieces of the record this reconcile wrote.
-	listed     []record.Stored
-	superseded []record.Stored
-	pieces     []string
-	recorded   bool // this reconcile recorded a revision in the status
+	keeper    *record.Keeper  // writes, takes over and deletes the records (records.go)
+	recorded  bool            // this reconcile recorded a revision in the status
 }
 
 // outcome is how the reconcile ended, beside s.block: what summarize and
@@ -98,7 +95,7 @@ func newScope(inst *v1alpha1.ExtensionInstallation) *scope {
 
 // observe keeps h, the health an apply or drift check has just seen, for
 // waitHealthy, when it covers the whole inventory.
-func (s *scope) observe(h Health) {
+func (s *scope) observe(h target.Health) {
 	if h.Total == len(s.applied.inventory) {
 		s.applied.health = &h
 	}
@@ -131,7 +128,9 @@ func (s *scope) isInstance(other *v1alpha1.ExtensionInstallation) bool {
 	return ok && sel.Instance != ""
 }
 
-func (s *scope) owner() Owner { return Owner{Name: s.inst.Name, Namespace: s.inst.Namespace} }
+func (s *scope) owner() target.Owner {
+	return target.Owner{Name: s.inst.Name, Namespace: s.inst.Namespace}
+}
 
 func (s *scope) targetNamespace() string {
 	if s.inst.Spec.TargetNamespace != "" {

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/shard"
+	"github.com/annex-platform/annex/internal/valuesfrom"
 )
 
 // indexExtension indexes installations by spec.extension so that a change
@@ -33,16 +36,7 @@ const indexExtension = "spec.extension"
 const indexValuesSource = "annex.dev/values-source"
 
 func valuesSources(o client.Object) []string {
-	inst := o.(*v1alpha1.ExtensionInstallation)
-	var keys []string
-	for _, ref := range inst.Spec.ValuesFrom {
-		ns := sourceNamespace(inst, ref)
-		keys = append(keys, ref.Kind+"/"+ns+"/"+ref.Name)
-		if ns != inst.Namespace {
-			keys = append(keys, "Namespace/"+ns)
-		}
-	}
-	return keys
+	return valuesfrom.Sources(o.(*v1alpha1.ExtensionInstallation))
 }
 
 // usersOf maps a Secret, ConfigMap or Namespace to the installations whose
@@ -87,7 +81,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.index = index
-	r.share = newClusterShare(r.workers())
+	r.share = shard.NewShare(r.workers())
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ExtensionInstallation{}, builder.WithPredicates(r.ofShard(), predicate.Or(
 			predicate.GenerationChangedPredicate{}, annotationsChanged(), deletionPredicate(), startedWaitingOnOthers()))).
@@ -343,4 +337,22 @@ func (r *Reconciler) workers() int {
 		return r.Workers
 	}
 	return DefaultWorkers
+}
+
+// becameReachable passes a ManagedCluster whose condition Reachable turned
+// True: its installations (installationsOnCluster) are retried at once
+// instead of at the end of their backoff.
+func becameReachable() predicate.Funcs {
+	reachable := func(o any) bool {
+		mc, ok := o.(*v1alpha1.ManagedCluster)
+		return ok && meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReachable)
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !reachable(e.ObjectOld) && reachable(e.ObjectNew)
+		},
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,38 +90,6 @@ func applyBlock(err error) *block {
 		return retry(v1alpha1.ReasonHookFailed, err.Error())
 	}
 	return retry(v1alpha1.ReasonApplyFailed, err.Error())
-}
-
-// unionRefs returns old plus every ref of add not in old, sorted, and
-// whether anything was added.
-func unionRefs(old, add []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, bool) {
-	seen := map[v1alpha1.ObjectReference]bool{}
-	out := make([]v1alpha1.ObjectReference, 0, len(old)+len(add))
-	for _, ref := range old {
-		seen[identity(ref)] = true
-		out = append(out, ref)
-	}
-	grew := false
-	for _, ref := range add {
-		if !seen[identity(ref)] {
-			seen[identity(ref)] = true
-			out = append(out, ref)
-			grew = true
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return refKey(out[i]) < refKey(out[j]) })
-	return out, grew
-}
-
-// identity drops the version: the same object may be recorded under two
-// versions of its kind.
-func identity(ref v1alpha1.ObjectReference) v1alpha1.ObjectReference {
-	ref.Version = ""
-	return ref
-}
-
-func refKey(ref v1alpha1.ObjectReference) string {
-	return ref.Group + "/" + ref.Kind + "/" + ref.Namespace + "/" + ref.Name
 }
 
 // digestOf returns "sha256:<hex>" of data.

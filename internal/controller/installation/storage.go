@@ -37,7 +37,7 @@ func (r *Reconciler) migrateStorage(ctx context.Context, s *scope) (ctrl.Result,
 		if !ok {
 			continue
 		}
-		crd, err := toCRD(live)
+		crd, err := crdcheck.FromUnstructured(live)
 		if err != nil || len(crdcheck.StaleStoredVersions(crd)) == 0 {
 			continue
 		}

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/resolve"
+	"github.com/annex-platform/annex/internal/target"
 )
 
 // uninstallStarted reports whether an earlier reconcile already ran the
@@ -70,12 +70,11 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, s.block
 	}
 	applier := target.Applier()
-	store := r.recordStore(inst)
-	records, err := store.List(ctx)
+	installed, haveRecord, err := r.records(s).Uninstalling(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	hooks, haveRecord := takeRecords(ctx, s, store, records)
+	hooks := setOf(installed)
 	if haveRecord && !uninstallStarted(inst) {
 		if res, done, err := r.gateUninstall(ctx, s, hooks); !done || err != nil {
 			return res, err
@@ -129,7 +128,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	if res, done, err := r.deleteAll(ctx, s, applier, held); !done || err != nil {
 		return res, err
 	}
-	if err := store.Delete(ctx, records, nil, nil); err != nil {
+	if err := r.records(s).DeleteAll(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
 	removed = true
@@ -145,7 +144,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 // deleteAll deletes refs (objects of the inventory) and reports done when
 // none of them is left; until then the installation waits (see
 // waitForDeletion).
-func (r *Reconciler) deleteAll(ctx context.Context, s *scope, applier Applier, refs []v1alpha1.ObjectReference) (ctrl.Result, bool, error) {
+func (r *Reconciler) deleteAll(ctx context.Context, s *scope, applier target.Applier, refs []v1alpha1.ObjectReference) (ctrl.Result, bool, error) {
 	inst := s.inst
 	if len(refs) == 0 {
 		return ctrl.Result{}, true, nil
@@ -182,7 +181,7 @@ func holdNamespace(inventory []v1alpha1.ObjectReference, ns string) (rest, held 
 // uninstall that holds back the target namespace (held) already ran: the
 // namespace is deleted right after them, so a namespace being deleted, or
 // gone, says they did (or that it went by hand, and its hooks with it).
-func (r *Reconciler) postDeleteHooksRan(ctx context.Context, s *scope, applier Applier, held []v1alpha1.ObjectReference) (bool, error) {
+func (r *Reconciler) postDeleteHooksRan(ctx context.Context, s *scope, applier target.Applier, held []v1alpha1.ObjectReference) (bool, error) {
 	if len(held) == 0 {
 		return false, nil
 	}
@@ -200,7 +199,7 @@ func (r *Reconciler) postDeleteHooksRan(ctx context.Context, s *scope, applier A
 }
 
 // hasPostDeleteHooks reports whether set holds Helm post-delete hooks.
-func hasPostDeleteHooks(set Set) bool {
+func hasPostDeleteHooks(set target.Set) bool {
 	for _, o := range set.Objects {
 		for _, event := range strings.Split(o.GetAnnotations()["helm.sh/hook"], ",") {
 			if strings.TrimSpace(event) == "post-delete" {
@@ -218,7 +217,7 @@ func hasPostDeleteHooks(set Set) bool {
 // they wait for: the installation is Stalled and keeps waiting, or, with
 // spec.uninstall.onTimeout RemoveFinalizers, their finalizers are
 // removed and deletion goes on.
-func (r *Reconciler) waitForDeletion(ctx context.Context, s *scope, applier Applier, remaining int) (ctrl.Result, error) {
+func (r *Reconciler) waitForDeletion(ctx context.Context, s *scope, applier target.Applier, remaining int) (ctrl.Result, error) {
 	inst := s.inst
 	msg := fmt.Sprintf("waiting for %d of %d objects to be deleted", remaining, len(inst.Status.Inventory))
 	timeout := uninstallTimeoutOf(inst)
@@ -269,30 +268,6 @@ func uninstallTimeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
 	return defaultTimeout
 }
 
-// takeRecords reads an installation's records, newest first: the
-// inventory of each revision newer than the installed one (an apply that
-// crashed or failed before the status recorded it) joins the status
-// inventory, and the installed revision's rendered set is returned for its
-// delete hooks.
-func takeRecords(ctx context.Context, s *scope, store *record.Store, records []record.Stored) (Set, bool) {
-	installed := recordedRevision(s.inst)
-	for _, rec := range records {
-		switch {
-		case rec.Number > installed:
-			ix, err := rec.Index()
-			if err != nil {
-				continue // its objects carry the installation's labels; nothing better is known
-			}
-			s.inst.Status.Inventory, _ = unionRefs(s.inst.Status.Inventory, ix.Inventory)
-			s.inst.Status.InventoryCount = int32(len(s.inst.Status.Inventory))
-		case rec.Number == installed:
-			whole, err := store.Load(ctx, rec)
-			return setOf(whole), err == nil
-		}
-	}
-	return Set{}, false
-}
-
 // releaseIfNeverApplied removes the finalizer of an installation that
 // never applied anything: nothing installed (resolve.HasInstalled) and no
 // revision record. Its deletion needs nothing from its
@@ -303,8 +278,7 @@ func (r *Reconciler) releaseIfNeverApplied(ctx context.Context, s *scope) (gone 
 	if resolve.HasInstalled(inst) {
 		return false, nil
 	}
-	records, err := r.recordStore(inst).List(ctx)
-	if err != nil || len(records) > 0 {
+	if any, err := r.records(s).Any(ctx); err != nil || any {
 		return false, err
 	}
 	if err := r.patchMeta(ctx, s, func() { controllerutil.RemoveFinalizer(inst, v1alpha1.FinalizerUninstall) }); err != nil {

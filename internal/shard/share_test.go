@@ -1,4 +1,4 @@
-package installation
+package shard
 
 import "testing"
 
@@ -7,31 +7,31 @@ import "testing"
 // bounded, and a turn given back can be taken again.
 func TestClusterShare(t *testing.T) {
 	for _, tc := range []struct{ workers, limit int }{{32, 8}, {4, 2}, {1, 2}, {100, 25}} {
-		c := newClusterShare(tc.workers)
+		c := NewShare(tc.workers)
 		for i := range tc.limit {
-			if !c.take("slow") {
+			if !c.Take("slow") {
 				t.Fatalf("%d workers: turn %d of cluster slow refused, want %d", tc.workers, i+1, tc.limit)
 			}
 		}
-		if c.take("slow") {
+		if c.Take("slow") {
 			t.Errorf("%d workers: cluster slow got turn %d, want at most %d", tc.workers, tc.limit+1, tc.limit)
 		}
-		if !c.take("other") {
+		if !c.Take("other") {
 			t.Errorf("%d workers: cluster other is held back by slow", tc.workers)
 		}
 		for range 3 * tc.limit {
-			if !c.take("") {
+			if !c.Take("") {
 				t.Fatalf("%d workers: the hub is bounded", tc.workers)
 			}
 		}
-		c.give("slow")
-		if !c.take("slow") {
+		c.Give("slow")
+		if !c.Take("slow") {
 			t.Errorf("%d workers: a turn given back cannot be taken", tc.workers)
 		}
 	}
-	var none *clusterShare
-	if !none.take("x") {
-		t.Error("a nil clusterShare bounds")
+	var none *Share
+	if !none.Take("x") {
+		t.Error("a nil Share bounds")
 	}
-	none.give("x")
+	none.Give("x")
 }

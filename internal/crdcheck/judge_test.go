@@ -1,4 +1,4 @@
-package installation
+package crdcheck
 
 import (
 	"fmt"
@@ -7,9 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
-	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/crdcheck"
 	"github.com/annex-platform/annex/internal/plan"
 )
 
@@ -46,15 +45,15 @@ spec:
 	return parse(t, doc)
 }
 
-func classes(findings []crdcheck.Finding) []crdcheck.Class {
-	out := make([]crdcheck.Class, len(findings))
+func classes(findings []Finding) []Class {
+	out := make([]Class, len(findings))
 	for i, f := range findings {
 		out[i] = f.Class
 	}
 	return out
 }
 
-// judgeCRDs turns crdcheck's findings and spec.upgrade.crdPolicy into
+// Judge turns the findings and spec.upgrade.crdPolicy into
 // what the gate does, for every CRD a change brings.
 func TestJudgeCRDs(t *testing.T) {
 	installed := gizmoCRD(t, "red, green, blue", []string{"v1"}, "v1:true:true")
@@ -68,37 +67,37 @@ func TestJudgeCRDs(t *testing.T) {
 
 	cases := []struct {
 		name      string
-		policy    v1alpha1.CRDPolicy
+		policy    Policy
 		proposed  *unstructured.Unstructured
 		installed bool
-		refused   []crdcheck.Class
-		report    []crdcheck.Class
+		refused   []Class
+		report    []Class
 		kept      bool
 	}{
 		// A first install of the CRD: nothing to compare, under any policy.
-		{name: "new CRD", policy: v1alpha1.CRDPolicyStrict, proposed: narrowed},
-		{name: "new CRD, skip", policy: v1alpha1.CRDPolicySkip, proposed: narrowed},
+		{name: "new CRD", policy: Strict, proposed: narrowed},
+		{name: "new CRD, skip", policy: Skip, proposed: narrowed},
 		// A compatible change goes on silently.
-		{name: "widened enum", policy: v1alpha1.CRDPolicyStrict, proposed: widened, installed: true},
+		{name: "widened enum", policy: Strict, proposed: widened, installed: true},
 		// Strict refuses a narrowed enum and reports nothing as applied.
-		{name: "strict narrowed", policy: v1alpha1.CRDPolicyStrict, proposed: narrowed, installed: true, refused: []crdcheck.Class{crdcheck.EnumNarrowed}},
+		{name: "strict narrowed", policy: Strict, proposed: narrowed, installed: true, refused: []Class{EnumNarrowed}},
 		// The unset policy is Strict.
-		{name: "default narrowed", policy: "", proposed: narrowed, installed: true, refused: []crdcheck.Class{crdcheck.EnumNarrowed}},
+		{name: "default narrowed", policy: "", proposed: narrowed, installed: true, refused: []Class{EnumNarrowed}},
 		// Warn and Force apply it and report it.
-		{name: "warn narrowed", policy: v1alpha1.CRDPolicyWarn, proposed: narrowed, installed: true, report: []crdcheck.Class{crdcheck.EnumNarrowed}},
-		{name: "force narrowed", policy: v1alpha1.CRDPolicyForce, proposed: narrowed, installed: true, report: []crdcheck.Class{crdcheck.EnumNarrowed}},
+		{name: "warn narrowed", policy: Warn, proposed: narrowed, installed: true, report: []Class{EnumNarrowed}},
+		{name: "force narrowed", policy: Force, proposed: narrowed, installed: true, report: []Class{EnumNarrowed}},
 		// Skip keeps the installed CRD and reports what it kept out.
-		{name: "skip narrowed", policy: v1alpha1.CRDPolicySkip, proposed: narrowed, installed: true, report: []crdcheck.Class{crdcheck.EnumNarrowed}, kept: true},
+		{name: "skip narrowed", policy: Skip, proposed: narrowed, installed: true, report: []Class{EnumNarrowed}, kept: true},
 		// Skip keeps the installed CRD even when nothing breaks, as Helm does.
-		{name: "skip widened", policy: v1alpha1.CRDPolicySkip, proposed: widened, installed: true, kept: true},
+		{name: "skip widened", policy: Skip, proposed: widened, installed: true, kept: true},
 		// A version no longer served is breaking for Strict only.
-		{name: "strict moves storage", policy: v1alpha1.CRDPolicyStrict, proposed: moved, installed: true, refused: []crdcheck.Class{crdcheck.ServedVersionRemoved}},
-		{name: "warn moves storage", policy: v1alpha1.CRDPolicyWarn, proposed: moved, installed: true, report: []crdcheck.Class{crdcheck.ServedVersionRemoved}},
+		{name: "strict moves storage", policy: Strict, proposed: moved, installed: true, refused: []Class{ServedVersionRemoved}},
+		{name: "warn moves storage", policy: Warn, proposed: moved, installed: true, report: []Class{ServedVersionRemoved}},
 		// A stored version removed is refused under Force too (the API
 		// server would refuse it), named with the served version removed.
-		{name: "force drops stored", policy: v1alpha1.CRDPolicyForce, proposed: dropped, installed: true, refused: []crdcheck.Class{crdcheck.StoredVersionRemoved}},
-		{name: "strict drops stored", policy: v1alpha1.CRDPolicyStrict, proposed: dropped, installed: true,
-			refused: []crdcheck.Class{crdcheck.StoredVersionRemoved, crdcheck.ServedVersionRemoved}},
+		{name: "force drops stored", policy: Force, proposed: dropped, installed: true, refused: []Class{StoredVersionRemoved}},
+		{name: "strict drops stored", policy: Strict, proposed: dropped, installed: true,
+			refused: []Class{StoredVersionRemoved, ServedVersionRemoved}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,18 +106,18 @@ func TestJudgeCRDs(t *testing.T) {
 				live[installed.GetName()] = installed
 			}
 			// A ConfigMap of the same name is no CRD: never compared.
-			proposed := crdsIn([]*unstructured.Unstructured{cm, tc.proposed})
-			j, err := judgeCRDs(tc.policy, proposed, live)
+			proposed := In([]*unstructured.Unstructured{cm, tc.proposed})
+			j, err := Judge(tc.policy, proposed, live)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := classes(j.refused); !slices.Equal(got, tc.refused) {
+			if got := classes(j.Refused); !slices.Equal(got, tc.refused) {
 				t.Errorf("refused %v, want %v", got, tc.refused)
 			}
-			if got := classes(j.report); !slices.Equal(got, tc.report) {
+			if got := classes(j.Report); !slices.Equal(got, tc.report) {
 				t.Errorf("report %v, want %v", got, tc.report)
 			}
-			if kept := j.keep[installed.GetName()] != nil; kept != tc.kept {
+			if kept := j.Keep[installed.GetName()] != nil; kept != tc.kept {
 				t.Errorf("kept %v, want %v", kept, tc.kept)
 			}
 		})
@@ -131,45 +130,45 @@ func TestJudgeCRDs(t *testing.T) {
 func TestCRDMessages(t *testing.T) {
 	installed := map[string]*unstructured.Unstructured{"gizmos.example.annex.dev": gizmoCRD(t, "red, green, blue", []string{"v1"}, "v1:true:true")}
 	narrowed := gizmoCRD(t, "red, green", nil, "v1:true:true")
-	j, err := judgeCRDs(v1alpha1.CRDPolicyStrict, []*unstructured.Unstructured{narrowed}, installed)
+	j, err := Judge(Strict, []*unstructured.Unstructured{narrowed}, installed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := refusalMessage("gizmo 2.0.0", j)
+	msg := RefusalMessage("gizmo 2.0.0", j)
 	for _, want := range []string{"gizmo 2.0.0", "CRD gizmos.example.annex.dev version v1 field .spec.color", `"blue"`,
 		"nothing of it was applied", "spec.upgrade.crdPolicy: Strict", "spec.upgrade.crdPolicy: Force"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("refusal %q lacks %q", msg, want)
 		}
 	}
-	if again := refusalMessage("gizmo 2.0.0", j); again != msg {
+	if again := RefusalMessage("gizmo 2.0.0", j); again != msg {
 		t.Errorf("the same change must get the same words:\n%s\n%s", msg, again)
 	}
 
 	dropped := gizmoCRD(t, "red, green, blue", nil, "v2:true:true")
-	j, err = judgeCRDs(v1alpha1.CRDPolicyForce, []*unstructured.Unstructured{dropped}, installed)
+	j, err = Judge(Force, []*unstructured.Unstructured{dropped}, installed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg = refusalMessage("gizmo 3.0.0", j)
+	msg = RefusalMessage("gizmo 3.0.0", j)
 	for _, want := range []string{"CRD gizmos.example.annex.dev version v1", "status.storedVersions", "under any policy", "new storage version"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("refusal %q lacks %q", msg, want)
 		}
 	}
 
-	j, err = judgeCRDs(v1alpha1.CRDPolicySkip, []*unstructured.Unstructured{narrowed}, installed)
+	j, err = Judge(Skip, []*unstructured.Unstructured{narrowed}, installed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg := reportMessage("gizmo 2.0.0", j); !strings.Contains(msg, "kept the installed CustomResourceDefinitions gizmos.example.annex.dev") || !strings.Contains(msg, ".spec.color") {
+	if msg := ReportMessage("gizmo 2.0.0", j); !strings.Contains(msg, "kept the installed CustomResourceDefinitions gizmos.example.annex.dev") || !strings.Contains(msg, ".spec.color") {
 		t.Errorf("skip report: %q", msg)
 	}
-	j, err = judgeCRDs(v1alpha1.CRDPolicyForce, []*unstructured.Unstructured{narrowed}, installed)
+	j, err = Judge(Force, []*unstructured.Unstructured{narrowed}, installed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg := reportMessage("gizmo 2.0.0", j); !strings.Contains(msg, "forced by spec.upgrade.crdPolicy: Force") {
+	if msg := ReportMessage("gizmo 2.0.0", j); !strings.Contains(msg, "forced by spec.upgrade.crdPolicy: Force") {
 		t.Errorf("force report: %q", msg)
 	}
 }
@@ -182,15 +181,15 @@ func TestKeepInstalledCRDs(t *testing.T) {
 	installed.SetResourceVersion("42")
 	proposed := gizmoCRD(t, "red, green", nil, "v1:true:true")
 	cm := parse(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
-	j, err := judgeCRDs(v1alpha1.CRDPolicySkip, []*unstructured.Unstructured{proposed}, map[string]*unstructured.Unstructured{installed.GetName(): installed})
+	j, err := Judge(Skip, []*unstructured.Unstructured{proposed}, map[string]*unstructured.Unstructured{installed.GetName(): installed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	objs := []*unstructured.Unstructured{cm, proposed}
-	out := keepInstalled(objs, j.keep)
+	out := WithKept(objs, j.Keep)
 	kept := out[1]
 	if out[0] != cm || objs[1] != proposed {
-		t.Fatal("keepInstalled must replace only the CRD, in a new slice")
+		t.Fatal("WithKept must replace only the CRD, in a new slice")
 	}
 	enum, _, _ := unstructured.NestedSlice(kept.Object, "spec", "versions")
 	if len(enum) != 1 || !strings.Contains(fmt.Sprint(enum[0]), "blue") {
@@ -203,11 +202,22 @@ func TestKeepInstalledCRDs(t *testing.T) {
 	plans := []plan.Plan{{Name: "deploy", Phases: []plan.Phase{{Name: "main", Steps: []plan.Step{{Name: "crds", Tasks: []plan.Task{
 		{Name: "crds", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{proposed, cm}},
 	}}}}}}}
-	rewritten := keepInstalledInPlans(plans, j.keep)
+	rewritten := plan.RewriteApplies(plans, func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+		return WithKept(objs, j.Keep)
+	})
 	if got := rewritten[0].Phases[0].Steps[0].Tasks[0].Objects; got[0] != kept || got[1] != cm {
 		t.Errorf("plan task applies %v", got)
 	}
 	if plans[0].Phases[0].Steps[0].Tasks[0].Objects[0] != proposed {
-		t.Error("keepInstalledInPlans changed the plans it was given")
+		t.Error("plan.RewriteApplies changed the plans it was given")
 	}
+}
+
+func parse(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -1,4 +1,4 @@
-package installation
+package approval
 
 import (
 	"strings"
@@ -60,7 +60,7 @@ func TestJudgeApprovals(t *testing.T) {
 			if tc.requester != "" {
 				inst.Annotations = map[string]string{v1alpha1.AnnotationRequestedBy: tc.requester}
 			}
-			got := judgeApprovals(tc.approvals, inst, digest)
+			got := Judge(tc.approvals, inst, digest)
 			wantState := v1alpha1.ApprovalPending
 			switch {
 			case tc.deniedBy != "":

@@ -1,4 +1,4 @@
-package installation
+package crdcheck
 
 import (
 	"fmt"
@@ -7,53 +7,42 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/crdcheck"
-	"github.com/annex-platform/annex/internal/plan"
 )
 
-// The pure part of spec.upgrade.crdPolicy: which CRDs a change brings,
-// what crdcheck finds between each and the CRD installed on the target
-// cluster, what the policy makes of it, and the words for it. The reads
-// of the installed CRDs are gate_crds.go's.
+// What spec.upgrade.crdPolicy makes of a change: which CRDs it brings,
+// what Compare finds between each and the CRD installed on the target
+// cluster, what the policy decides (Decide), and the words for it. The
+// caller reads the installed CRDs and applies the verdict.
 
-// crdJudgement is what spec.upgrade.crdPolicy makes of the CRDs a change
-// would apply (judgeCRDs).
-type crdJudgement struct {
-	policy v1alpha1.CRDPolicy
-	// refused are the findings that refuse the change; empty when it
+// Judgement is what spec.upgrade.crdPolicy makes of the CRDs a change
+// would apply (Judge).
+type Judgement struct {
+	// Policy is the policy judged under.
+	Policy Policy
+	// Refused are the findings that refuse the change; empty when it
 	// goes on.
-	refused []crdcheck.Finding
-	// report are the findings of the CRDs the change applies (Warn,
+	Refused []Finding
+	// Report are the findings of the CRDs the change applies (Warn,
 	// Force) or keeps out (Skip); empty under Strict.
-	report []crdcheck.Finding
-	// keep are the installed CRDs, by name, that the change applies in
+	Report []Finding
+	// Keep are the installed CRDs, by name, that the change applies in
 	// place of its own (Skip): every proposed CRD that is installed.
-	keep map[string]*unstructured.Unstructured
+	Keep map[string]*unstructured.Unstructured
 }
 
-// crdPolicyOf is spec.upgrade.crdPolicy; unset is Strict.
-func crdPolicyOf(inst *v1alpha1.ExtensionInstallation) v1alpha1.CRDPolicy {
-	if p := inst.Spec.Upgrade.CRDPolicy; p != "" {
-		return p
-	}
-	return v1alpha1.CRDPolicyStrict
-}
-
-// isCRD reports whether obj is a CustomResourceDefinition.
-func isCRD(obj *unstructured.Unstructured) bool {
+// IsCRD reports whether obj is a CustomResourceDefinition.
+func IsCRD(obj *unstructured.Unstructured) bool {
 	gvk := obj.GroupVersionKind()
 	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
 }
 
-// crdsIn returns the CRDs among objs, each name once (its last), in the
+// In returns the CRDs among objs, each name once (its last), in the
 // order of their first appearance.
-func crdsIn(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+func In(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	at := map[string]int{}
 	for _, o := range objs {
-		if !isCRD(o) {
+		if !IsCRD(o) {
 			continue
 		}
 		if i, ok := at[o.GetName()]; ok {
@@ -66,8 +55,8 @@ func crdsIn(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	return out
 }
 
-// crdNames are the names of crds, in order.
-func crdNames(crds []*unstructured.Unstructured) []string {
+// Names are the names of crds, in order.
+func Names(crds []*unstructured.Unstructured) []string {
 	out := make([]string, len(crds))
 	for i, c := range crds {
 		out[i] = c.GetName()
@@ -75,8 +64,8 @@ func crdNames(crds []*unstructured.Unstructured) []string {
 	return out
 }
 
-// toCRD reads obj as a typed CRD.
-func toCRD(obj *unstructured.Unstructured) (*apiextensionsv1.CustomResourceDefinition, error) {
+// FromUnstructured reads obj as a typed CRD.
+func FromUnstructured(obj *unstructured.Unstructured) (*apiextensionsv1.CustomResourceDefinition, error) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
 		return nil, fmt.Errorf("CustomResourceDefinition %s cannot be read: %w", obj.GetName(), err)
@@ -84,45 +73,45 @@ func toCRD(obj *unstructured.Unstructured) (*apiextensionsv1.CustomResourceDefin
 	return crd, nil
 }
 
-// judgeCRDs compares each proposed CRD with the installed one of its
+// Judge compares each proposed CRD with the installed one of its
 // name (installed lacks the CRDs the cluster does not have: nothing to
 // compare, a first install of it) and decides under policy
-// (crdcheck.Decide): the change is refused when one CRD is, and its
+// (Decide): the change is refused when one CRD is, and its
 // report gathers every CRD's. The findings come in the order of
 // proposed, each CRD's in crdcheck's stable order, so the same change
 // gets the same words. An error: a CRD that cannot be read as one (the
 // API server would refuse it as well).
-func judgeCRDs(policy v1alpha1.CRDPolicy, proposed []*unstructured.Unstructured, installed map[string]*unstructured.Unstructured) (crdJudgement, error) {
-	j := crdJudgement{policy: policy}
+func Judge(policy Policy, proposed []*unstructured.Unstructured, installed map[string]*unstructured.Unstructured) (Judgement, error) {
+	j := Judgement{Policy: policy}
 	for _, p := range proposed {
 		live, ok := installed[p.GetName()]
 		if !ok {
 			continue
 		}
-		next, err := toCRD(p)
+		next, err := FromUnstructured(p)
 		if err != nil {
-			return crdJudgement{}, err
+			return Judgement{}, err
 		}
-		current, err := toCRD(live)
+		current, err := FromUnstructured(live)
 		if err != nil {
-			return crdJudgement{}, err
+			return Judgement{}, err
 		}
-		d := crdcheck.Decide(crdcheck.Policy(policy), crdcheck.Compare(current, next))
+		d := Decide(policy, Compare(current, next))
 		switch d.Action {
-		case crdcheck.Refuse:
-			j.refused = append(j.refused, d.Report...)
-		case crdcheck.KeepInstalled:
-			if j.keep == nil {
-				j.keep = map[string]*unstructured.Unstructured{}
+		case Refuse:
+			j.Refused = append(j.Refused, d.Report...)
+		case KeepInstalled:
+			if j.Keep == nil {
+				j.Keep = map[string]*unstructured.Unstructured{}
 			}
-			j.keep[p.GetName()] = keptCRD(p, live)
-			j.report = append(j.report, d.Report...)
+			j.Keep[p.GetName()] = keptCRD(p, live)
+			j.Report = append(j.Report, d.Report...)
 		default:
-			j.report = append(j.report, d.Report...)
+			j.Report = append(j.Report, d.Report...)
 		}
 	}
-	if len(j.refused) > 0 {
-		j.report = nil
+	if len(j.Refused) > 0 {
+		j.Report = nil
 	}
 	return j, nil
 }
@@ -144,38 +133,27 @@ func keptCRD(proposed, installed *unstructured.Unstructured) *unstructured.Unstr
 	return out
 }
 
-// keepInstalled returns objs with each CRD named in keep replaced by the
+// WithKept returns objs with each CRD named in keep replaced by the
 // kept one; objs is not modified.
-func keepInstalled(objs []*unstructured.Unstructured, keep map[string]*unstructured.Unstructured) []*unstructured.Unstructured {
+func WithKept(objs []*unstructured.Unstructured, keep map[string]*unstructured.Unstructured) []*unstructured.Unstructured {
 	if len(keep) == 0 {
 		return objs
 	}
 	out := make([]*unstructured.Unstructured, len(objs))
 	for i, o := range objs {
 		out[i] = o
-		if k, ok := keep[o.GetName()]; ok && isCRD(o) {
+		if k, ok := keep[o.GetName()]; ok && IsCRD(o) {
 			out[i] = k
 		}
 	}
 	return out
 }
 
-// keepInstalledInPlans returns plans whose Apply tasks apply the kept
-// CRDs in place of their own; plans is not modified.
-func keepInstalledInPlans(plans []plan.Plan, keep map[string]*unstructured.Unstructured) []plan.Plan {
-	if len(keep) == 0 {
-		return plans
-	}
-	return rewritePlans(plans, func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-		return keepInstalled(objs, keep)
-	})
-}
-
 // maxFindingsNamed bounds how many findings a condition message names.
 const maxFindingsNamed = 8
 
 // findingsText joins the findings' messages, at most maxFindingsNamed.
-func findingsText(findings []crdcheck.Finding) string {
+func findingsText(findings []Finding) string {
 	parts := make([]string, 0, min(len(findings), maxFindingsNamed+1))
 	for i, f := range findings {
 		if i == maxFindingsNamed {
@@ -187,19 +165,19 @@ func findingsText(findings []crdcheck.Finding) string {
 	return strings.Join(parts, "; ")
 }
 
-// refusalMessage says why the change (ref: "<extension> <version>") is
+// RefusalMessage says why the change (ref: "<extension> <version>") is
 // refused, naming each CRD, version and field, and what to do: a removed
 // stored version or a scope change, which the API server refuses as
 // well, asks for another path than a policy.
-func refusalMessage(ref string, j crdJudgement) string {
+func RefusalMessage(ref string, j Judgement) string {
 	apiServerRefuses := false
-	for _, f := range j.refused {
-		if f.Class == crdcheck.StoredVersionRemoved || f.Class == crdcheck.ScopeChanged {
+	for _, f := range j.Refused {
+		if f.Class == StoredVersionRemoved || f.Class == ScopeChanged {
 			apiServerRefuses = true
 		}
 	}
 	head := fmt.Sprintf("%s would change CustomResourceDefinitions in ways that can break the objects stored at them or their clients, so nothing of it was applied (spec.upgrade.crdPolicy: %s): %s. ",
-		ref, j.policy, findingsText(j.refused))
+		ref, j.Policy, findingsText(j.Refused))
 	if apiServerRefuses {
 		return head + "The API server refuses such a CRD update under any policy: upgrade first to a version whose CRD still lists the stored version (served: false is enough) with the new storage version; " +
 			"Annex then rewrites the stored objects at the new storage version and trims status.storedVersions, after which this version can be installed. " +
@@ -209,26 +187,26 @@ func refusalMessage(ref string, j crdJudgement) string {
 		"or Skip to keep the installed CRDs; or choose a version whose CRDs keep them valid with spec.version"
 }
 
-// reportMessage says what the change did with the CRD changes a lenient
+// ReportMessage says what the change did with the CRD changes a lenient
 // policy let through; "" when there are none.
-func reportMessage(ref string, j crdJudgement) string {
-	if len(j.report) == 0 {
+func ReportMessage(ref string, j Judgement) string {
+	if len(j.Report) == 0 {
 		return ""
 	}
-	switch j.policy {
-	case v1alpha1.CRDPolicySkip:
-		names := make([]string, 0, len(j.keep))
+	switch j.Policy {
+	case Skip:
+		names := make([]string, 0, len(j.Keep))
 		seen := map[string]bool{}
-		for _, f := range j.report {
+		for _, f := range j.Report {
 			if !seen[f.CRD] {
 				seen[f.CRD] = true
 				names = append(names, f.CRD)
 			}
 		}
 		return fmt.Sprintf("%s: kept the installed CustomResourceDefinitions %s as they are (spec.upgrade.crdPolicy: Skip), so these changes of the extension were not applied: %s",
-			ref, strings.Join(names, ", "), findingsText(j.report))
-	case v1alpha1.CRDPolicyForce:
-		return fmt.Sprintf("%s: applied CustomResourceDefinition changes that can break stored objects or clients, forced by spec.upgrade.crdPolicy: Force: %s", ref, findingsText(j.report))
+			ref, strings.Join(names, ", "), findingsText(j.Report))
+	case Force:
+		return fmt.Sprintf("%s: applied CustomResourceDefinition changes that can break stored objects or clients, forced by spec.upgrade.crdPolicy: Force: %s", ref, findingsText(j.Report))
 	}
-	return fmt.Sprintf("%s: applied CustomResourceDefinition changes (spec.upgrade.crdPolicy: %s): %s", ref, j.policy, findingsText(j.report))
+	return fmt.Sprintf("%s: applied CustomResourceDefinition changes (spec.upgrade.crdPolicy: %s): %s", ref, j.Policy, findingsText(j.Report))
 }
