@@ -4,6 +4,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ExtensionInstallationSpec is "this extension, this version range, these
@@ -568,6 +569,25 @@ type ObjectReference struct {
 	Name      string `json:"name"`
 }
 
+// AdoptedObject is an object an adoption took over without writing it.
+type AdoptedObject struct {
+	ObjectReference `json:",inline"`
+	// UID of the object adopted: an object of the same name with another
+	// UID is not the installation's, and is never written or deleted as
+	// such.
+	UID types.UID `json:"uid"`
+	// Digest is the SHA-256 of the rendered object it was adopted as: a
+	// later revision that renders it alike, on an object nobody changed,
+	// leaves it unwritten.
+	Digest string `json:"digest"`
+	// FieldManagers are the other tool's field managers (helm,
+	// helm-controller) whose managedFields entries become Annex's when
+	// Annex first writes the object, so that a later revision that drops
+	// a field removes it.
+	// +optional
+	FieldManagers []string `json:"fieldManagers,omitempty"`
+}
+
 // FailedTarget records a remediated failure.
 type FailedTarget struct {
 	// Generation of the spec that asked for the target.
@@ -680,6 +700,15 @@ type ExtensionInstallationStatus struct {
 	// InventoryCount is len(Inventory), for printing.
 	// +optional
 	InventoryCount int32 `json:"inventoryCount,omitempty"`
+	// AdoptedObjects lists the objects of Inventory that an adoption
+	// (spec.adopt.helm) took over without writing them, because they
+	// already matched the render, and that Annex has not written since.
+	// They carry no installation's labels: Annex knows them as its own
+	// by UID, and claims each (its labels, and the fields of the other
+	// tool's field managers) at the first revision or drift correction
+	// that changes it.
+	// +optional
+	AdoptedObjects []AdoptedObject `json:"adoptedObjects,omitempty"`
 	// Drifted lists the objects that differ from the installed revision, as
 	// of the last drift check.
 	// +optional

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -104,6 +105,16 @@ func NewWithMapper(cfg *rest.Config, mapper meta.RESTMapper) (*Applier, error) {
 // written as labels on every object Apply writes.
 type Owner struct {
 	Name, Namespace string
+	// Adopted are objects of the installation that an adoption took over
+	// without writing them (ApplyOptions.DeferHandOver): they carry no
+	// installation's labels, and the installation owns each by its UID
+	// until it first writes it (see claimAdopted).
+	Adopted []v1alpha1.AdoptedObject
+	// AdoptedByOthers maps the UIDs of the objects other installations
+	// adopted without writing them (their Adopted) to those installations
+	// ("namespace/name"): such an object is refused as another
+	// installation's, as one carrying its labels is.
+	AdoptedByOthers map[types.UID]string
 }
 
 // String is "namespace/name" as the owner's labels carry it: the name
@@ -119,8 +130,14 @@ func (o Owner) labels() map[string]string {
 	}
 }
 
-// owns reports whether obj carries all of o's labels.
+// owns reports whether obj carries all of o's labels, or is one of
+// o.Adopted (see adoptedAs).
 func (o Owner) owns(obj *unstructured.Unstructured) bool {
+	return o.labelled(obj) || o.adoptedAs(obj) != nil
+}
+
+// labelled reports whether obj carries all of o's labels.
+func (o Owner) labelled(obj *unstructured.Unstructured) bool {
 	l := obj.GetLabels()
 	for k, v := range o.labels() {
 		if l[k] != v {
@@ -128,6 +145,35 @@ func (o Owner) owns(obj *unstructured.Unstructured) bool {
 		}
 	}
 	return true
+}
+
+// adoptedAs returns the entry of o.Adopted that obj is: the same object
+// (same UID) carrying no installation's labels yet. It returns nil for any
+// other object, one of the same name recreated by someone else among them.
+func (o Owner) adoptedAs(obj *unstructured.Unstructured) *v1alpha1.AdoptedObject {
+	if installationOf(obj) != "" || obj.GetUID() == "" {
+		return nil
+	}
+	for i := range o.Adopted {
+		if o.Adopted[i].UID == obj.GetUID() {
+			return &o.Adopted[i]
+		}
+	}
+	return nil
+}
+
+// holder returns "namespace/name" of the installation obj belongs to: the
+// one whose labels it carries or, when it carries none, the one that
+// adopted it without writing it (o itself, or one of o.AdoptedByOthers);
+// "" when none.
+func (o Owner) holder(obj *unstructured.Unstructured) string {
+	if other := installationOf(obj); other != "" {
+		return other
+	}
+	if o.adoptedAs(obj) != nil {
+		return o.String()
+	}
+	return o.AdoptedByOthers[obj.GetUID()]
 }
 
 // installationOf returns "namespace/name" of the installation whose labels
@@ -164,6 +210,12 @@ type ApplyOptions struct {
 	// gets Annex's labels and the new managedFields in one write, which
 	// leaves its spec, and so its generation, alone.
 	HandOver []string
+	// DeferHandOver, with HandOver, leaves unwritten an existing object
+	// that already matches (the server's dry run of a forced apply
+	// changes nothing but Annex's labels): it is listed in
+	// Result.Adopted, the installation owns it by UID (Owner.Adopted),
+	// and the first apply that changes it claims it (claimAdopted).
+	DeferHandOver bool
 	// Create expects the objects not to exist yet (an installation's first
 	// apply): each is created, one request where reading and applying
 	// take two, and one that exists after all (a retry after a crash, an
@@ -186,6 +238,11 @@ type Result struct {
 	// everything again right after writing it; objects not ready yet are
 	// read again with Health.
 	Health Health
+	// Adopted are the objects of Inventory left unwritten for their
+	// adoption (ApplyOptions.DeferHandOver, or Owner.Adopted that this
+	// apply did not change), in inventory order: the caller records them
+	// and passes them as Owner.Adopted to every later call.
+	Adopted []v1alpha1.AdoptedObject
 }
 
 // Apply is ApplyWithOptions with the zero ApplyOptions, returning the
@@ -451,7 +508,7 @@ func (a *Applier) runStep(ctx context.Context, owner Owner, defaultNamespace str
 		err = a.waitEstablished(ctx, applied)
 	}
 	for _, o := range applied {
-		*inventory = append(*inventory, phasedRef{ref: refOf(o.desired), phase: st.phase, live: o.live})
+		*inventory = append(*inventory, phasedRef{ref: refOf(o.desired), phase: st.phase, live: o.live, adopted: o.adopted})
 	}
 	return err
 }
@@ -475,13 +532,21 @@ func ChartPlan(steps []Step) plan.Plan {
 // resultOf orders the entries of an apply into its Result.
 func resultOf(entries []phasedRef) Result {
 	refs, live := sortInventory(entries)
-	return Result{Inventory: refs, Health: healthOf(refs, live)}
+	res := Result{Inventory: refs, Health: healthOf(refs, live)}
+	for _, e := range entries {
+		if e.adopted != nil {
+			res.Adopted = append(res.Adopted, *e.adopted)
+		}
+	}
+	return res
 }
 
 // appliedObject is an object of a set and its state in the cluster after
-// the apply.
+// the apply; adopted is set when the apply left it unwritten for its
+// adoption (Result.Adopted).
 type appliedObject struct {
 	desired, live *unstructured.Unstructured
+	adopted       *v1alpha1.AdoptedObject
 }
 
 // DefaultWorkers is how many objects of one phase Apply writes at once
@@ -503,7 +568,7 @@ func (a *Applier) applyConcurrently(ctx context.Context, owner Owner, objs []*un
 	live := make([]*unstructured.Unstructured, len(objs))
 	forEach(a.workers(), len(objs), func(i int) {
 		if len(opts.HandOver) > 0 {
-			live[i], errs[i] = a.handOverOne(ctx, owner, objs[i], opts.HandOver)
+			live[i], errs[i] = a.handOverOne(ctx, owner, objs[i], opts.HandOver, opts.DeferHandOver)
 			return
 		}
 		if opts.Create {
@@ -515,7 +580,7 @@ func (a *Applier) applyConcurrently(ctx context.Context, owner Owner, objs []*un
 	var applied []appliedObject
 	for i, o := range objs {
 		if errs[i] == nil {
-			applied = append(applied, appliedObject{desired: o, live: live[i]})
+			applied = append(applied, appliedObject{desired: o, live: live[i], adopted: unwritten(owner, o, live[i], opts)})
 		}
 	}
 	return applied, errors.Join(errs...)
@@ -569,8 +634,27 @@ func (a *Applier) applyOne(ctx context.Context, owner Owner, obj *unstructured.U
 		}
 		body := obj.DeepCopy() // the server's answer is decoded into it
 		if live != nil {
-			if other := installationOf(live); other != "" && other != owner.String() {
+			if other := owner.holder(live); other != "" && other != owner.String() {
 				return nil, &ConflictError{Object: ref, Installation: other}
+			}
+			if adopted := owner.adoptedAs(live); adopted != nil {
+				same, err := a.unchangedAdopted(ctx, obj, live, adopted)
+				if err != nil {
+					return nil, &ObjectError{Op: "apply", Object: ref, Err: err}
+				}
+				if same {
+					// Adopted from this very rendering, and not changed
+					// since: nothing to write, nothing to claim.
+					return live, nil
+				}
+				claimed, err := a.claimAdopted(ctx, owner, live, adopted.FieldManagers)
+				if apierrors.IsConflict(err) && attempt < maxApplyAttempts {
+					continue // changed since it was read
+				}
+				if err != nil {
+					return nil, &ObjectError{Op: "claim", Object: ref, Err: err}
+				}
+				live = claimed
 			}
 			if createdFromSame(obj, live) && len(drifted(obj, live)) == 0 {
 				// Created from this very object and not changed since:

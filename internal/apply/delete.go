@@ -22,8 +22,9 @@ import (
 
 // Prune deletes the objects listed in old but not in current (a change of
 // API version alone is not a removal), and returns the references of those
-// it deleted. It deletes only objects that still carry owner's labels: an
-// object someone else took over, or recreated, stays. An object already gone
+// it deleted. It deletes only objects that still carry owner's labels, or
+// are the very objects (same UID) of owner.Adopted: an object someone else
+// took over, or recreated, stays. An object already gone
 // counts as pruned and is not returned.
 //
 // CRDs are never pruned: deleting a CRD deletes every custom resource of
@@ -69,7 +70,8 @@ func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha
 	return deleted, errors.Join(errs...)
 }
 
-// Delete removes the objects of inventory that carry owner's labels, and
+// Delete removes the objects of inventory that carry owner's labels (or
+// are, by UID, those of owner.Adopted), and
 // returns how many of them still exist; the caller calls Delete again until
 // that is 0. Objects not labelled for owner are left alone and not counted;
 // CRDs too, unless deleteCRDs.
@@ -173,6 +175,9 @@ func (a *Applier) releaseCRDs(ctx context.Context, owner Owner, inventory []v1al
 	}
 	var errs []error
 	for _, obj := range live {
+		if !owner.labelled(obj) {
+			continue // adopted unwritten (Owner.Adopted): it carries no labels to remove
+		}
 		if err := a.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, &ObjectError{Op: "release", Object: refOf(obj), Err: err})
 		}

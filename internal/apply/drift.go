@@ -107,6 +107,21 @@ func (a *Applier) diffOne(ctx context.Context, owner Owner, obj *unstructured.Un
 	if live == nil {
 		return &Drift{Object: ref, Missing: true}, nil, nil
 	}
+	if adopted := owner.adoptedAs(live); adopted != nil {
+		// Adopted unwritten: it lacks Annex's labels until Annex claims it.
+		same, err := a.unchangedAdopted(ctx, obj, live, adopted)
+		if err != nil {
+			return nil, live, &ObjectError{Op: "dry-run apply", Object: ref, Err: err}
+		}
+		if same {
+			return nil, live, nil
+		}
+		fields := drifted(withoutOwnerLabels(obj), live)
+		if len(fields) == 0 {
+			fields = []string{".metadata"} // rendered otherwise than when adopted
+		}
+		return &Drift{Object: ref, Fields: fields}, live, nil
+	}
 	fields := drifted(obj, live)
 	if len(fields) == 0 {
 		return nil, live, nil

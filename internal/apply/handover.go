@@ -1,8 +1,10 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
@@ -22,37 +25,43 @@ import (
 // as much as taking it over needs:
 //
 //   - when a forced server-side apply of obj would change nothing but
-//     Annex's labels (the server says so, by a dry run), one merge patch
-//     adds the labels and rewrites managedFields as that apply would
-//     leave them, less the entries of handOver's managers. The spec is
-//     not written, so a Deployment keeps its generation and is not rolled.
-//   - otherwise obj is applied with force (Annex's values win over edits
-//     made by hand), then a merge patch removes the entries of handOver's
-//     managers that the apply left sharing Annex's fields.
+//     Annex's labels (the server says so, by a dry run), the object is
+//     not written at all with deferred (ApplyOptions.DeferHandOver): the
+//     caller records it as adopted (Result.Adopted) and the first apply
+//     that changes it claims it (claimAdopted). Without deferred, one
+//     merge patch adds the labels and rewrites managedFields as that apply
+//     would leave them, less the entries of handOver's managers. Either
+//     way the spec is not written, so a Deployment keeps its generation
+//     and is not rolled.
+//   - otherwise, with deferred, the object is claimed (claimAdopted) and
+//     obj applied with force; without, obj is applied with force (Annex's
+//     values win over edits made by hand), then a merge patch removes the
+//     entries of handOver's managers that the apply left sharing Annex's
+//     fields.
 //
-// Either way, afterwards Annex's field manager alone owns what it applies,
-// so that a later apply that drops a field removes it. An object of
-// another installation is refused (*ConflictError); one that does not
-// exist, or that none of handOver's managers manages, is applied as
-// applyOne does, with force. Every write carries the resourceVersion read
-// as a precondition; an object changed in between is read again.
-func (a *Applier) handOverOne(ctx context.Context, owner Owner, obj *unstructured.Unstructured, handOver []string) (*unstructured.Unstructured, error) {
+// Afterwards Annex's field manager alone owns what it applies, so that a
+// later apply that drops a field removes it. An object of another
+// installation is refused (*ConflictError); one that does not exist, or
+// that none of handOver's managers manages, is applied as applyOne does,
+// with force. Every write carries the resourceVersion read as a
+// precondition; an object changed in between is read again.
+func (a *Applier) handOverOne(ctx context.Context, owner Owner, obj *unstructured.Unstructured, handOver []string, deferred bool) (*unstructured.Unstructured, error) {
 	ref := refOf(obj)
 	for attempt := 1; ; attempt++ {
 		live, err := a.get(ctx, ref)
 		if err != nil {
 			return nil, &ObjectError{Op: "apply", Object: ref, Err: err}
 		}
-		if live == nil || !managedByAny(live, handOver) {
+		if live == nil || !managedByAny(live, handOver) || owner.adoptedAs(live) != nil {
 			return a.applyOne(ctx, owner, obj, true)
 		}
-		if other := installationOf(live); other != "" && other != owner.String() {
+		if other := owner.holder(live); other != "" && other != owner.String() {
 			return nil, &ConflictError{Object: ref, Installation: other}
 		}
 		labelFor(obj, owner)
 		obj.SetResourceVersion("")
 		obj.SetManagedFields(nil)
-		out, err := a.handOver(ctx, owner, obj, live, handOver)
+		out, err := a.handOver(ctx, owner, obj, live, handOver, deferred)
 		if err == nil {
 			return out, nil
 		}
@@ -67,16 +76,30 @@ func (a *Applier) handOverOne(ctx context.Context, owner Owner, obj *unstructure
 }
 
 // handOver takes live over as obj (see handOverOne) and returns the object
-// as the server answered the last write.
-func (a *Applier) handOver(ctx context.Context, owner Owner, obj, live *unstructured.Unstructured, handOver []string) (*unstructured.Unstructured, error) {
+// as the server answered the last write, or live when it wrote nothing.
+func (a *Applier) handOver(ctx context.Context, owner Owner, obj, live *unstructured.Unstructured, handOver []string, deferred bool) (*unstructured.Unstructured, error) {
 	dry := obj.DeepCopy()
 	dry.SetResourceVersion(live.GetResourceVersion())
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
 		client.FieldOwner(v1alpha1.FieldManager), &client.ApplyOptions{Force: ptr.To(true)}, client.DryRunAll); err != nil {
 		return nil, err
 	}
-	if sameButOwnerLabels(dry, live) {
+	same := sameButOwnerLabels(dry, live)
+	switch {
+	case same && deferred:
+		return live, nil
+	case same:
 		return a.patchOwnership(ctx, live, owner.labels(), withoutManagers(dry.GetManagedFields(), handOver))
+	case deferred:
+		claimed, err := a.claimAdopted(ctx, owner, live, handOver)
+		if err != nil {
+			return nil, err
+		}
+		applied := obj.DeepCopy()
+		applied.SetResourceVersion(claimed.GetResourceVersion())
+		err = a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied),
+			client.FieldOwner(v1alpha1.FieldManager), &client.ApplyOptions{Force: ptr.To(true)})
+		return applied, err
 	}
 	applied := obj.DeepCopy()
 	applied.SetResourceVersion(live.GetResourceVersion())
@@ -88,6 +111,130 @@ func (a *Applier) handOver(ctx context.Context, owner Owner, obj, live *unstruct
 		return applied, nil
 	}
 	return a.patchOwnership(ctx, applied, nil, withoutManagers(applied.GetManagedFields(), handOver))
+}
+
+// unwritten returns what Result.Adopted lists for obj, just applied as
+// live: an object that still carries no installation's labels because
+// the apply left it unwritten for its adoption — one of owner.Adopted, or
+// one handed over with opts.DeferHandOver. It returns nil for every other
+// object. obj carries owner's labels (applyOne and handOverOne put them
+// on), so that its digest is the one applyOne compares.
+func unwritten(owner Owner, obj, live *unstructured.Unstructured, opts ApplyOptions) *v1alpha1.AdoptedObject {
+	if live == nil || installationOf(live) != "" {
+		return nil
+	}
+	entry := v1alpha1.AdoptedObject{ObjectReference: refOf(obj), UID: live.GetUID(), Digest: desiredDigest(obj)}
+	switch prior := owner.adoptedAs(live); {
+	case prior != nil:
+		entry.FieldManagers = prior.FieldManagers
+	case opts.DeferHandOver && managedByAny(live, opts.HandOver):
+		for _, m := range opts.HandOver {
+			if managedByAny(live, []string{m}) {
+				entry.FieldManagers = append(entry.FieldManagers, m)
+			}
+		}
+	default:
+		return nil
+	}
+	return &entry
+}
+
+// unchangedAdopted reports whether obj, labelled for its owner, may leave
+// live, the object adopted as adopted, unwritten: obj is what it was
+// adopted as (same digest), and live still matches it — by the pure
+// comparison, or, when that sees a difference, by the server's dry run
+// of a forced apply (defaults and normalisation the comparison cannot
+// see). It writes nothing.
+func (a *Applier) unchangedAdopted(ctx context.Context, obj, live *unstructured.Unstructured, adopted *v1alpha1.AdoptedObject) (bool, error) {
+	if adopted.Digest != desiredDigest(obj) {
+		return false, nil
+	}
+	if len(drifted(withoutOwnerLabels(obj), live)) == 0 {
+		return true, nil
+	}
+	dry := obj.DeepCopy()
+	dry.SetResourceVersion(live.GetResourceVersion())
+	dry.SetManagedFields(nil)
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
+		client.FieldOwner(v1alpha1.FieldManager), &client.ApplyOptions{Force: ptr.To(true)}, client.DryRunAll); err != nil {
+		if apierrors.IsConflict(err) {
+			return false, nil // changed since it was read: the claim reads it again
+		}
+		return false, err
+	}
+	return sameButOwnerLabels(dry, live), nil
+}
+
+// claimAdopted makes live, an object adopted without being written, Annex's
+// before Annex first writes it: one merge patch, conditional on live's
+// resourceVersion, adds owner's labels and turns the managedFields entries
+// of managers (the other tool's: helm, helm-controller) into the entry of
+// Annex's applies, so that the apply that follows removes the fields the
+// new revision no longer sets, as it would had Annex applied the adopted
+// revision itself. Entries of other managers stay theirs. It returns the
+// object as the server answered.
+func (a *Applier) claimAdopted(ctx context.Context, owner Owner, live *unstructured.Unstructured, managers []string) (*unstructured.Unstructured, error) {
+	entries, err := handedOver(live.GetManagedFields(), managers)
+	if err != nil {
+		return nil, fmt.Errorf("reading the managedFields of %s: %w", live.GetName(), err)
+	}
+	return a.patchOwnership(ctx, live, owner.labels(), entries)
+}
+
+// handedOver returns entries with those of managers (on the object itself,
+// not a subresource) and any of Annex's own applies merged into one
+// entry of Annex's applies; entries of managers on a subresource are
+// dropped, those of everyone else kept as they are.
+func handedOver(entries []metav1.ManagedFieldsEntry, managers []string) ([]metav1.ManagedFieldsEntry, error) {
+	var (
+		out    []metav1.ManagedFieldsEntry
+		merged *fieldpath.Set
+		claim  metav1.ManagedFieldsEntry
+	)
+	for _, e := range entries {
+		ours := e.Manager == v1alpha1.FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
+		if !ours && !slices.Contains(managers, e.Manager) {
+			out = append(out, e)
+			continue
+		}
+		if e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			return nil, err
+		}
+		if merged == nil {
+			merged, claim = set, e
+			continue
+		}
+		merged = merged.Union(set)
+	}
+	if merged == nil {
+		return out, nil
+	}
+	raw, err := merged.ToJSON()
+	if err != nil {
+		return nil, err
+	}
+	claim.Manager, claim.Operation, claim.Subresource = v1alpha1.FieldManager, metav1.ManagedFieldsOperationApply, ""
+	claim.FieldsV1 = &metav1.FieldsV1{Raw: raw}
+	return append(out, claim), nil
+}
+
+// withoutOwnerLabels returns a copy of obj without the labels Owner puts
+// on every object Annex writes.
+func withoutOwnerLabels(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	c := obj.DeepCopy()
+	labels := c.GetLabels()
+	for k := range (Owner{}).labels() {
+		delete(labels, k)
+	}
+	if len(labels) == 0 {
+		labels = nil
+	}
+	c.SetLabels(labels)
+	return c
 }
 
 // patchOwnership writes, in one merge patch conditional on obj's

@@ -65,3 +65,42 @@ func TestWithoutManagers(t *testing.T) {
 		t.Error("withoutManagers changed its argument")
 	}
 }
+
+// A claim turns the entries of the other tool's managers (helm's apply,
+// helm-controller's update) into one entry of Annex's applies owning the
+// union of their fields; their entries on a subresource go, everyone
+// else's stay.
+func TestHandedOver(t *testing.T) {
+	fields := func(raw string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(raw)} }
+	entries := []metav1.ManagedFieldsEntry{
+		{Manager: "helm", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1", FieldsType: "FieldsV1",
+			FieldsV1: fields(`{"f:spec":{"f:replicas":{}}}`)},
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: fields(`{"f:status":{}}`)},
+		{Manager: "helm-controller", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1",
+			FieldsV1: fields(`{"f:metadata":{"f:labels":{"f:app":{}}}}`)},
+		{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: fields(`{"f:status":{"f:x":{}}}`)},
+		{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: fields(`{"f:spec":{"f:paused":{}}}`)},
+	}
+	got, err := handedOver(entries, []string{"helm", "helm-controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || !reflect.DeepEqual(got[0], entries[1]) || !reflect.DeepEqual(got[1], entries[4]) {
+		t.Fatalf("handedOver kept %+v", got)
+	}
+	claim := got[2]
+	if claim.Manager != "annex" || claim.Operation != metav1.ManagedFieldsOperationApply || claim.APIVersion != "apps/v1" || claim.Subresource != "" {
+		t.Errorf("claim entry %+v", claim)
+	}
+	if want := `{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:replicas":{}}}`; string(claim.FieldsV1.Raw) != want {
+		t.Errorf("claim fields %s, want %s", claim.FieldsV1.Raw, want)
+	}
+	if entries[0].Manager != "helm" {
+		t.Error("handedOver changed its argument")
+	}
+	// No entry of theirs: nothing to claim.
+	none, err := handedOver(entries[1:2], []string{"helm"})
+	if err != nil || len(none) != 1 {
+		t.Errorf("without their entries: %+v (err=%v)", none, err)
+	}
+}

@@ -127,9 +127,10 @@ func compareRefs(a, b v1alpha1.ObjectReference) int {
 // phasedRef is an inventory entry with the phase it belongs to and, after
 // an apply, the object's live state.
 type phasedRef struct {
-	ref   v1alpha1.ObjectReference
-	phase phase
-	live  *unstructured.Unstructured
+	ref     v1alpha1.ObjectReference
+	phase   phase
+	live    *unstructured.Unstructured
+	adopted *v1alpha1.AdoptedObject // left unwritten for its adoption (Result.Adopted)
 }
 
 // sortInventory orders entries by phase, then by compareRefs, and returns

@@ -109,13 +109,13 @@ func (w applierAdapter) Refs(objects []*unstructured.Unstructured, ns string) []
 }
 
 func (w applierAdapter) Apply(ctx context.Context, o target.Owner, ns string, set target.Set, opts target.ApplyOptions) (target.Applied, error) {
-	res, err := w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, applySet(set), apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver, Create: opts.Create})
+	res, err := w.a.ApplyWithOptions(ctx, apply.Owner(o), ns, applySet(set), apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver, DeferHandOver: opts.DeferHandOver, Create: opts.Create})
 	return appliedOf(res), err
 }
 
 func (w applierAdapter) Start(o target.Owner, ns string, p plan.Plan, opts target.ApplyOptions) (target.StepRunner, error) {
 	run, err := w.a.Start(apply.Owner(o), ns, p, apply.HookOptions{
-		ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver, Create: opts.Create},
+		ApplyOptions: apply.ApplyOptions{TakeOwnership: opts.TakeOwnership, HandOver: opts.HandOver, DeferHandOver: opts.DeferHandOver, Create: opts.Create},
 		HookTimeout:  opts.HookTimeout,
 	})
 	if err != nil {
@@ -151,7 +151,7 @@ func (s stepRunner) Step(ctx context.Context, ref plan.StepRef) error { return s
 func (s stepRunner) Applied() target.Applied                          { return appliedOf(s.r.Result()) }
 
 func appliedOf(res apply.Result) target.Applied {
-	return target.Applied{Inventory: res.Inventory, Health: healthOf(res.Health)}
+	return target.Applied{Inventory: res.Inventory, Health: healthOf(res.Health), Adopted: res.Adopted}
 }
 
 func (w applierAdapter) Diff(ctx context.Context, o target.Owner, ns string, set target.Set) ([]target.Drift, target.Health, error) {

@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/adopt"
@@ -147,6 +148,10 @@ type PipeResult struct {
 type Applied struct {
 	Inventory []v1alpha1.ObjectReference
 	Health    Health
+	// Adopted are the objects of Inventory the apply left unwritten for
+	// their adoption: recorded in status.adoptedObjects, passed back as
+	// Owner.Adopted.
+	Adopted []v1alpha1.AdoptedObject
 }
 
 // Set is a rendered set of objects. For a package it is the state its
@@ -167,6 +172,10 @@ type ApplyOptions struct {
 	// adoption takes over in place: each is written only as taking it
 	// over needs, and their managedFields entries are removed.
 	HandOver []string
+	// DeferHandOver, with HandOver, leaves unwritten an object that
+	// already matches: it is listed in Applied.Adopted and claimed by the
+	// first apply that changes it.
+	DeferHandOver bool
 	// Create expects the objects not to exist yet (an installation's
 	// first apply): each is created, and one that exists after all is
 	// applied as without Create.
@@ -181,7 +190,16 @@ type Drift struct {
 }
 
 // Owner names the installation that owns applied objects.
-type Owner struct{ Name, Namespace string }
+type Owner struct {
+	Name, Namespace string
+	// Adopted are the installation's objects adopted unwritten
+	// (status.adoptedObjects): owned by UID, as they carry no labels.
+	Adopted []v1alpha1.AdoptedObject
+	// AdoptedByOthers maps the UIDs of other installations' objects
+	// adopted unwritten to those installations ("namespace/name"), so that
+	// an apply refuses them as it refuses objects labelled for another.
+	AdoptedByOthers map[types.UID]string
+}
 
 // String is "<namespace>/<name>".
 func (o Owner) String() string { return o.Namespace + "/" + o.Name }

@@ -10,10 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/adopt"
+	"github.com/annex-platform/annex/internal/names"
 	"github.com/annex-platform/annex/internal/record"
 )
 
@@ -195,12 +197,40 @@ func (a *adoption) applying(objects []*unstructured.Unstructured, opts ApplyOpti
 }
 
 // options are opts for an apply of an adoption: existing objects are
-// taken over, and the other tool's field managers hand theirs over.
+// taken over, and the other tool's field managers hand theirs over. A
+// Helm release's objects that match the render are not written at all
+// (DeferHandOver): status.adoptedObjects lists them, and the first
+// revision or drift correction that changes one claims it. An OLM
+// operator's are, as retireOperator writes them anyway.
 func (a *adoption) options(opts ApplyOptions) ApplyOptions {
 	if a != nil {
 		opts.TakeOwnership, opts.HandOver = true, a.managers
+		opts.DeferHandOver = a.release != nil
 	}
 	return opts
+}
+
+// adoptedByOthers maps the UIDs of the objects that the other
+// installations on s's cluster adopted without writing them
+// (status.adoptedObjects) to those installations, for Owner: such an
+// object carries no labels, yet is theirs. Nil when there are none.
+func (s *scope) adoptedByOthers() map[types.UID]string {
+	if s.cluster == nil {
+		return nil
+	}
+	var out map[types.UID]string
+	for _, other := range s.cluster.installations {
+		if len(other.Status.AdoptedObjects) == 0 || (other.Namespace == s.inst.Namespace && other.Name == s.inst.Name) {
+			continue
+		}
+		if out == nil {
+			out = map[types.UID]string{}
+		}
+		for _, o := range other.Status.AdoptedObjects {
+			out[o.UID] = other.Namespace + "/" + names.LabelValue(other.Name)
+		}
+	}
+	return out
 }
 
 // recordOf is what revision 1's record keeps of the release.

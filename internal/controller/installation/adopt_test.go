@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,7 +30,9 @@ import (
 
 // adoptChart has a Deployment (scaled to 0: healthy without
 // controllers), a Service, a ConfigMap, a CRD in crds/ and a
-// post-install hook. 1.1.0 writes its version into the ConfigMap.
+// post-install hook. Every version writes its version into the
+// ConfigMap; only 1.0.0 annotates the Service (a later version drops the
+// annotation).
 func adoptChart(name, version string) helmrepo.Chart {
 	return helmrepo.Chart{Name: name, Version: version, AppVersion: version, Files: map[string]string{
 		"values.yaml": "replicas: 0\nmessage: hello\n",
@@ -68,6 +71,9 @@ spec:
 kind: Service
 metadata:
   name: {{ .Release.Name }}
+  {{- if eq .Chart.Version "1.0.0" }}
+  annotations: {example.com/until: "1.1.0"}
+  {{- end }}
 spec:
   selector: {app: {{ .Release.Name }}}
   ports: [{name: http, port: 80, targetPort: http}]
@@ -221,10 +227,13 @@ func helmManaged(obj *unstructured.Unstructured) bool {
 }
 
 // A Helm release adopted in place: every object keeps its UID, the
-// unchanged ones are written once (Annex's labels and Helm's fields
-// handed to Annex), the Deployment keeps its generation, the hook does
-// not run again, Helm's storage is gone and its manifest is in revision
-// 1's record; then Annex upgrades it and uninstalls it.
+// Deployment keeps its generation, the unchanged objects are not written
+// at all (status.adoptedObjects names them by UID), the one edited by
+// hand is corrected, the hook does not run again, Helm's storage is gone
+// and its manifest is in revision 1's record. Then a drift correction and
+// an upgrade claim what they change — Helm's fields handed to Annex, so
+// that a field the upgrade drops is removed — and leave the rest
+// unwritten; the uninstall removes everything but the CRD.
 func TestAdoptHelmReleaseInPlace(t *testing.T) {
 	ctx := context.Background()
 	ns, _ := setup(t, adoptChart("adoptee", "1.0.0"), adoptChart("adoptee", "1.1.0"))
@@ -233,6 +242,7 @@ func TestAdoptHelmReleaseInPlace(t *testing.T) {
 	if err := env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-installed"}}); err != nil {
 		t.Fatal(err)
 	}
+	edit(t, configMapGVK, ns, "web-config", `{"data":{"message":"edited"}}`)
 	before := liveObjects(t, ns, "adoptee")
 	for kind, o := range before {
 		if !helmManaged(o) {
@@ -241,7 +251,7 @@ func TestAdoptHelmReleaseInPlace(t *testing.T) {
 	}
 
 	writes := countWrites(t, ns, "adoptee")
-	inst := install(t, ns, "web", "adoptee", "1.0.0", adoptInstallation(`{"message":"hi"}`))
+	inst := install(t, ns, "web", "adoptee", "1.0.0", adoptInstallation(`{"message":"hi"}`), everySecond)
 	got := waitAdopted(t, inst)
 	counted := writes()
 
@@ -254,16 +264,17 @@ func TestAdoptHelmReleaseInPlace(t *testing.T) {
 		if o.GetGeneration() != b.GetGeneration() {
 			t.Errorf("%s: generation %d, was %d", kind, o.GetGeneration(), b.GetGeneration())
 		}
-		if counted[kind] != 1 {
-			t.Errorf("%s: %d writes, want 1 (Annex's labels and managedFields)", kind, counted[kind])
-		}
-		if helmManaged(o) {
-			t.Errorf("%s: helm still manages fields: %+v", kind, o.GetManagedFields())
-		}
-		if o.GetLabels()[v1alpha1.LabelInstallationName] != "web" || o.GetLabels()[v1alpha1.LabelInstallationNamespace] != ns {
-			t.Errorf("%s: labels %v", kind, o.GetLabels())
-		}
 	}
+	// The edited ConfigMap: claimed (labels, Helm's fields handed over),
+	// then applied; the others: not written.
+	if want := map[string]int{"ConfigMap": 2}; fmt.Sprint(counted) != fmt.Sprint(want) {
+		t.Errorf("writes %v, want %v", counted, want)
+	}
+	if msg, _, _ := unstructured.NestedString(after["ConfigMap"].Object, "data", "message"); msg != "hi" {
+		t.Errorf("ConfigMap message %q, want the release's hi", msg)
+	}
+	checkClaimed(t, "ConfigMap", after["ConfigMap"], ns)
+	checkUnclaimed(t, got, after, "CustomResourceDefinition", "Deployment", "Service")
 	if _, err := get(t, configMapGVK, ns, "web-installed"); !apierrors.IsNotFound(err) {
 		t.Errorf("the post-install hook ran again (err=%v)", err)
 	}
@@ -290,8 +301,40 @@ func TestAdoptHelmReleaseInPlace(t *testing.T) {
 		t.Errorf("revision 1's record: found %v, adopted %+v (err=%v)", found, rec.Adopted, err)
 	}
 
+	// Drift (checked every second): the Deployment edited by hand is
+	// claimed and corrected; the drift checks leave the others unwritten.
+	writes = countWrites(t, ns, "adoptee")
+	edit(t, deploymentGVK, ns, "web", `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"ghcr.io/stefanprodan/podinfo:6.6.0"}]}}}}`)
+	eventually(t, 30*time.Second, func() error {
+		dep, err := get(t, deploymentGVK, ns, "web")
+		if err != nil {
+			return err
+		}
+		if image := fmt.Sprint(dep.Object["spec"].(map[string]any)["template"]); !strings.Contains(image, "podinfo:6.5.0") || dep.GetLabels()[v1alpha1.LabelInstallationName] != "web" {
+			return fmt.Errorf("not corrected yet: %v, labels %v", image, dep.GetLabels())
+		}
+		got, err = getInstallation(t, ns, "web")
+		if err != nil {
+			return err
+		}
+		if len(got.Status.AdoptedObjects) != 2 {
+			return fmt.Errorf("status.adoptedObjects: %+v", got.Status.AdoptedObjects)
+		}
+		return nil
+	})
+	counted = writes()
+	if counted["Service"] != 0 || counted["CustomResourceDefinition"] != 0 || counted["ConfigMap"] != 0 {
+		t.Errorf("writes during the drift checks: %v, want only the Deployment's", counted)
+	}
+	corrected := liveObjects(t, ns, "adoptee")
+	checkClaimed(t, "Deployment", corrected["Deployment"], ns)
+	checkUnclaimed(t, got, corrected, "CustomResourceDefinition", "Service")
+
 	// Upgrade through Annex: a new version and new values, applied in
-	// place (Annex alone owns the fields now: no conflict with helm).
+	// place (Annex alone owns the fields it claims: no conflict with
+	// helm). The Service, whose annotation 1.1.0 drops, is claimed and
+	// loses it; the CRD, rendered alike, is not written.
+	writes = countWrites(t, ns, "adoptee")
 	patch := client.MergeFrom(got.DeepCopy())
 	got.Spec.Version = "1.1.0"
 	got.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"message":"bye"}`)}
@@ -302,10 +345,19 @@ func TestAdoptHelmReleaseInPlace(t *testing.T) {
 	if got.Status.InstalledVersion != "1.1.0" || len(got.Status.History) != 2 {
 		t.Fatalf("after upgrade: version %q history %+v", got.Status.InstalledVersion, got.Status.History)
 	}
+	counted = writes()
+	if counted["CustomResourceDefinition"] != 0 || counted["Deployment"] != 0 {
+		t.Errorf("writes during the upgrade: %v, want none to the CRD and the Deployment", counted)
+	}
 	upgraded := liveObjects(t, ns, "adoptee")
 	if d := upgraded["ConfigMap"].Object["data"]; fmt.Sprint(d) != "map[message:bye version:1.1.0]" {
 		t.Errorf("ConfigMap after upgrade: %v", d)
 	}
+	if a := upgraded["Service"].GetAnnotations(); a["example.com/until"] != "" {
+		t.Errorf("Service annotations after upgrade: %v; 1.1.0 drops example.com/until", a)
+	}
+	checkClaimed(t, "Service", upgraded["Service"], ns)
+	checkUnclaimed(t, got, upgraded, "CustomResourceDefinition")
 	for kind, o := range upgraded {
 		if o.GetUID() != before[kind].GetUID() {
 			t.Errorf("%s recreated by the upgrade", kind)
@@ -328,6 +380,54 @@ func TestAdoptHelmReleaseInPlace(t *testing.T) {
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("%s %s still exists after uninstall (err=%v)", kind, key, err)
 		}
+	}
+}
+
+// edit patches an object as someone editing it by hand would (field
+// manager kubectl-edit).
+func edit(t *testing.T, gvk schema.GroupVersionKind, ns, name, patch string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	obj.SetNamespace(ns)
+	obj.SetName(name)
+	if err := env.Client.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkClaimed checks that obj, of kind, is Annex's as every object it
+// wrote: installation web's labels, and no field left to helm.
+func checkClaimed(t *testing.T, kind string, obj *unstructured.Unstructured, ns string) {
+	t.Helper()
+	if helmManaged(obj) {
+		t.Errorf("%s: helm still manages fields: %+v", kind, obj.GetManagedFields())
+	}
+	if obj.GetLabels()[v1alpha1.LabelInstallationName] != "web" || obj.GetLabels()[v1alpha1.LabelInstallationNamespace] != ns {
+		t.Errorf("%s: labels %v", kind, obj.GetLabels())
+	}
+}
+
+// checkUnclaimed checks that the objects of kinds, among live, were left
+// as Helm wrote them (no labels of Annex's, helm's fields) and that
+// status.adoptedObjects names exactly them, by UID.
+func checkUnclaimed(t *testing.T, inst *v1alpha1.ExtensionInstallation, live map[string]*unstructured.Unstructured, kinds ...string) {
+	t.Helper()
+	var want, listed []string
+	for _, kind := range kinds {
+		o := live[kind]
+		if o.GetLabels()[v1alpha1.LabelInstallationName] != "" || !helmManaged(o) {
+			t.Errorf("%s was written: labels %v, managedFields %+v", kind, o.GetLabels(), o.GetManagedFields())
+		}
+		want = append(want, kind+"/"+string(o.GetUID()))
+	}
+	for _, a := range inst.Status.AdoptedObjects {
+		listed = append(listed, a.Kind+"/"+string(a.UID))
+	}
+	slices.Sort(want)
+	slices.Sort(listed)
+	if !slices.Equal(want, listed) {
+		t.Errorf("status.adoptedObjects %v, want %v", listed, want)
 	}
 }
 
@@ -375,6 +475,12 @@ func TestAdoptedRevisionRollback(t *testing.T) {
 	if d := back["ConfigMap"].Object["data"]; fmt.Sprint(d) != "map[message:hi version:1.0.0]" {
 		t.Errorf("ConfigMap after the rollback: %v, want the adopted data", d)
 	}
+	if a := back["Service"].GetAnnotations(); a["example.com/until"] != "1.1.0" {
+		t.Errorf("Service annotations after the rollback: %v, want 1.0.0's example.com/until back", a)
+	}
+	// What 1.2.0 changed was claimed by the upgrade; the CRD, which no
+	// revision changed, is still as Helm left it.
+	checkUnclaimed(t, got, back, "CustomResourceDefinition")
 	for _, field := range [][]string{{"spec", "replicas"}, {"spec", "template"}} {
 		was, _, _ := unstructured.NestedFieldNoCopy(adopted["Deployment"].Object, field...)
 		now, _, _ := unstructured.NestedFieldNoCopy(back["Deployment"].Object, field...)
@@ -433,15 +539,18 @@ func TestAdoptHelmReleaseEditedByHand(t *testing.T) {
 		if o.GetUID() != before[kind].GetUID() {
 			t.Errorf("%s recreated", kind)
 		}
-		if helmManaged(o) {
-			t.Errorf("%s: helm still manages fields", kind)
-		}
 	}
-	// The edited ConfigMap: applied, then Helm's entry removed; the
-	// others: one write each.
-	if want := map[string]int{"ConfigMap": 2, "Deployment": 1, "Service": 1, "CustomResourceDefinition": 1}; fmt.Sprint(counted) != fmt.Sprint(want) {
+	// The edited ConfigMap: claimed (labels, Helm's fields handed over),
+	// then applied; the others: not written at all.
+	if want := map[string]int{"ConfigMap": 2}; fmt.Sprint(counted) != fmt.Sprint(want) {
 		t.Errorf("writes %v, want %v", counted, want)
 	}
+	got, err := getInstallation(t, ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkClaimed(t, "ConfigMap", after["ConfigMap"], ns)
+	checkUnclaimed(t, got, after, "CustomResourceDefinition", "Deployment", "Service")
 	if after["Deployment"].GetGeneration() != before["Deployment"].GetGeneration() {
 		t.Errorf("Deployment generation %d, was %d", after["Deployment"].GetGeneration(), before["Deployment"].GetGeneration())
 	}

@@ -100,6 +100,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	s.showPermissions(set)
 	r.record(s, applied.Inventory, rev, "")
+	s.inst.Status.AdoptedObjects = applied.Adopted
 	r.adopted(s)
 	failpoint.Hit(failpoint.AfterEvent, s.owner().String())
 	s.observe(applied.Health)

@@ -64,6 +64,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set target.Set) (
 		return ctrl.Result{}, nil
 	}
 	inst.Status.Drifted = nil
+	inst.Status.AdoptedObjects = corrected.Adopted // those corrected are claimed now
 	s.observe(corrected.Health)
 	metrics.DriftCorrected(inst.Spec.Cluster)
 	r.event(s, corev1.EventTypeNormal, "DriftCorrected", "restored objects that differed from the installed revision: "+describeDrift(found))

@@ -116,6 +116,7 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 	}
 	s.showPermissions(set)
 	r.record(s, applied.Inventory, rev, v1alpha1.ReasonRolledBack)
+	inst.Status.AdoptedObjects = applied.Adopted
 	failed.Message = fmt.Sprintf("%s; rolled back to %s %s (revision %d, now revision %d). Fix the cause, then change the spec to try again",
 		why, inst.Spec.Extension, good.Version, good.Number, rev.Number)
 	inst.Status.FailedTarget, inst.Status.Failures = failed, 0

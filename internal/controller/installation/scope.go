@@ -128,8 +128,11 @@ func (s *scope) isInstance(other *v1alpha1.ExtensionInstallation) bool {
 	return ok && sel.Instance != ""
 }
 
+// owner is the installation as the applier knows it: its name, and the
+// objects it and the other installations on its cluster adopted without
+// writing them (see adoptedByOthers).
 func (s *scope) owner() target.Owner {
-	return target.Owner{Name: s.inst.Name, Namespace: s.inst.Namespace}
+	return target.Owner{Name: s.inst.Name, Namespace: s.inst.Namespace, Adopted: s.inst.Status.AdoptedObjects, AdoptedByOthers: s.adoptedByOthers()}
 }
 
 func (s *scope) targetNamespace() string {
