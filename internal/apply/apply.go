@@ -3,9 +3,11 @@
 // every engine (Helm charts, Annex packages, operators).
 //
 // Every object it writes carries the labels of the installation that owns
-// it; prune, delete and conflict detection trust those labels and nothing
-// else, so Annex never removes an object it did not create, and takes over
-// an existing one only when it carries no installation's labels.
+// it; prune, delete and conflict detection trust those labels, and, for
+// the objects an adoption took over without writing them (Owner.Adopted),
+// their UIDs: so Annex never removes an object it did not create or
+// adopt, and takes over an existing one only when it belongs to no
+// installation.
 package apply
 
 import (
@@ -207,8 +209,9 @@ type ApplyOptions struct {
 	// an existing object one of them manages is applied with force and
 	// their managedFields entries are removed, so that Annex alone owns
 	// what it applies (see handOverOne). An object that already matches
-	// gets Annex's labels and the new managedFields in one write, which
-	// leaves its spec, and so its generation, alone.
+	// is not written with DeferHandOver; without, it gets Annex's labels
+	// and the new managedFields in one write, which leaves its spec, and so
+	// its generation, alone.
 	HandOver []string
 	// DeferHandOver, with HandOver, leaves unwritten an existing object
 	// that already matches (the server's dry run of a forced apply

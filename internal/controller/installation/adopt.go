@@ -29,11 +29,15 @@ import (
 //     installation — each as a terminal condition saying what to do —
 //     and compares the render with the live objects.
 //   - apply then applies the render without its Helm hooks (they ran when
-//     Helm installed the release) and with ApplyOptions.HandOver: each
-//     object keeps its UID, is written only as taking it over needs, and
-//     Helm's field managers lose their fields to Annex's. Revision 1's
-//     record keeps the release's last manifest; the status says where the
-//     installation came from (status.adoptedFrom).
+//     Helm installed the release) and with ApplyOptions.HandOver and
+//     DeferHandOver: each object keeps its UID; one that matches the
+//     render is not written at all — status.adoptedObjects lists it, the
+//     installation owns it by UID (Owner.Adopted), and the first revision
+//     or drift correction that changes it claims it, Helm's field managers
+//     losing their fields to Annex's then; one that differs is claimed and
+//     corrected at once. Revision 1's record keeps the release's last
+//     manifest; the status says where the installation came from
+//     (status.adoptedFrom).
 //   - retireAdopted (after apply), once the status recording revision 1 is
 //     written, deletes the release's storage, so that Helm no longer
 //     knows it.
