@@ -25,7 +25,8 @@ import (
 // as much as taking it over needs:
 //
 //   - when a forced server-side apply of obj would change nothing but
-//     Annex's labels (the server says so, by a dry run), the object is
+//     Annex's labels (drifted finds nothing, or else the server says so,
+//     by a dry run — without deferred, always the server), the object is
 //     not written at all with deferred (ApplyOptions.DeferHandOver): the
 //     caller records it as adopted (Result.Adopted) and the first apply
 //     that changes it claims it (claimAdopted). Without deferred, one
@@ -78,6 +79,12 @@ func (a *Applier) handOverOne(ctx context.Context, owner Owner, obj *unstructure
 // handOver takes live over as obj (see handOverOne) and returns the object
 // as the server answered the last write, or live when it wrote nothing.
 func (a *Applier) handOver(ctx context.Context, owner Owner, obj, live *unstructured.Unstructured, handOver []string, deferred bool) (*unstructured.Unstructured, error) {
+	if deferred && len(drifted(withoutOwnerLabels(obj), live)) == 0 {
+		// Every field obj sets has that value already, and Annex manages
+		// none to remove: a forced apply would change nothing but the
+		// labels, which the server need not confirm.
+		return live, nil
+	}
 	dry := obj.DeepCopy()
 	dry.SetResourceVersion(live.GetResourceVersion())
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
