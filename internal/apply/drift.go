@@ -116,7 +116,7 @@ func (a *Applier) diffOne(ctx context.Context, owner Owner, obj *unstructured.Un
 		if same {
 			return nil, live, nil
 		}
-		fields := drifted(withoutOwnerLabels(obj), live)
+		fields := adoptedDrift(obj, live)
 		if len(fields) == 0 {
 			fields = []string{".metadata"} // rendered otherwise than when adopted
 		}

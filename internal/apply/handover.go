@@ -79,7 +79,7 @@ func (a *Applier) handOverOne(ctx context.Context, owner Owner, obj *unstructure
 // handOver takes live over as obj (see handOverOne) and returns the object
 // as the server answered the last write, or live when it wrote nothing.
 func (a *Applier) handOver(ctx context.Context, owner Owner, obj, live *unstructured.Unstructured, handOver []string, deferred bool) (*unstructured.Unstructured, error) {
-	if deferred && len(drifted(withoutOwnerLabels(obj), live)) == 0 {
+	if deferred && len(adoptedDrift(obj, live)) == 0 {
 		// Every field obj sets has that value already, and Annex manages
 		// none to remove: a forced apply would change nothing but the
 		// labels, which the server need not confirm.
@@ -156,7 +156,7 @@ func (a *Applier) unchangedAdopted(ctx context.Context, obj, live *unstructured.
 	if adopted.Digest != desiredDigest(obj) {
 		return false, nil
 	}
-	if len(drifted(withoutOwnerLabels(obj), live)) == 0 {
+	if len(adoptedDrift(obj, live)) == 0 {
 		return true, nil
 	}
 	dry := obj.DeepCopy()
@@ -229,10 +229,25 @@ func handedOver(entries []metav1.ManagedFieldsEntry, managers []string) ([]metav
 	return append(out, claim), nil
 }
 
+// adoptedDrift is drifted for obj, labelled for its owner, and live, an
+// object another tool applied that Annex has not written: Annex's labels
+// are not looked for, and, as Annex manages none of its fields, none can
+// have been dropped.
+func adoptedDrift(obj, live *unstructured.Unstructured) []string {
+	fields := drifted(withoutOwnerLabels(obj), live)
+	if !managedByAny(live, []string{v1alpha1.FieldManager}) {
+		fields = slices.DeleteFunc(fields, func(f string) bool { return f == ".metadata.managedFields" })
+	}
+	return fields
+}
+
 // withoutOwnerLabels returns a copy of obj without the labels Owner puts
-// on every object Annex writes.
+// on every object Annex writes, and without the fields the server sets
+// (resourceVersion, managedFields), for drifted.
 func withoutOwnerLabels(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	c := obj.DeepCopy()
+	unstructured.RemoveNestedField(c.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
 	labels := c.GetLabels()
 	for k := range (Owner{}).labels() {
 		delete(labels, k)
