@@ -93,6 +93,11 @@ annexctl: ## Build bin/annexctl, the same binary as bin/kubectl-annex (the kubec
 	printf '#!/bin/sh\n# kubectl (1.26+) runs this to complete "kubectl annex ..."\nexec kubectl-annex __complete "$$@"\n' > bin/kubectl_complete-annex
 	chmod +x bin/kubectl_complete-annex
 
+.PHONY: push-package
+push-package: annexctl ## Push the Annex package in folder PACKAGE to the OCI repository DEST (oci://HOST/PATH), signed with the cosign key SIGN_KEY when given (PLAIN_HTTP=1 for a registry without TLS, like make run's).
+	@test -n "$(PACKAGE)" -a -n "$(DEST)" || { echo "usage: make push-package PACKAGE=folder DEST=oci://host/path [SIGN_KEY=file.key] [PLAIN_HTTP=1]" >&2; exit 2; }
+	bin/annexctl package push "$(PACKAGE)" "$(DEST)" $(if $(SIGN_KEY),--sign-key "$(SIGN_KEY)") $(if $(PLAIN_HTTP),--plain-http)
+
 # image-binaries cross-builds a static annex (CGO_ENABLED=0) for each
 # platform of $(1) into bin/image/<os>-<arch>/annex; image-binary-flags are
 # the matching --binary flags of hack/image.
