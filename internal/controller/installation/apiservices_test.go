@@ -258,7 +258,11 @@ func TestBundleAPIService(t *testing.T) {
 	}
 
 	// The uninstall deletes the APIService first, and everything it made.
-	order := watchDeletionsOf(t, dyn, ns)
+	order := watchDeletions(t, map[string]dynamic.ResourceInterface{
+		"APIService": apiServices,
+		"Deployment": dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(ns),
+		"Service":    dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).Namespace(ns),
+	})
 	deleteAndWait(t, got)
 	deleted := order()
 	pos := func(what string) int {
@@ -279,17 +283,13 @@ func TestBundleAPIService(t *testing.T) {
 	}
 }
 
-// watchDeletionsOf watches APIServices and ns's Deployments and Services,
-// and returns a function that stops watching and lists the deletions
-// seen as Kind/name in the order of their resourceVersions.
-func watchDeletionsOf(t *testing.T, dyn dynamic.Interface, ns string) func() []string {
+// watchDeletions watches each resource of watches (by the kind it
+// names), and returns a function that stops watching and lists the
+// deletions seen as Kind/name in the order of their resourceVersions (one
+// etcd's revisions, so one order across kinds).
+func watchDeletions(t *testing.T, watches map[string]dynamic.ResourceInterface) func() []string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	watches := map[string]dynamic.ResourceInterface{
-		"APIService": dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}),
-		"Deployment": dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(ns),
-		"Service":    dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).Namespace(ns),
-	}
 	type deletion struct {
 		what string
 		rv   uint64

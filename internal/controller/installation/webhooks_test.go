@@ -2,8 +2,6 @@ package installation_test
 
 import (
 	"bytes"
-	"cmp"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -15,10 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,8 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -405,7 +400,16 @@ func TestBundleWebhooks(t *testing.T) {
 	}
 
 	// The uninstall deletes the webhook configuration first.
-	order := watchDeletions(t, ns)
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := watchDeletions(t, map[string]dynamic.ResourceInterface{
+		"ValidatingWebhookConfiguration": dyn.Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}),
+		"Deployment":                     dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(ns),
+		"Service":                        dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).Namespace(ns),
+		"ServiceAccount":                 dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}).Namespace(ns),
+	})
 	cur, err := getInstallation(t, ns, "gadgets")
 	if err != nil {
 		t.Fatal(err)
@@ -429,84 +433,5 @@ func TestBundleWebhooks(t *testing.T) {
 	}
 	if pos("Deployment/"+gadgetDeploy) > pos("ServiceAccount/"+gadgetDeploy) {
 		t.Errorf("the operator's ServiceAccount went before its Deployment: %v", deleted)
-	}
-}
-
-// watchDeletions watches the webhook configurations and the Deployments,
-// Services and ServiceAccounts of ns, and returns a function that stops
-// watching and lists the deletions seen as Kind/name, in the order of
-// their resourceVersions (one etcd's revisions, so one order across
-// kinds).
-func watchDeletions(t *testing.T, ns string) func() []string {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	watches := map[string]func() (watch.Interface, error){
-		"ValidatingWebhookConfiguration": func() (watch.Interface, error) {
-			return cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Watch(ctx, metav1.ListOptions{})
-		},
-		"Deployment": func() (watch.Interface, error) { return cs.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{}) },
-		"Service":    func() (watch.Interface, error) { return cs.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{}) },
-		"ServiceAccount": func() (watch.Interface, error) {
-			return cs.CoreV1().ServiceAccounts(ns).Watch(ctx, metav1.ListOptions{})
-		},
-	}
-	type deletion struct {
-		what string
-		rv   uint64
-	}
-	var (
-		mu   sync.Mutex
-		seen []deletion
-		wg   sync.WaitGroup
-	)
-	for kind, start := range watches {
-		w, err := start()
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer w.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev, ok := <-w.ResultChan():
-					if !ok {
-						return
-					}
-					if ev.Type != watch.Deleted {
-						continue
-					}
-					obj, ok := ev.Object.(metav1.Object)
-					if !ok {
-						continue
-					}
-					rv, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-					mu.Lock()
-					seen = append(seen, deletion{what: kind + "/" + obj.GetName(), rv: rv})
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	return func() []string {
-		time.Sleep(time.Second) // the last events arrive
-		cancel()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		slices.SortFunc(seen, func(a, b deletion) int { return cmp.Compare(a.rv, b.rv) })
-		out := make([]string, len(seen))
-		for i, d := range seen {
-			out[i] = d.what
-		}
-		return out
 	}
 }
