@@ -147,17 +147,7 @@ func TestBundleCertManager(t *testing.T) {
 	}
 
 	// The webhook works with cert-manager's certificate.
-	eventually(t, 30*time.Second, func() error {
-		err := env.Client.Create(ctx, gadget(ns, "too-big", "v1", "size", gadgetMax+1))
-		if err == nil {
-			_ = env.Client.Delete(ctx, gadget(ns, "too-big", "v1", "size", 0))
-			return errString("a Gadget of size 11 was admitted")
-		}
-		if !strings.Contains(err.Error(), "spec.size 11 is above the gadget limit of 10") {
-			return fmt.Errorf("refused without the webhook's message: %v", err)
-		}
-		return nil
-	})
+	expectGadgetRefused(t, ns)
 	if err := env.Client.Create(ctx, gadget(ns, "small", "v1", "size", 3)); err != nil {
 		t.Fatal(err)
 	}

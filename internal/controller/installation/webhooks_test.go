@@ -223,6 +223,25 @@ func (s *gadgetServer) convert(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(review)
 }
 
+// expectGadgetRefused waits until creating a Gadget above the limit in ns
+// is refused with the webhook's message (the API server may not have seen
+// a new webhook configuration at first).
+func expectGadgetRefused(t *testing.T, ns string) {
+	t.Helper()
+	ctx := t.Context()
+	eventually(t, 30*time.Second, func() error {
+		err := env.Client.Create(ctx, gadget(ns, "too-big", "v1", "size", gadgetMax+1))
+		if err == nil {
+			_ = env.Client.Delete(ctx, gadget(ns, "too-big", "v1", "size", 0))
+			return errString("a Gadget of size 11 was admitted")
+		}
+		if !strings.Contains(err.Error(), "spec.size 11 is above the gadget limit of 10") {
+			return fmt.Errorf("refused without the webhook's message: %v", err)
+		}
+		return nil
+	})
+}
+
 func gadget(ns, name, version, field string, n int64) *unstructured.Unstructured {
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion("webhooks.annex.dev/" + version)
@@ -300,18 +319,7 @@ func TestBundleWebhooks(t *testing.T) {
 	firstCert := server.load(t, ns, certName)
 
 	// A bad Gadget is refused by the webhook, with its message.
-	eventually(t, 30*time.Second, func() error {
-		err := env.Client.Create(ctx, gadget(ns, "too-big", "v1", "size", gadgetMax+1))
-		if err == nil {
-			// The API server had not seen the new configuration yet.
-			_ = env.Client.Delete(ctx, gadget(ns, "too-big", "v1", "size", 0))
-			return errString("a Gadget of size 11 was admitted")
-		}
-		if !strings.Contains(err.Error(), "spec.size 11 is above the gadget limit of 10") {
-			return fmt.Errorf("refused without the webhook's message: %v", err)
-		}
-		return nil
-	})
+	expectGadgetRefused(t, ns)
 
 	// Created at v1, read at v2 and written back through v2, read at v1.
 	if err := env.Client.Create(ctx, gadget(ns, "small", "v1", "size", 3)); err != nil {
