@@ -49,8 +49,10 @@ type Reconciler struct {
 	Events events.EventRecorder
 
 	// written are the cluster records this manager wrote that its cache
-	// may not show yet (recordsWritten).
+	// may not show yet (recordsWritten), and wrote the installations
+	// (installationsWritten).
 	written recordsWritten
+	wrote   installationsWritten
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensionprofiles,verbs=get;list;watch;update;patch
@@ -118,6 +120,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		data[rev.number] = rev.data
 	}
 	now := time.Now()
+	unseen := r.wrote.unseen(p.Name, installations.Items, now)
+	for i := range clusters {
+		clusters[i].unseen = unseen[clusters[i].name]
+	}
 	view := revisionView{data: data, catalog: catalog, now: now, adopt: revs[0].number, newest: newest, memo: versionMemo{}}
 	views := observe(p, profiles.Items, clusters, installations.Items, view, newest,
 		func(c cluster) (rollout.WindowState, error) { return rollout.Window(c.windows, now) })
@@ -343,7 +349,11 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, reco
 			Spec:       spec,
 		}
 		stamp(inst, p, a.want)
-		return client.IgnoreAlreadyExists(r.Client.Create(ctx, inst))
+		if err := r.Client.Create(ctx, inst); client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
+		r.wrote.wrote(p.Name, inst, time.Now())
+		return nil
 	case actUpdate:
 		spec, err := desiredSpec(p, a.want)
 		if err != nil {
@@ -354,7 +364,7 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, reco
 		// status all the while, so a conflict is retried on the newer
 		// object at once rather than failing the reconcile.
 		inst := a.existing.DeepCopy()
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			stamp(inst, p, a.want)
 			inst.Spec.Extension, inst.Spec.Version, inst.Spec.Cluster = spec.Extension, spec.Version, spec.Cluster
 			inst.Spec.TargetNamespace, inst.Spec.Values, inst.Spec.ValuesFrom = spec.TargetNamespace, spec.Values, spec.ValuesFrom
@@ -367,6 +377,10 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, reco
 			}
 			return err
 		})
+		if err == nil {
+			r.wrote.wrote(p.Name, inst, time.Now())
+		}
+		return err
 	case actRemove:
 		return r.removeOne(ctx, p, a.existing)
 	case actRecordDefault:
@@ -483,7 +497,11 @@ func (r *Reconciler) removeOne(ctx context.Context, p *v1alpha1.ExtensionProfile
 	if !inst.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	return client.IgnoreNotFound(r.Client.Delete(ctx, inst))
+	if err := r.Client.Delete(ctx, inst); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	r.wrote.deleted(p.Name, inst, time.Now())
+	return nil
 }
 
 // remove takes a deleted profile's installations away, then releases it.

@@ -40,6 +40,10 @@ type cluster struct {
 	// one it ran before (observe), 0 when none; move is the highest move
 	// number its record or installations carry.
 	revision, previous, move int64
+	// unseen is set when the profile wrote one of the cluster's
+	// installations and the cache does not show it yet
+	// (installationsWritten): the cluster is Progressing until it does.
+	unseen bool
 }
 
 // revisionView tells decide which revision of the profile each cluster

@@ -61,6 +61,11 @@ func observe(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clus
 		default:
 			fromLabels(&rc, insts, v)
 		}
+		if c.unseen {
+			// What the cache shows of its installations predates a write:
+			// neither Ready nor Failed can be told from it.
+			rc.Health, rc.Extension, rc.Reason, rc.Message = rollout.Progressing, "", "", ""
+		}
 		rc.Changed = len(insts) > 0 && rc.Revision == newest
 		c.revision, c.previous = rc.Revision, rc.Previous
 		out = append(out, rc)

@@ -66,6 +66,15 @@ func TestObserve(t *testing.T) {
 		{name: "record: a move back cut short", cluster: recorded(clusterRecord{Revision: 3, Previous: 2, Move: 5, At: at}),
 			existing: []v1alpha1.ExtensionInstallation{written("a", 2, 6, true), written("b", 3, 5, true)},
 			want:     rollout.Cluster{Revision: 3, Previous: 2, Partial: true, ChangedAt: at, Health: rollout.Ready}, wantMove: 6},
+		{name: "record: a write the cache does not show yet", cluster: func() cluster {
+			c := recorded(clusterRecord{Revision: 3, Previous: 2, Move: 4, At: at})
+			c.unseen = true
+			return c
+		}(),
+			// The record says 3, the cache still has a's object before the
+			// move: Ready at its old generation, which says nothing of 3.
+			existing: []v1alpha1.ExtensionInstallation{written("a", 2, 3, true), written("b", 1, 1, true)},
+			want:     rollout.Cluster{Revision: 3, Previous: 2, ChangedAt: at, Health: rollout.Progressing}, wantMove: 4},
 		{name: "record without installations: not read", cluster: recorded(clusterRecord{Revision: 3, Previous: 2, Move: 5, At: at}),
 			want: rollout.Cluster{Health: rollout.Ready}, wantMove: 5},
 	} {

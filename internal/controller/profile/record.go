@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
@@ -101,4 +103,101 @@ func (w *recordsWritten) newest(profile, cluster string, annotations map[string]
 		return rec, ok
 	}
 	return mine, true
+}
+
+// installationsWritten remembers the installations this manager wrote
+// (created, updated, deleted) until its cache shows the write: the same
+// race as recordsWritten's, the other way round. A reconcile right after
+// a move can see the cluster's record (the cache's, or the one
+// recordsWritten remembers) and not yet the installations written
+// before it; the cluster's old installations, Ready at their old
+// generation, would then pass for the new revision being Ready, and a
+// step be judged done before its clusters ran it. A cluster with a write
+// the cache does not show is Progressing (observe). Only writes in
+// flight are kept: an entry goes once the cache shows it, or after
+// writeSeenWithin if it never does (its object was deleted meanwhile).
+type installationsWritten struct {
+	mu     sync.Mutex
+	writes map[string]map[types.NamespacedName]installationWrite // by profile
+}
+
+// installationWrite is one write of an installation on cluster: a create
+// or update that left it at generation, or (generation 0) a deletion of
+// the object with uid.
+type installationWrite struct {
+	cluster    string
+	generation int64
+	uid        types.UID
+	at         time.Time
+}
+
+// writeSeenWithin bounds how long a write waits for the cache to show it.
+// Informers show a write within a second or two; a write never shown is
+// one whose object went meanwhile.
+const writeSeenWithin = 2 * time.Minute
+
+// wrote remembers that profile created or updated inst at now (inst is
+// the object the API server returned, with its generation).
+func (w *installationsWritten) wrote(profile string, inst *v1alpha1.ExtensionInstallation, now time.Time) {
+	w.add(profile, inst, installationWrite{cluster: inst.Spec.Cluster, generation: max(inst.Generation, 1), at: now})
+}
+
+// deleted remembers that profile deleted inst at now.
+func (w *installationsWritten) deleted(profile string, inst *v1alpha1.ExtensionInstallation, now time.Time) {
+	w.add(profile, inst, installationWrite{cluster: inst.Spec.Cluster, uid: inst.UID, at: now})
+}
+
+func (w *installationsWritten) add(profile string, inst *v1alpha1.ExtensionInstallation, write installationWrite) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.writes == nil {
+		w.writes = map[string]map[types.NamespacedName]installationWrite{}
+	}
+	if w.writes[profile] == nil {
+		w.writes[profile] = map[types.NamespacedName]installationWrite{}
+	}
+	w.writes[profile][types.NamespacedName{Namespace: inst.Namespace, Name: inst.Name}] = write
+}
+
+// unseen returns the clusters on which profile wrote an installation that
+// installations (the cache's list of the profile's namespace) do not show
+// yet, and forgets the writes they show.
+func (w *installationsWritten) unseen(profile string, installations []v1alpha1.ExtensionInstallation, now time.Time) map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	writes := w.writes[profile]
+	if len(writes) == 0 {
+		return nil
+	}
+	cached := make(map[types.NamespacedName]*v1alpha1.ExtensionInstallation, len(writes))
+	for i := range installations {
+		key := types.NamespacedName{Namespace: installations[i].Namespace, Name: installations[i].Name}
+		if _, ok := writes[key]; ok {
+			cached[key] = &installations[i]
+		}
+	}
+	var out map[string]bool
+	for key, write := range writes {
+		if write.shownBy(cached[key]) || now.Sub(write.at) > writeSeenWithin {
+			delete(writes, key)
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[write.cluster] = true
+	}
+	if len(writes) == 0 {
+		delete(w.writes, profile)
+	}
+	return out
+}
+
+// shownBy reports whether cached, the cache's object of the written
+// installation (nil when the cache has none), shows the write.
+func (write installationWrite) shownBy(cached *v1alpha1.ExtensionInstallation) bool {
+	if write.generation == 0 { // a deletion
+		return cached == nil || cached.UID != write.uid || !cached.DeletionTimestamp.IsZero()
+	}
+	return cached != nil && cached.Generation >= write.generation
 }
