@@ -127,6 +127,34 @@ func clusterFlag(cmd *cobra.Command, kubeconfig *string, value *string, usage st
 	})
 }
 
+// channelFlag adds --channel, an operator's catalog channel, completed
+// with the channels of the extension the command's first argument names
+// (install) or installs (upgrade: an installation of --namespace).
+func channelFlag(cmd *cobra.Command, kubeconfig *string, value *string, usage string) {
+	cmd.Flags().StringVar(value, "channel", "", usage)
+	_ = cmd.RegisterFlagCompletionFunc("channel", func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, _, err := hubClients(*kubeconfig)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		extension := args[0]
+		if cmd.Name() == "upgrade" {
+			ns, _ := cmd.Flags().GetString("namespace")
+			if extension, err = cli.ExtensionOf(cmd.Context(), c, namespaceOr(ns, *kubeconfig), args[0]); err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+		}
+		channels, err := cli.ExtensionChannels(cmd.Context(), c, extension)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return channels, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
 // selectorFlag adds -l/--selector, a ManagedCluster label selector,
 // completed with the key=value labels the ManagedClusters carry.
 func selectorFlag(cmd *cobra.Command, kubeconfig *string, value *string) {

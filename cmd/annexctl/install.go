@@ -93,7 +93,7 @@ func newInstallCommand(kubeconfig *string) *cobra.Command {
 	var output string
 	var w waitFlags
 	cmd := &cobra.Command{
-		Use:   "install EXTENSION [--version RANGE] [--cluster NAME] [-n NAMESPACE] [--values FILE] [--set KEY=VALUE] [--wait]",
+		Use:   "install EXTENSION [--version RANGE] [--channel NAME] [--cluster NAME] [-n NAMESPACE] [--values FILE] [--set KEY=VALUE] [--wait]",
 		Short: "Install an extension: create an ExtensionInstallation, and with --wait follow it until it is healthy",
 		Long: `install creates an ExtensionInstallation (named after the extension unless
 --name says otherwise) in the namespace: Annex resolves the highest version in
@@ -103,6 +103,7 @@ until it is healthy. --wait follows those stages. It is declarative: --dry-run -
 prints the ExtensionInstallation, which kubectl apply -f takes as it is.`,
 		Example: `  annexctl install cert-manager --version "^1.14" -n platform --wait
   annexctl install podinfo --cluster prod-eu --set replicaCount=2 --values podinfo.yaml
+  annexctl install example-operator --channel fast --target-namespace example-operator
   annexctl install podinfo --dry-run -o yaml > podinfo.yaml && kubectl apply -f podinfo.yaml`,
 		Args:              args(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeArgs(1, extensionNames(kubeconfig)),
@@ -119,6 +120,7 @@ prints the ExtensionInstallation, which kubectl apply -f takes as it is.`,
 	namespaceFlag(cmd, &o.Namespace, "namespace of the ExtensionInstallation (default: the kubeconfig's)")
 	f.StringVar(&o.Version, "version", "", `version range, e.g. 1.14.2, "^1.14", ">=1.2 <2" (default: the highest that fits)`)
 	clusterFlag(cmd, kubeconfig, &o.Cluster, "ManagedCluster to install into (default: the hub cluster)")
+	channelFlag(cmd, kubeconfig, &o.Channel, "operator's catalog channel (spec.channel; default: the package's default channel)")
 	f.StringVar(&o.TargetNamespace, "target-namespace", "", "namespace of the extension's objects (default: the installation's)")
 	f.StringArrayVarP(&valuesFiles, "values", "f", nil, "YAML file of values (repeatable, later files win; - is stdin)")
 	f.StringArrayVar(&o.Set, "set", nil, "KEY=VALUE in Helm's --set syntax, over --values (repeatable)")
@@ -134,7 +136,7 @@ func newUpgradeCommand(kubeconfig *string) *cobra.Command {
 	var output string
 	var w waitFlags
 	cmd := &cobra.Command{
-		Use:   "upgrade INSTALLATION [--version RANGE] [--values FILE] [--set KEY=VALUE] [--reset-values] [--wait]",
+		Use:   "upgrade INSTALLATION [--version RANGE] [--channel NAME] [--values FILE] [--set KEY=VALUE] [--reset-values] [--wait]",
 		Short: "Change an installation's version range or values; with --wait follow the change until it is healthy",
 		Long: `upgrade patches an ExtensionInstallation: --version replaces spec.version, and
 --values and --set are merged over its values (--reset-values starts from none).
@@ -157,6 +159,7 @@ through the same stages as install.`,
 	f := cmd.Flags()
 	namespaceFlag(cmd, &o.Namespace, "namespace of the ExtensionInstallation (default: the kubeconfig's)")
 	f.StringVar(&o.Version, "version", "", "new version range (spec.version)")
+	channelFlag(cmd, kubeconfig, &o.Channel, "new catalog channel of an operator (spec.channel)")
 	f.StringArrayVarP(&valuesFiles, "values", "f", nil, "YAML file of values merged over the installation's (repeatable; - is stdin)")
 	f.StringArrayVar(&o.Set, "set", nil, "KEY=VALUE in Helm's --set syntax (repeatable)")
 	f.BoolVar(&o.ResetValues, "reset-values", false, "start from no values instead of the installation's")

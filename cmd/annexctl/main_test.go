@@ -100,6 +100,12 @@ func TestCommandsAgainstAPIServer(t *testing.T) {
 			{Version: "6.5.0", Source: v1alpha1.ArtifactSource{URL: "https://charts.example.com/podinfo-6.5.0.tgz"}}}}},
 		&v1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager"}, Spec: v1alpha1.ExtensionSpec{Versions: []v1alpha1.ExtensionVersion{
 			{Version: "1.15.0", Source: v1alpha1.ArtifactSource{URL: "builtin://cert-manager-1.15.0.tgz"}}}}},
+		&v1alpha1.Extension{ObjectMeta: metav1.ObjectMeta{Name: "example-operator"}, Spec: v1alpha1.ExtensionSpec{
+			DefaultChannel: "stable", Versions: []v1alpha1.ExtensionVersion{
+				{Version: "0.2.0", Engine: v1alpha1.EngineBundle, Source: v1alpha1.ArtifactSource{URL: "builtin://example-operator-0.2.0.tgz"},
+					Channels: []v1alpha1.ChannelEntry{{Name: "stable"}, {Name: "fast"}}},
+				{Version: "0.3.0", Engine: v1alpha1.EngineBundle, Source: v1alpha1.ArtifactSource{URL: "builtin://example-operator-0.3.0.tgz"},
+					Channels: []v1alpha1.ChannelEntry{{Name: "fast"}}}}}},
 		&v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "builtin"}, Spec: v1alpha1.CatalogSpec{Source: v1alpha1.CatalogSource{Builtin: &v1alpha1.BuiltinSource{}}}},
 		&v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-eu", Labels: map[string]string{"env": "prod"}}, Spec: v1alpha1.ManagedClusterSpec{
 			KubeconfigSecretRef: v1alpha1.KubeconfigSecretReference{Name: "kc", Namespace: "team-a"}}},
@@ -155,9 +161,10 @@ spec:
 		args []string
 		want []string
 	}{
-		{[]string{"install", ""}, []string{"cert-manager", "podinfo"}},
-		{[]string{"show", "po"}, []string{"cert-manager", "podinfo"}}, // the shell filters by prefix
+		{[]string{"install", ""}, []string{"cert-manager", "example-operator", "podinfo"}},
+		{[]string{"show", "po"}, []string{"cert-manager", "example-operator", "podinfo"}}, // the shell filters by prefix
 		{[]string{"install", "podinfo", "--cluster", ""}, []string{"prod-eu"}},
+		{[]string{"install", "example-operator", "--channel", ""}, []string{"fast", "stable"}},
 		{[]string{"catalog", "sync", ""}, []string{"builtin"}},
 		{[]string{"upgrade", "-n", "team-a", ""}, []string{"podinfo"}},
 		{[]string{"status", ""}, []string{"podinfo"}},
@@ -248,5 +255,31 @@ cluster prod-eu: 0/1 ready, not reachable
 	if out, code := annexctl("upgrade", "podinfo", "-n", "team-a", "--set", "replicaCount=3", "--wait", "--timeout", "300ms"); code != cli.ExitNotReady ||
 		!strings.Contains(out, "resolve: waiting for Annex to look at") {
 		t.Errorf("upgrade --wait without a manager: exit %d: %s", code, out)
+	}
+	// An operator's channel: named on install, changed on upgrade, and a
+	// channel the extension lacks refused naming the ones it has.
+	if out, code := annexctl("install", "example-operator", "-n", "team-a", "--channel", "fast", "--version", "0.3.0"); code != 0 {
+		t.Fatalf("install --channel fast: exit %d: %s", code, out)
+	}
+	operator := &v1alpha1.ExtensionInstallation{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "example-operator"}, operator); err != nil || operator.Spec.Channel != "fast" {
+		t.Fatalf("installed with --channel fast: spec.channel %q (%v)", operator.Spec.Channel, err)
+	}
+	if out, code := annexctl("upgrade", "example-operator", "-n", "team-a", "--channel", "stable"); code != 0 {
+		t.Fatalf("upgrade --channel stable: exit %d: %s", code, out)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "example-operator"}, operator); err != nil || operator.Spec.Channel != "stable" {
+		t.Fatalf("upgraded with --channel stable: spec.channel %q (%v)", operator.Spec.Channel, err)
+	}
+	if out, code := annexctl("__complete", "upgrade", "example-operator", "-n", "team-a", "--channel", ""); code != 0 || !strings.HasPrefix(out, "fast\nstable\n:4\n") {
+		t.Errorf("__complete upgrade --channel: exit %d: %q", code, out)
+	}
+	if out, code := annexctl("upgrade", "example-operator", "-n", "team-a", "--channel", "beta"); code != cli.ExitUsage ||
+		!strings.Contains(out, `--channel "beta": extension "example-operator" has no such channel; its channels: fast, stable`) {
+		t.Errorf("upgrade to a channel the extension lacks: exit %d: %s", code, out)
+	}
+	if out, code := annexctl("install", "podinfo", "-n", "team-a", "--channel", "fast"); code != cli.ExitUsage ||
+		!strings.Contains(out, `extension "podinfo" has no channels (only operator bundles do)`) {
+		t.Errorf("install of a chart with --channel: exit %d: %s", code, out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,6 +32,9 @@ type InstallOptions struct {
 	Version string
 	// Cluster is the ManagedCluster to install into; "" is the hub.
 	Cluster string
+	// Channel is an operator's catalog channel (spec.channel); "" follows
+	// the package's default channel.
+	Channel string
 	// TargetNamespace receives the extension's namespaced objects.
 	TargetNamespace string
 	// Values are YAML documents (the contents of --values files), merged
@@ -67,7 +71,7 @@ func InstallationFor(o InstallOptions) (*v1alpha1.ExtensionInstallation, error) 
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ExtensionInstallation"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1alpha1.ExtensionInstallationSpec{
-			Extension: o.Extension, Version: o.Version, Cluster: o.Cluster,
+			Extension: o.Extension, Version: o.Version, Cluster: o.Cluster, Channel: o.Channel,
 			TargetNamespace: o.TargetNamespace, Values: values,
 		},
 	}, nil
@@ -132,7 +136,7 @@ func Install(ctx context.Context, c client.Client, o InstallOptions) (*v1alpha1.
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTarget(ctx, c, inst.Spec.Extension, inst.Spec.Version, inst.Spec.Cluster); err != nil {
+	if err := checkTarget(ctx, c, inst.Spec.Extension, inst.Spec.Version, inst.Spec.Channel, inst.Spec.Cluster); err != nil {
 		return nil, err
 	}
 	created := inst.DeepCopy()
@@ -153,12 +157,17 @@ func Install(ctx context.Context, c client.Client, o InstallOptions) (*v1alpha1.
 }
 
 // checkTarget refuses, before anything is written, an extension that no
-// catalog supplies, a range none of its versions match, and a cluster
-// that is not registered.
-func checkTarget(ctx context.Context, c client.Reader, extension, versionRange, cluster string) error {
+// catalog supplies, a range none of its versions match, a channel none
+// of its versions is in, and a cluster that is not registered.
+func checkTarget(ctx context.Context, c client.Reader, extension, versionRange, channel, cluster string) error {
 	ext := &v1alpha1.Extension{}
 	if err := c.Get(ctx, client.ObjectKey{Name: extension}, ext); err != nil {
 		return extensionError(extension, err)
+	}
+	if channel != "" {
+		if err := checkChannel(ext, channel); err != nil {
+			return err
+		}
 	}
 	if versionRange != "" {
 		rng, err := resolve.ParseRange(versionRange)
@@ -191,6 +200,53 @@ func checkTarget(ctx context.Context, c client.Reader, extension, versionRange, 
 	return nil
 }
 
+// checkChannel refuses a channel that none of ext's versions is in,
+// naming the channels it has.
+func checkChannel(ext *v1alpha1.Extension, channel string) error {
+	var names []string
+	for _, v := range ext.Spec.Versions {
+		for _, ch := range v.Channels {
+			if ch.Name == channel {
+				return nil
+			}
+			if !slices.Contains(names, ch.Name) {
+				names = append(names, ch.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return Usagef("--channel %q: extension %q has no channels (only operator bundles do); leave --channel out", channel, ext.Name)
+	}
+	return Usagef("--channel %q: extension %q has no such channel; its channels: %s (see annexctl show %s)",
+		channel, ext.Name, listOrNone(names), ext.Name)
+}
+
+// ExtensionChannels lists the channels of extension's versions, sorted;
+// none for an extension that is not an operator.
+func ExtensionChannels(ctx context.Context, c client.Reader, extension string) ([]string, error) {
+	ext := &v1alpha1.Extension{}
+	if err := c.Get(ctx, client.ObjectKey{Name: extension}, ext); err != nil {
+		return nil, extensionError(extension, err)
+	}
+	var names []string
+	for _, v := range ext.Spec.Versions {
+		for _, ch := range v.Channels {
+			names = append(names, ch.Name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// ExtensionOf is the extension the installation namespace/name installs.
+func ExtensionOf(ctx context.Context, c client.Reader, namespace, name string) (string, error) {
+	inst := &v1alpha1.ExtensionInstallation{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, inst); err != nil {
+		return "", installationError(namespace, name, err)
+	}
+	return inst.Spec.Extension, nil
+}
+
 func listOrNone(names []string) string {
 	if len(names) == 0 {
 		return "none"
@@ -204,6 +260,8 @@ type UpgradeOptions struct {
 	Name, Namespace string
 	// Version, when set, replaces spec.version (a range).
 	Version string
+	// Channel, when set, replaces spec.channel (an operator's channel).
+	Channel string
 	// Values and Set are merged over the installation's values, as in
 	// InstallOptions; with ResetValues they start from nothing instead.
 	Values      [][]byte
@@ -217,21 +275,24 @@ type UpgradeOptions struct {
 // one PATCH) and returns it as changed; Annex then resolves, gates and
 // applies the change. Nothing to change is an error saying what to pass.
 func Upgrade(ctx context.Context, c client.Client, o UpgradeOptions) (*v1alpha1.ExtensionInstallation, error) {
-	if o.Version == "" && len(o.Values) == 0 && len(o.Set) == 0 && !o.ResetValues {
-		return nil, Usagef("nothing to change on %s/%s: pass --version, --values, --set or --reset-values", o.Namespace, o.Name)
+	if o.Version == "" && o.Channel == "" && len(o.Values) == 0 && len(o.Set) == 0 && !o.ResetValues {
+		return nil, Usagef("nothing to change on %s/%s: pass --version, --channel, --values, --set or --reset-values", o.Namespace, o.Name)
 	}
 	inst := &v1alpha1.ExtensionInstallation{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, inst); err != nil {
 		return nil, installationError(o.Namespace, o.Name, err)
 	}
-	if o.Version != "" {
-		if err := checkTarget(ctx, c, inst.Spec.Extension, o.Version, ""); err != nil {
+	if o.Version != "" || o.Channel != "" {
+		if err := checkTarget(ctx, c, inst.Spec.Extension, o.Version, o.Channel, ""); err != nil {
 			return nil, err
 		}
 	}
 	patch := client.MergeFrom(inst.DeepCopy())
 	if o.Version != "" {
 		inst.Spec.Version = o.Version
+	}
+	if o.Channel != "" {
+		inst.Spec.Channel = o.Channel
 	}
 	if len(o.Values) > 0 || len(o.Set) > 0 || o.ResetValues {
 		base := inst.Spec.Values
