@@ -59,6 +59,9 @@ func (a *Applier) checkWebhooks(ctx context.Context, h *Health, objs []*unstruct
 		if msg := apiServiceUnavailable(obj); msg != "" && len(problems) == 0 {
 			problems = append(problems, msg)
 		}
+		if msg := caBundleAwaited(obj); msg != "" {
+			problems = append(problems, msg)
+		}
 		if len(problems) == 0 {
 			continue
 		}
@@ -135,6 +138,51 @@ func apiServiceUnavailable(obj *unstructured.Unstructured) string {
 		return fmt.Sprintf("APIService %s is not Available (%s: %s); see the aggregated API server's logs", obj.GetName(), reason, message)
 	}
 	return ""
+}
+
+// annotationInjectCAFrom asks cert-manager's CA injector to write the CA
+// of the named Certificate (namespace/name) into an object's caBundle
+// fields: webhook configurations, CRDs with a conversion webhook,
+// APIServices.
+const annotationInjectCAFrom = "cert-manager.io/inject-ca-from"
+
+// caBundleAwaited says which caBundle of obj is still empty although obj
+// asks cert-manager to inject it (annotationInjectCAFrom): until the
+// injector writes it, the API server cannot verify the server's
+// certificate, and every call fails as when the server is absent. ""
+// when obj asks for no injection or every caBundle it needs is set.
+func caBundleAwaited(obj *unstructured.Unstructured) string {
+	from := obj.GetAnnotations()[annotationInjectCAFrom]
+	if from == "" {
+		return ""
+	}
+	var empty []string
+	switch gk := obj.GroupVersionKind().GroupKind(); {
+	case gk == apiServiceGroupKind:
+		if ca, _, _ := unstructured.NestedString(obj.Object, "spec", "caBundle"); ca == "" {
+			empty = append(empty, "spec.caBundle")
+		}
+	case webhookKinds[gk]:
+		hooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
+		for i, hook := range hooks {
+			m, _ := hook.(map[string]any)
+			if ca, _, _ := unstructured.NestedString(m, "clientConfig", "caBundle"); ca == "" {
+				empty = append(empty, fmt.Sprintf("webhooks[%d].clientConfig.caBundle", i))
+			}
+		}
+	case gk == crdGroupKind:
+		if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "conversion", "strategy"); strategy != "Webhook" {
+			return ""
+		}
+		if ca, _, _ := unstructured.NestedString(obj.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle"); ca == "" {
+			empty = append(empty, "spec.conversion.webhook.clientConfig.caBundle")
+		}
+	}
+	if len(empty) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s %s waits for cert-manager to inject the CA of Certificate %s (%s: %s is empty), so the API server cannot trust its server yet; check that cert-manager's cainjector runs and that the Certificate is Ready",
+		obj.GetKind(), obj.GetName(), from, annotationInjectCAFrom, strings.Join(empty, ", "))
 }
 
 // serviceReady reports whether an EndpointSlice of Service ns/name has a

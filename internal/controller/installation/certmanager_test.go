@@ -127,6 +127,10 @@ func TestBundleCertManager(t *testing.T) {
 		}
 		return inject(crd, `[{"op":"add","path":"/spec/conversion/webhook/clientConfig/caBundle","value":"`+ca+`"}]`)
 	})
+	// Applied without a caBundle, the webhook is not ready until the
+	// injector writes it: the API server could not trust its server.
+	waitConditionMessage(t, ns, "gadgets", v1alpha1.ConditionReady,
+		"ValidatingWebhookConfiguration vgadget.webhooks.annex.dev waits for cert-manager to inject the CA of Certificate "+ns+"/"+certName)
 	eventually(t, 120*time.Second, func() error {
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: "vgadget.webhooks.annex.dev"}, vwc); err != nil {
 			return err
