@@ -94,6 +94,7 @@ func benchFleet(b *testing.B, clusters int) {
 	})
 
 	hubBefore := requestsServed(b, hub.Config)
+	hubKindsBefore := requestsByKind(b, hub.Config)
 	clustersBefore := 0
 	for _, m := range managed {
 		clustersBefore += requestsServed(b, m.Config)
@@ -139,17 +140,30 @@ func benchFleet(b *testing.B, clusters int) {
 	b.ReportMetric(mgr.Peak(b), "peak-MiB")
 	b.Logf("%d installations on %d clusters Ready in %.2f s; hub served %d requests, managed clusters %d; manager peak %.1f MiB; loadavg %s",
 		want, max(clusters, 1), elapsed.Seconds(), hubServed, clustersServed, mgr.Peak(b), loadavg())
+	b.Logf("hub requests by kind (the benchmark's own included): %s", formatKinds(hubKindsBefore, requestsByKind(b, hub.Config)))
 }
 
 // requestsServed sums apiserver_request_total of the API server cfg
 // reaches: every request it has answered since it started.
 func requestsServed(b *testing.B, cfg *rest.Config) int {
 	b.Helper()
+	total := 0
+	for _, n := range requestsByKind(b, cfg) {
+		total += n
+	}
+	return total
+}
+
+// requestsByKind reads apiserver_request_total of the API server cfg
+// reaches by "VERB resource[/subresource]" (the verb as the API server
+// counts it: LIST, WATCH, APPLY, …).
+func requestsByKind(b *testing.B, cfg *rest.Config) map[string]int {
+	b.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
 	must(b, err)
 	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	must(b, err)
-	total := 0.0
+	out := map[string]int{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -157,11 +171,29 @@ func requestsServed(b *testing.B, cfg *rest.Config) int {
 		if !strings.HasPrefix(line, "apiserver_request_total{") {
 			continue
 		}
-		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
-			total += v
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			continue
 		}
+		labels := line[len("apiserver_request_total{"):strings.LastIndexByte(line, '}')]
+		kind := metricLabel(labels, "verb") + " " + metricLabel(labels, "resource")
+		if sub := metricLabel(labels, "subresource"); sub != "" {
+			kind += "/" + sub
+		}
+		out[kind] += int(v)
 	}
-	return int(total)
+	return out
+}
+
+// metricLabel is the value of label name in a Prometheus text line's
+// label set (a="x",b="y"), "" when absent.
+func metricLabel(labels, name string) string {
+	i := strings.Index(","+labels, ","+name+"=\"")
+	if i < 0 {
+		return ""
+	}
+	rest := labels[i+len(name)+2:]
+	return rest[:strings.IndexByte(rest, '"')]
 }
 
 func waitUntil(b *testing.B, timeout time.Duration, f func() error) {

@@ -8,7 +8,6 @@ package profile
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -224,7 +223,7 @@ func (r *Reconciler) clusters(ctx context.Context, p *v1alpha1.ExtensionProfile)
 	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, err
 	}
-	hub := cluster{name: "", defaults: map[string][]string{p.Name: defaultsIn(p.Annotations, p.Name)}, reachable: true}
+	hub := cluster{name: "", defaults: map[string][]string{p.Name: r.written.defaults(p.Name, "", p.Annotations)}, reachable: true}
 	hub.record, hub.hasRecord = r.written.newest(p.Name, "", p.Annotations)
 	out := []cluster{hub}
 	byName := map[string]*v1alpha1.ManagedCluster{}
@@ -236,7 +235,7 @@ func (r *Reconciler) clusters(ctx context.Context, p *v1alpha1.ExtensionProfile)
 		byName[mc.Name] = mc
 		reachable := !meta.IsStatusConditionFalse(mc.Status.Conditions, v1alpha1.ConditionReachable)
 		c := cluster{name: mc.Name, labels: mc.Labels, annotations: mc.Annotations, version: mc.Status.KubernetesVersion,
-			defaults: map[string][]string{p.Name: defaultsIn(mc.Annotations, p.Name)}, reachable: reachable, windows: mc.Spec.MaintenanceWindows}
+			defaults: map[string][]string{p.Name: r.written.defaults(p.Name, mc.Name, mc.Annotations)}, reachable: reachable, windows: mc.Spec.MaintenanceWindows}
 		c.record, c.hasRecord = r.written.newest(p.Name, mc.Name, mc.Annotations)
 		out = append(out, c)
 	}
@@ -288,23 +287,30 @@ func (r *Reconciler) carryOut(ctx context.Context, p *v1alpha1.ExtensionProfile,
 	g.SetLimit(writers)
 	for _, c := range order {
 		g.Go(func() error {
-			// The cluster's record of Default extensions: the hub's copy
-			// of the profile, or a copy of the ManagedCluster (whose
-			// listed object is the cache's) that its actions share.
+			// The cluster's record object: the hub's copy of the profile,
+			// or a copy of the ManagedCluster (whose listed object is the
+			// cache's). Its record actions change it in memory; it is
+			// written once, after the cluster's installations.
 			var record client.Object = hub
 			if mc := mcs[c]; mc != nil {
 				record = mc.DeepCopy()
 			}
+			notes := notesOf(p.Name, record)
+			var done []action
+			defer func() { r.tell(gctx, p, c, done) }()
 			for _, a := range byCluster[c] {
-				if err := r.act(gctx, p, record, a); err != nil {
+				if notes.take(a) {
+					continue
+				}
+				if err := r.act(gctx, p, a); err != nil {
 					return fmt.Errorf("%s: %w", a.name, err)
 				}
-				r.tell(gctx, p, a)
+				done = append(done, a)
 				if movesCluster(a, moves) {
 					failpoint.Hit(movePoint(ro.State.Phase), p.Name)
 				}
 			}
-			return nil
+			return r.writeNotes(gctx, p.Name, c, record, notes)
 		})
 	}
 	return g.Wait()
@@ -333,11 +339,10 @@ func movePoint(phase v1alpha1.RolloutPhase) string {
 	return failpoint.RolloutAfterFirstMove
 }
 
-// act carries out one action of the decision. It does not change p: actions
-// of several clusters run at once. record is the object that records the
-// cluster's Default extensions (its ManagedCluster, or the profile for
-// the hub): a copy of the cluster's own, changed in place.
-func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, record client.Object, a action) error {
+// act carries out one action of the decision on an installation (the
+// record actions are notes, written by writeNotes). It does not change p:
+// actions of several clusters run at once.
+func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, a action) error {
 	switch a.kind {
 	case actCreate:
 		spec, err := desiredSpec(p, a.want)
@@ -383,51 +388,37 @@ func (r *Reconciler) act(ctx context.Context, p *v1alpha1.ExtensionProfile, reco
 		return err
 	case actRemove:
 		return r.removeOne(ctx, p, a.existing)
-	case actRecordDefault:
-		return r.recordDefault(ctx, p.Name, record, a.want.ext.Name)
-	case actRecordRevision:
-		return r.recordRevision(ctx, p.Name, a.want.cluster, record, a.record)
-	case actDropRecord:
-		return r.dropRecord(ctx, p.Name, a.want.cluster, record)
 	}
 	return nil
 }
 
-// dropRecord removes profile's record of the revision cluster runs from
-// obj (its ManagedCluster, or the profile itself for the hub).
-func (r *Reconciler) dropRecord(ctx context.Context, profile, cluster string, obj client.Object) error {
-	key := v1alpha1.AnnotationProfileRevisionsPrefix + profile
-	if _, ok := obj.GetAnnotations()[key]; !ok {
+// writeNotes writes what notes changed of a cluster's record object obj
+// (its ManagedCluster, or the profile itself for the hub): the Default
+// extensions recorded and the record of the revision it runs, in one
+// merge patch of those annotations, written after the cluster's
+// installations. Unconditional: only this profile's reconcile writes
+// them, and the ManagedCluster's status changes all the while; what the
+// cache does not show yet of an earlier write is remembered
+// (recordsWritten), so that a later reconcile does not write it again.
+// Nothing changed, nothing written; an object gone is not written.
+func (r *Reconciler) writeNotes(ctx context.Context, profile, cluster string, obj client.Object, n *notes) error {
+	if !n.changed() {
 		return nil
 	}
 	base := obj.DeepCopyObject().(client.Object)
-	annotations := maps.Clone(obj.GetAnnotations())
-	delete(annotations, key)
-	obj.SetAnnotations(annotations)
-	if err := r.Client.Patch(ctx, obj, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	r.written.forget(profile, cluster)
-	return nil
-}
-
-// recordRevision writes the record of the revision profile's move left a
-// cluster at on obj: its ManagedCluster, or the profile itself for the
-// hub. A merge patch of that one annotation, unconditional: only the
-// profile's reconcile writes it, and the ManagedCluster's status changes
-// all the while.
-func (r *Reconciler) recordRevision(ctx context.Context, profile, cluster string, obj client.Object, rec clusterRecord) error {
-	base := obj.DeepCopyObject().(client.Object)
-	annotations := maps.Clone(obj.GetAnnotations())
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[v1alpha1.AnnotationProfileRevisionsPrefix+profile] = rec.encode()
-	obj.SetAnnotations(annotations)
+	obj.SetAnnotations(n.annotations)
 	if err := r.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
-		return err
+		return client.IgnoreNotFound(err)
 	}
-	r.written.add(profile, cluster, rec)
+	switch {
+	case n.dropped:
+		r.written.forget(profile, cluster)
+	case n.recorded != nil:
+		r.written.add(profile, cluster, *n.recorded)
+	}
+	if n.defaultsAdded {
+		r.written.addDefaults(profile, cluster, defaultsIn(n.annotations, profile))
+	}
 	return nil
 }
 
@@ -459,27 +450,6 @@ func stamp(inst *v1alpha1.ExtensionInstallation, p *v1alpha1.ExtensionProfile, w
 	if w.previous != w.revision {
 		inst.Annotations[v1alpha1.AnnotationProfilePreviousRevision] = revisionLabel(w.previous)
 	}
-}
-
-// recordDefault adds ext to the Default extensions profile has given a
-// cluster, recorded on obj: its ManagedCluster, or the profile itself for
-// the hub.
-func (r *Reconciler) recordDefault(ctx context.Context, profile string, obj client.Object, ext string) error {
-	base := obj.DeepCopyObject().(client.Object)
-	annotations := obj.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	key := v1alpha1.AnnotationProfileDefaultsPrefix + profile
-	have := defaultsIn(annotations, profile)
-	if slices.Contains(have, ext) {
-		return nil
-	}
-	have = append(have, ext)
-	sort.Strings(have)
-	annotations[key] = strings.Join(have, ",")
-	obj.SetAnnotations(annotations)
-	return r.Client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 // removeOne deletes an installation that left the profile: with
@@ -537,7 +507,10 @@ func (r *Reconciler) dropRecords(ctx context.Context, p *v1alpha1.ExtensionProfi
 		if _, ok := list.Items[i].Annotations[v1alpha1.AnnotationProfileRevisionsPrefix+p.Name]; !ok {
 			continue
 		}
-		if err := r.dropRecord(ctx, p.Name, list.Items[i].Name, list.Items[i].DeepCopy()); err != nil {
+		mc := list.Items[i].DeepCopy()
+		n := notesOf(p.Name, mc)
+		n.take(action{kind: actDropRecord})
+		if err := r.writeNotes(ctx, p.Name, mc.Name, mc, n); err != nil {
 			return fmt.Errorf("ManagedCluster %s: %w", list.Items[i].Name, err)
 		}
 	}

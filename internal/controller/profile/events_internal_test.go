@@ -41,3 +41,26 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// TestSummary makes one Event of many installations' news on a cluster,
+// within the API server's limit on a note.
+func TestSummary(t *testing.T) {
+	one := "created ExtensionInstallation fleet/a-edge: a (Default) on cluster edge"
+	if got := summary("InstallationCreated", "edge", []string{one}); got != one {
+		t.Errorf("one message: %q", got)
+	}
+	if got := summary("InstallationCreated", "edge", []string{one, one}); got != "2 on cluster edge (InstallationCreated): "+one+"; "+one {
+		t.Errorf("two messages: %q", got)
+	}
+	many := make([]string, 100)
+	for i := range many {
+		many[i] = one
+	}
+	got := summary("InstallationCreated", "edge", many)
+	if len(got) > eventNoteLimit || !strings.HasPrefix(got, "100 on cluster edge (InstallationCreated): "+one) || !strings.Contains(got, "more") {
+		t.Errorf("100 messages (%d bytes): %q", len(got), got)
+	}
+	if got := summary("X", "edge", []string{strings.Repeat("x", 2000)}); len(got) > eventNoteLimit {
+		t.Errorf("a long message: %d bytes", len(got))
+	}
+}

@@ -50,9 +50,10 @@ func observe(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clus
 			c.move = max(c.move, moveOf(inst.Annotations))
 		}
 		switch {
-		case len(insts) > 0 && c.hasRecord:
+		case (len(insts) > 0 || c.unseen) && c.hasRecord:
 			// A record left by installations since removed says nothing
-			// of the cluster: read only while it holds some.
+			// of the cluster: read only while it holds some, or was
+			// given some the cache does not show yet.
 			fromRecord(&rc, c.record, insts, v)
 		case len(insts) == 0 && holdsNothing(sel, p, all, *c, v.data[newest]):
 			// The newest revision gives it nothing to hold (its owners

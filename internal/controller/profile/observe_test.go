@@ -75,6 +75,14 @@ func TestObserve(t *testing.T) {
 			// move: Ready at its old generation, which says nothing of 3.
 			existing: []v1alpha1.ExtensionInstallation{written("a", 2, 3, true), written("b", 1, 1, true)},
 			want:     rollout.Cluster{Revision: 3, Previous: 2, ChangedAt: at, Health: rollout.Progressing}, wantMove: 4},
+		{name: "record, installations written the cache does not show yet", cluster: func() cluster {
+			c := recorded(clusterRecord{Revision: 3, Previous: 2, Move: 4, At: at})
+			c.unseen = true
+			return c
+		}(),
+			// The move created them: the cluster runs 3, not nothing (which
+			// would move it again).
+			want: rollout.Cluster{Revision: 3, Previous: 2, ChangedAt: at, Health: rollout.Progressing}, wantMove: 4},
 		{name: "record without installations: not read", cluster: recorded(clusterRecord{Revision: 3, Previous: 2, Move: 5, At: at}),
 			want: rollout.Cluster{Health: rollout.Ready}, wantMove: 5},
 	} {

@@ -2,11 +2,15 @@ package profile
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
@@ -57,6 +61,64 @@ func moveOf(annotations map[string]string) int64 {
 	return n
 }
 
+// notes are what one reconcile's record actions change of a cluster's
+// record object (its ManagedCluster, or the profile for the hub): the
+// Default extensions the profile created there and the record of the
+// revision the cluster runs, both annotations, written in one patch
+// after the cluster's installations (writeNotes) rather than one write
+// per action.
+type notes struct {
+	profile     string
+	annotations map[string]string // the object's, with the notes taken
+	// defaultsAdded, recorded and dropped say what was taken.
+	defaultsAdded bool
+	recorded      *clusterRecord
+	dropped       bool
+}
+
+// notesOf starts the notes of profile on obj, from its annotations.
+func notesOf(profile string, obj client.Object) *notes {
+	return &notes{profile: profile, annotations: maps.Clone(obj.GetAnnotations())}
+}
+
+// take notes a record action and reports true; any other action it
+// leaves alone and reports false.
+func (n *notes) take(a action) bool {
+	switch a.kind {
+	case actRecordDefault:
+		have := defaultsIn(n.annotations, n.profile)
+		if slices.Contains(have, a.want.ext.Name) {
+			return true
+		}
+		have = append(have, a.want.ext.Name)
+		slices.Sort(have)
+		n.set(v1alpha1.AnnotationProfileDefaultsPrefix+n.profile, strings.Join(have, ","))
+		n.defaultsAdded = true
+	case actRecordRevision:
+		rec := a.record
+		n.set(v1alpha1.AnnotationProfileRevisionsPrefix+n.profile, rec.encode())
+		n.recorded, n.dropped = &rec, false
+	case actDropRecord:
+		if _, ok := n.annotations[v1alpha1.AnnotationProfileRevisionsPrefix+n.profile]; ok {
+			delete(n.annotations, v1alpha1.AnnotationProfileRevisionsPrefix+n.profile)
+			n.recorded, n.dropped = nil, true
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+func (n *notes) set(key, value string) {
+	if n.annotations == nil {
+		n.annotations = map[string]string{}
+	}
+	n.annotations[key] = value
+}
+
+// changed reports whether the notes change the object's annotations.
+func (n *notes) changed() bool { return n.defaultsAdded || n.recorded != nil || n.dropped }
+
 // recordsWritten remembers the records this manager wrote until its
 // cache shows them. The cache's ManagedClusters and installations are
 // two watches with no order between them: a reconcile right after a move
@@ -64,8 +126,15 @@ func moveOf(annotations map[string]string) int64 {
 // after them, and would take the move for one cut short. Only moves in
 // flight are kept: an entry goes once the cache has caught up.
 type recordsWritten struct {
-	mu      sync.Mutex
-	records map[recordKey]clusterRecord
+	mu       sync.Mutex
+	records       map[recordKey]clusterRecord
+	defaultsLists map[recordKey]defaultsWritten
+}
+
+// defaultsWritten is a record of Default extensions written at a time.
+type defaultsWritten struct {
+	extensions []string
+	at         time.Time
 }
 
 type recordKey struct{ profile, cluster string }
@@ -200,4 +269,38 @@ func (write installationWrite) shownBy(cached *v1alpha1.ExtensionInstallation) b
 		return cached == nil || cached.UID != write.uid || !cached.DeletionTimestamp.IsZero()
 	}
 	return cached != nil && cached.Generation >= write.generation
+}
+
+// addDefaults remembers the Default extensions written for profile on
+// cluster.
+func (w *recordsWritten) addDefaults(profile, cluster string, extensions []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.defaultsLists == nil {
+		w.defaultsLists = map[recordKey]defaultsWritten{}
+	}
+	w.defaultsLists[recordKey{profile, cluster}] = defaultsWritten{extensions: extensions, at: time.Now()}
+}
+
+// defaults is profile's record of the Default extensions it created on
+// cluster: the one in annotations (the cache's), with those written since
+// that the cache does not show yet. A write the cache shows, or has not
+// shown within writeSeenWithin, is forgotten.
+func (w *recordsWritten) defaults(profile, cluster string, annotations map[string]string) []string {
+	have := defaultsIn(annotations, profile)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := recordKey{profile, cluster}
+	mine, wrote := w.defaultsLists[key]
+	if !wrote {
+		return have
+	}
+	missing := slices.DeleteFunc(slices.Clone(mine.extensions), func(ext string) bool { return slices.Contains(have, ext) })
+	if len(missing) == 0 || time.Since(mine.at) > writeSeenWithin {
+		delete(w.defaultsLists, key)
+		return have
+	}
+	out := append(slices.Clone(have), missing...)
+	slices.Sort(out)
+	return out
 }

@@ -62,3 +62,69 @@ func TestInstallationsWritten(t *testing.T) {
 		t.Fatalf("the created object shown: unseen %v, want none", got)
 	}
 }
+
+// TestNotes gathers a reconcile's record actions on a cluster into the
+// annotations written in one patch: Default extensions added in order,
+// once; the revision record set or dropped; other actions left alone.
+func TestNotes(t *testing.T) {
+	mc := &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Annotations: map[string]string{
+		v1alpha1.AnnotationProfileDefaultsPrefix + "base": "b", "team": "edge"}}}
+	n := notesOf("base", mc)
+	if n.changed() {
+		t.Fatal("notes changed before any action")
+	}
+	rec := clusterRecord{Revision: 2, Previous: 1, Move: 3, At: time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)}
+	for _, a := range []action{
+		{kind: actRecordDefault, want: want{ext: v1alpha1.ProfileExtension{Name: "c"}}},
+		{kind: actRecordDefault, want: want{ext: v1alpha1.ProfileExtension{Name: "a"}}},
+		{kind: actRecordDefault, want: want{ext: v1alpha1.ProfileExtension{Name: "c"}}},
+		{kind: actRecordRevision, record: rec},
+	} {
+		if !n.take(a) {
+			t.Fatalf("record action %v not taken", a.kind)
+		}
+	}
+	for _, kind := range []actionKind{actCreate, actUpdate, actRemove} {
+		if n.take(action{kind: kind}) {
+			t.Errorf("installation action %v taken as a note", kind)
+		}
+	}
+	want := map[string]string{v1alpha1.AnnotationProfileDefaultsPrefix + "base": "a,b,c", "team": "edge",
+		v1alpha1.AnnotationProfileRevisionsPrefix + "base": rec.encode()}
+	if !n.changed() || !maps.Equal(n.annotations, want) || n.recorded == nil || *n.recorded != rec {
+		t.Errorf("notes: %v, recorded %v; want %v", n.annotations, n.recorded, want)
+	}
+	if mc.Annotations[v1alpha1.AnnotationProfileDefaultsPrefix+"base"] != "b" {
+		t.Error("the notes changed the object they started from")
+	}
+	n.take(action{kind: actDropRecord})
+	if _, ok := n.annotations[v1alpha1.AnnotationProfileRevisionsPrefix+"base"]; ok || !n.dropped || n.recorded != nil {
+		t.Errorf("dropped: %v, dropped %v, recorded %v", n.annotations, n.dropped, n.recorded)
+	}
+	// Dropping a record there is not is no change.
+	if n := notesOf("base", &v1alpha1.ManagedCluster{}); n.take(action{kind: actDropRecord}) && n.changed() {
+		t.Error("dropping no record changed the notes")
+	}
+}
+
+// TestDefaultsWritten reads the Default extensions written and not yet
+// shown by the cache, until it shows them.
+func TestDefaultsWritten(t *testing.T) {
+	var w recordsWritten
+	cached := map[string]string{v1alpha1.AnnotationProfileDefaultsPrefix + "base": "a"}
+	w.addDefaults("base", "edge", []string{"a", "b", "c"})
+	if got := w.defaults("base", "edge", cached); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("before the cache shows the write: %v, want a, b, c", got)
+	}
+	if got := w.defaults("base", "core", cached); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("another cluster: %v, want a", got)
+	}
+	shown := map[string]string{v1alpha1.AnnotationProfileDefaultsPrefix + "base": "a,b,c"}
+	if got := w.defaults("base", "edge", shown); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("shown: %v", got)
+	}
+	// Forgotten once shown: the cache alone says from now on.
+	if got := w.defaults("base", "edge", cached); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("after the write was shown: %v, want the cache's a", got)
+	}
+}
