@@ -64,7 +64,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if inst.Status.InstalledVersion != "" {
 		op = metrics.OpUpgrade
 	}
-	objects, opts := s.artifact.adoption.applying(set.Objects, target.ApplyOptions{
+	objects, opts := applying(s.artifact.adoption, set.Objects, target.ApplyOptions{
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 		Create:        first,

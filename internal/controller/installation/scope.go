@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/adopt"
 	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/resolve"
@@ -50,7 +51,7 @@ type artifact struct {
 	resources []v1alpha1.ObjectReference // spec.resources as the engine places them
 	// adoption is what this reconcile's first install takes over
 	// (spec.adopt), once adoptRelease checked it; nil otherwise.
-	adoption *adoption
+	adoption *adopt.Takeover
 }
 
 // appliedState is what the apply step, or the drift check, left and saw.
