@@ -14,6 +14,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/approval"
+	"github.com/annex-platform/annex/internal/wake"
 )
 
 // +kubebuilder:rbac:groups=annex.dev,resources=approvalpolicies;approvals,verbs=get;list;watch
@@ -70,7 +71,7 @@ func (r *Reconciler) awaitingApproval(ctx context.Context, _ client.Object) []re
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil
 	}
-	return requests(list.Items, func(inst *v1alpha1.ExtensionInstallation) bool {
+	return wake.Requests(list.Items, func(inst *v1alpha1.ExtensionInstallation) bool {
 		return inst.Status.Change != nil && inst.Status.Change.Approval != nil
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/target"
 	"github.com/annex-platform/annex/internal/values"
+	"github.com/annex-platform/annex/internal/wake"
 )
 
 // +kubebuilder:rbac:groups=annex.dev,resources=hooks,verbs=get;list;watch
@@ -124,7 +125,7 @@ func (r *Reconciler) installationsWaitingOnHooks(ctx context.Context, _ client.O
 	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
-	return requests(list.Items, func(i *v1alpha1.ExtensionInstallation) bool {
+	return wake.Requests(list.Items, func(i *v1alpha1.ExtensionInstallation) bool {
 		c := i.Status.Change
 		return c != nil && c.Hooks != nil && c.Hooks.State != v1alpha1.HookSucceeded
 	})
