@@ -14,6 +14,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/metrics"
+	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/target"
 )
 
@@ -266,5 +267,5 @@ func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1
 	default:
 		reason = "Installed"
 	}
-	s.report.applied = &note{corev1.EventTypeNormal, reason, msg}
+	s.report.applied = &news.Note{Type: corev1.EventTypeNormal, Reason: reason, Message: msg}
 }

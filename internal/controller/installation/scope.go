@@ -11,6 +11,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/adopt"
 	"github.com/annex-platform/annex/internal/engine"
+	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/target"
@@ -82,16 +83,16 @@ type outcome struct {
 // log lines that go with them (observe.go).
 type reporting struct {
 	log      logr.Logger     // carries the installation and its cluster
-	before   standing        // where the installation stood when the reconcile began
+	before   news.Standing   // where the installation stood when the reconcile began
 	wasReady bool            // Ready for the current generation when the reconcile began
 	told     map[string]bool // the reasons of the Events recorded so far
 	// applied is the Event telling the revision this reconcile applied,
 	// recorded when the reconcile ends (see announce).
-	applied *note
+	applied *news.Note
 }
 
 func newScope(inst *v1alpha1.ExtensionInstallation) *scope {
-	return &scope{inst: inst, written: inst.DeepCopy(), report: reporting{wasReady: isReady(inst), before: standingOf(inst)}}
+	return &scope{inst: inst, written: inst.DeepCopy(), report: reporting{wasReady: isReady(inst), before: news.StandingOf(inst)}}
 }
 
 // observe keeps h, the health an apply or drift check has just seen, for
