@@ -15,6 +15,7 @@ import (
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/news"
+	"github.com/annex-platform/annex/internal/remediate"
 	"github.com/annex-platform/annex/internal/target"
 )
 
@@ -81,7 +82,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		b := applyBlock(err)
 		// An adoption that fails is retried, never remediated: the
 		// objects are the release's, not Annex's to uninstall.
-		if b.kind == blockRetry && countsAsFailedAttempt(err) && s.artifact.adoption == nil {
+		if b.kind == blockRetry && remediate.CountsAsFailedAttempt(err) && s.artifact.adoption == nil {
 			return r.attemptFailed(ctx, s, b.reason, b.message)
 		}
 		s.block = b
