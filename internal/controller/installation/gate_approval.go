@@ -29,7 +29,7 @@ import (
 func (r *Reconciler) requireApproval(ctx context.Context, s *scope) (ctrl.Result, error) {
 	pc := s.inst.Status.Change
 	c := approval.Change{
-		From: s.change.from, To: s.change.to, Digest: s.change.digest, PermissionsGrow: pc.PermissionsGrow, Objects: s.change.objects,
+		From: s.change.From, To: s.change.To, Digest: s.change.Digest, PermissionsGrow: pc.PermissionsGrow, Objects: s.change.Objects,
 		Installed: func() ([]*unstructured.Unstructured, error) {
 			installed, err := r.installedState(ctx, s)
 			return slices.Concat(installed.crds, installed.objects), err
@@ -44,7 +44,7 @@ func (r *Reconciler) requireApproval(ctx context.Context, s *scope) (ctrl.Result
 	case a == nil:
 	case a.State == v1alpha1.ApprovalApproved:
 		r.event(s, corev1.EventTypeNormal, "Approved", fmt.Sprintf("%s approved the change to %s (digest %s), requested by %s",
-			a.ApprovedBy, s.change.to, s.change.digest, a.RequestedBy))
+			a.ApprovedBy, s.change.To, s.change.Digest, a.RequestedBy))
 	case a.State == v1alpha1.ApprovalDenied:
 		s.block = terminal(v1alpha1.ReasonApprovalDenied, approval.DenialMessage(s.inst, c, a))
 	default:

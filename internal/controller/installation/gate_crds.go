@@ -28,7 +28,7 @@ import (
 // CRDs in place of the change's (keepCRDs). The judgement is crdcheck.Judge's
 // (pure); this step only reads the installed CRDs.
 func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, error) {
-	proposed := crdcheck.In(s.change.objects)
+	proposed := crdcheck.In(s.change.Objects)
 	s.inst.Status.CRDChanges = nil
 	if len(proposed) == 0 {
 		setCRDWarnings(s, "")
