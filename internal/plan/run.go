@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -158,4 +159,28 @@ func CleanupNext(cleanup Plan, st v1alpha1.PlanStatus, run, abandon *v1alpha1.Pl
 		return CleanupAbandon, Abandon(st, "abandoned by request "+abandon.ID, now), ran, abandon
 	}
 	return CleanupRun, st, ran, nil
+}
+
+// PackageRecord is what a revision record keeps of the plans of a
+// release that runs them: enough to prune what a plan stops applying and
+// to run the cleanup plan on uninstall.
+type PackageRecord struct {
+	// Params are the effective parameters of the revision.
+	Params map[string]any `json:"params,omitempty"`
+	// Cleanup is the cleanup plan rendered with Params.
+	Cleanup *Plan `json:"cleanup,omitempty"`
+	// AppliedBy maps each object of the set (its target.RefKey) to the
+	// plan that last applied it, so that a plan that stops applying an
+	// object prunes it.
+	AppliedBy map[string]string `json:"appliedBy,omitempty"`
+}
+
+// DecodePackageRecord reads the PackageRecord of a revision record's
+// package part; a record without one (a chart's) is the zero record.
+func DecodePackageRecord(data []byte) PackageRecord {
+	var rec PackageRecord
+	if len(data) > 0 {
+		_ = json.Unmarshal(data, &rec)
+	}
+	return rec
 }

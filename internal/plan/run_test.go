@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -147,5 +148,21 @@ func TestCleanupNext(t *testing.T) {
 	// A fatal cleanup is not running: an abandon request alone leaves it.
 	if act, _, _, ab := CleanupNext(cleanup, fatal, nil, abandon, now); act != CleanupRun || ab != nil {
 		t.Fatalf("abandon request on a fatal plan: %v %v", act, ab)
+	}
+}
+
+// A package record round-trips; a chart's record has none.
+func TestPackageRecord(t *testing.T) {
+	cleanup := serial("cleanup", "a")
+	data, err := json.Marshal(PackageRecord{Params: map[string]any{"replicas": 2.0}, Cleanup: &cleanup, AppliedBy: map[string]string{"v1/ConfigMap/apps/x": "deploy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := DecodePackageRecord(data)
+	if rec.Cleanup == nil || rec.Cleanup.Name != "cleanup" || rec.Params["replicas"] != 2.0 || rec.AppliedBy["v1/ConfigMap/apps/x"] != "deploy" {
+		t.Fatalf("DecodePackageRecord = %+v", rec)
+	}
+	if rec := DecodePackageRecord(nil); rec.Cleanup != nil || rec.Params != nil {
+		t.Fatalf("a chart's record: %+v", rec)
 	}
 }

@@ -60,11 +60,11 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 		return err
 	}
 	applier, ns := s.target.Applier(), s.targetNamespace()
-	desired, appliedBy := plan.StateAfter(slices.Concat(s.artifact.run.namespace, prev.objects), decodePackageRecord(prev.pkg).AppliedBy,
+	desired, appliedBy := plan.StateAfter(slices.Concat(s.artifact.run.namespace, prev.objects), plan.DecodePackageRecord(prev.pkg).AppliedBy,
 		s.artifact.run.plans, func(o *unstructured.Unstructured) string {
 			return target.RefKey(applier.Refs([]*unstructured.Unstructured{o}, ns)[0])
 		})
-	extra, err := json.Marshal(packageRecord{Params: s.artifact.run.params, Cleanup: s.artifact.run.cleanup, AppliedBy: appliedBy})
+	extra, err := json.Marshal(plan.PackageRecord{Params: s.artifact.run.params, Cleanup: s.artifact.run.cleanup, AppliedBy: appliedBy})
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func driftable(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 // removes it too.
 func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed target.Set) (ctrl.Result, bool, error) {
 	inst := s.inst
-	cleanup := decodePackageRecord(installed.Package).Cleanup
+	cleanup := plan.DecodePackageRecord(installed.Package).Cleanup
 	if cleanup == nil {
 		return ctrl.Result{}, true, nil
 	}
