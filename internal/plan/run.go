@@ -184,3 +184,26 @@ func DecodePackageRecord(data []byte) PackageRecord {
 	}
 	return rec
 }
+
+// WaitingCondition is the reason and message of an installation whose plan p
+// waits in st (Advance halted with Waits): a step that errs says what to
+// do.
+func WaitingCondition(p Plan, st v1alpha1.PlanStatus) (reason, message string) {
+	message = fmt.Sprintf("plan %s: %s", p.Name, st.Message)
+	if st.State == v1alpha1.PlanError {
+		message += "; fix the cause, or abandon the plan with annexctl plan abandon"
+	}
+	return v1alpha1.ReasonPlanRunning, message
+}
+
+// StoppedCondition is the reason and message of an installation whose revision
+// stopped in plan status st (FATAL_ERROR or ABANDONED): what stopped and
+// what to do.
+func StoppedCondition(st v1alpha1.PlanStatus) (reason, message string) {
+	if st.State == v1alpha1.PlanAbandoned {
+		return v1alpha1.ReasonPlanAbandoned, fmt.Sprintf("plan %s was abandoned (%s); it left behind %d objects (status.plans[%s].leftBehind); run a plan or change the spec to go on",
+			st.Name, st.Message, len(st.LeftBehind), st.Name)
+	}
+	return v1alpha1.ReasonPlanFailed, fmt.Sprintf("plan %s failed: %s; fix the cause and change spec.values or spec.version, or run it again with annexctl plan run %s",
+		st.Name, st.Message, st.Name)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -164,5 +165,22 @@ func TestPackageRecord(t *testing.T) {
 	}
 	if rec := DecodePackageRecord(nil); rec.Cleanup != nil || rec.Params != nil {
 		t.Fatalf("a chart's record: %+v", rec)
+	}
+}
+
+// What an installation says while its plan waits or after it stopped.
+func TestHaltConditions(t *testing.T) {
+	p := serial("deploy", "a")
+	if r, m := WaitingCondition(p, v1alpha1.PlanStatus{State: v1alpha1.PlanInProgress, Message: "2 of 3 ready"}); r != v1alpha1.ReasonPlanRunning || m != "plan deploy: 2 of 3 ready" {
+		t.Errorf("waiting: %s %q", r, m)
+	}
+	if _, m := WaitingCondition(p, v1alpha1.PlanStatus{State: v1alpha1.PlanError, Message: "x"}); !strings.HasSuffix(m, "abandon the plan with annexctl plan abandon") {
+		t.Errorf("an erring step says what to do: %q", m)
+	}
+	if r, m := StoppedCondition(v1alpha1.PlanStatus{Name: "deploy", State: v1alpha1.PlanFatalError, Message: "boom"}); r != v1alpha1.ReasonPlanFailed || !strings.Contains(m, "annexctl plan run deploy") {
+		t.Errorf("fatal: %s %q", r, m)
+	}
+	if r, m := StoppedCondition(v1alpha1.PlanStatus{Name: "deploy", State: v1alpha1.PlanAbandoned, LeftBehind: make([]v1alpha1.ObjectReference, 2)}); r != v1alpha1.ReasonPlanAbandoned || !strings.Contains(m, "left behind 2 objects") {
+		t.Errorf("abandoned: %s %q", r, m)
 	}
 }

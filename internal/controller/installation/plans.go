@@ -156,11 +156,7 @@ func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, op
 
 // planWaits ends a reconcile whose plan waits for a step.
 func (r *Reconciler) planWaits(s *scope, p plan.Plan, st v1alpha1.PlanStatus) (ctrl.Result, error) {
-	msg := fmt.Sprintf("plan %s: %s", p.Name, st.Message)
-	reason := v1alpha1.ReasonPlanRunning
-	if st.State == v1alpha1.PlanError {
-		msg += "; fix the cause, or abandon the plan with annexctl plan abandon"
-	}
+	reason, msg := plan.WaitingCondition(p, st)
 	s.block = wait(reason, msg)
 	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, reason, msg)
 	return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
@@ -217,11 +213,7 @@ func (r *Reconciler) revisionStopped(ctx context.Context, s *scope, rev v1alpha1
 	}
 	inventory := inst.Status.Inventory
 	r.record(s, inventory, rev, "PlanStopped")
-	reason, msg := v1alpha1.ReasonPlanFailed, fmt.Sprintf("plan %s failed: %s; fix the cause and change spec.values or spec.version, or run it again with annexctl plan run %s", st.Name, st.Message, st.Name)
-	if st.State == v1alpha1.PlanAbandoned {
-		reason = v1alpha1.ReasonPlanAbandoned
-		msg = fmt.Sprintf("plan %s was abandoned (%s); it left behind %d objects (status.plans[%s].leftBehind); run a plan or change the spec to go on", st.Name, st.Message, len(st.LeftBehind), st.Name)
-	}
+	reason, msg := plan.StoppedCondition(st)
 	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, reason, msg)
 	s.block = terminal(reason, msg)
 	return ctrl.Result{}, nil
