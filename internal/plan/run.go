@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -206,4 +207,18 @@ func StoppedCondition(st v1alpha1.PlanStatus) (reason, message string) {
 	}
 	return v1alpha1.ReasonPlanFailed, fmt.Sprintf("plan %s failed: %s; fix the cause and change spec.values or spec.version, or run it again with annexctl plan run %s",
 		st.Name, st.Message, st.Name)
+}
+
+// RunDummy is the result of a TaskDummy t: what its Dummy says.
+func RunDummy(t Task) StepResult {
+	d := t.Dummy
+	switch {
+	case d.WantErr && d.Fatal:
+		return Fatal(t.Name, errors.New("dummy task: fatal error (fatal: true)"))
+	case d.WantErr:
+		return Failed(t.Name, errors.New("dummy task: error (wantErr: true)"))
+	case !d.Done:
+		return Waiting(t.Name, "dummy task: not done (done: false)")
+	}
+	return StepResult{Done: true}
 }

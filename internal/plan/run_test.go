@@ -184,3 +184,20 @@ func TestHaltConditions(t *testing.T) {
 		t.Errorf("abandoned: %s %q", r, m)
 	}
 }
+
+func TestRunDummy(t *testing.T) {
+	for _, tc := range []struct {
+		d    Dummy
+		want StepResult
+	}{
+		{Dummy{Done: true}, StepResult{Done: true}},
+		{Dummy{}, StepResult{Message: "dummy task: not done (done: false)"}},
+		{Dummy{WantErr: true}, StepResult{Failed: true, Message: "dummy task: error (wantErr: true)"}},
+		{Dummy{WantErr: true, Fatal: true}, StepResult{Fatal: true, Message: "dummy task: fatal error (fatal: true)"}},
+	} {
+		got := RunDummy(Task{Name: "t", Kind: TaskDummy, Dummy: &tc.d})
+		if got.Done != tc.want.Done || got.Failed != tc.want.Failed || got.Fatal != tc.want.Fatal || !strings.Contains(got.Message, tc.want.Message) {
+			t.Errorf("RunDummy(%+v) = %+v, want %+v", tc.d, got, tc.want)
+		}
+	}
+}

@@ -78,16 +78,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 	case plan.TaskDependency:
 		return r.dependencyReady(s, t)
 	case plan.TaskDummy:
-		d := t.Dummy
-		switch {
-		case d.WantErr && d.Fatal:
-			return plan.Fatal(t.Name, errors.New("dummy task: fatal error (fatal: true)"))
-		case d.WantErr:
-			return plan.Failed(t.Name, errors.New("dummy task: error (wantErr: true)"))
-		case !d.Done:
-			return plan.Waiting(t.Name, "dummy task: not done (done: false)")
-		}
-		return plan.StepResult{Done: true}
+		return plan.RunDummy(t)
 	}
 	return plan.Fatal(t.Name, fmt.Errorf("unknown task kind %q", t.Kind))
 }
