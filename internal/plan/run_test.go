@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
@@ -199,5 +200,18 @@ func TestRunDummy(t *testing.T) {
 		if got.Done != tc.want.Done || got.Failed != tc.want.Failed || got.Fatal != tc.want.Fatal || !strings.Contains(got.Message, tc.want.Message) {
 			t.Errorf("RunDummy(%+v) = %+v, want %+v", tc.d, got, tc.want)
 		}
+	}
+}
+
+func TestDriftable(t *testing.T) {
+	obj := func(apiVersion, kind string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion(apiVersion)
+		o.SetKind(kind)
+		return o
+	}
+	got := Driftable([]*unstructured.Unstructured{obj("batch/v1", "Job"), obj("v1", "Pod"), obj("apps/v1", "Deployment"), obj("example.com/v1", "Job")})
+	if len(got) != 2 || got[0].GetKind() != "Deployment" || got[1].GetAPIVersion() != "example.com/v1" {
+		t.Fatalf("Driftable kept %d objects", len(got))
 	}
 }

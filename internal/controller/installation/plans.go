@@ -256,21 +256,7 @@ func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result,
 	if err != nil || !prev.found {
 		return ctrl.Result{}, err
 	}
-	return r.checkDrift(ctx, s, target.Set{Objects: driftable(prev.objects)})
-}
-
-// driftable leaves out run-to-completion objects (Jobs, Pods): a plan
-// runs them once; correcting their drift would run them again.
-func driftable(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		gk := o.GroupVersionKind().GroupKind()
-		if (gk.Group == "batch" && gk.Kind == "Job") || (gk.Group == "" && gk.Kind == "Pod") {
-			continue
-		}
-		out = append(out, o)
-	}
-	return out
+	return r.checkDrift(ctx, s, target.Set{Objects: plan.Driftable(prev.objects)})
 }
 
 // runCleanup runs the installed revision's cleanup plan, if its package
