@@ -267,9 +267,10 @@ type Runner func(ref StepRef, step Step) StepResult
 // fail (waiting is then true) or p finishes. After each pass that leaves
 // p running, saved is called with the new status (nil: not saved), so that
 // an executor stopped anywhere resumes at the step it was in; a save error
-// ends Drive with it. Every engine's plans run through Drive, and the
-// installation controller is its one caller: a chart's in one call (its
-// steps never wait), a package's across reconciles.
+// ends Drive with it. Every engine's plans run through Drive: a chart's
+// in one call by the installation controller (its steps never wait), a
+// package's across reconciles by the resumable driver (Advance,
+// DriveOne, run.go).
 func Drive(p Plan, st v1alpha1.PlanStatus, run Runner, now func() metav1.Time, saved func(v1alpha1.PlanStatus) error) (v1alpha1.PlanStatus, bool, error) {
 	for {
 		d := Next(p, st)

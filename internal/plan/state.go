@@ -183,3 +183,18 @@ func RewriteApplies(plans []Plan, rewrite func([]*unstructured.Unstructured) []*
 	}
 	return out
 }
+
+// Driftable leaves out of objs the run-to-completion objects (Jobs,
+// Pods): a plan runs them once; correcting their drift would run them
+// again.
+func Driftable(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		gk := o.GroupVersionKind().GroupKind()
+		if (gk.Group == "batch" && gk.Kind == "Job") || (gk.Group == "" && gk.Kind == "Pod") {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}

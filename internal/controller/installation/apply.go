@@ -14,6 +14,8 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/metrics"
+	"github.com/annex-platform/annex/internal/news"
+	"github.com/annex-platform/annex/internal/remediate"
 	"github.com/annex-platform/annex/internal/target"
 )
 
@@ -64,7 +66,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if inst.Status.InstalledVersion != "" {
 		op = metrics.OpUpgrade
 	}
-	objects, opts := s.artifact.adoption.applying(set.Objects, target.ApplyOptions{
+	objects, opts := applying(s.artifact.adoption, set.Objects, target.ApplyOptions{
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 		Create:        first,
@@ -80,7 +82,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		b := applyBlock(err)
 		// An adoption that fails is retried, never remediated: the
 		// objects are the release's, not Annex's to uninstall.
-		if b.kind == blockRetry && countsAsFailedAttempt(err) && s.artifact.adoption == nil {
+		if b.kind == blockRetry && remediate.CountsAsFailedAttempt(err) && s.artifact.adoption == nil {
 			return r.attemptFailed(ctx, s, b.reason, b.message)
 		}
 		s.block = b
@@ -266,5 +268,5 @@ func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1
 	default:
 		reason = "Installed"
 	}
-	s.report.applied = &note{corev1.EventTypeNormal, reason, msg}
+	s.report.applied = &news.Note{Type: corev1.EventTypeNormal, Reason: reason, Message: msg}
 }

@@ -2,7 +2,6 @@ package installation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 
@@ -32,17 +31,6 @@ type planRun struct {
 	// applied before the plans' first step on every pass, recorded, removed
 	// on uninstall.
 	namespace []*unstructured.Unstructured
-}
-
-// packageRecord is the package engine's part of a revision record.
-type packageRecord struct {
-	// Params are the effective parameters of the revision.
-	Params map[string]any `json:"params,omitempty"`
-	// Cleanup is the cleanup plan rendered with Params.
-	Cleanup *plan.Plan `json:"cleanup,omitempty"`
-	// AppliedBy maps each object of the set (refKey) to the plan that last
-	// applied it, so that a plan that stops applying an object prunes it.
-	AppliedBy map[string]string `json:"appliedBy,omitempty"`
 }
 
 // renderPlans chooses the plans this change runs (engine.Release.Choose) and
@@ -80,10 +68,5 @@ func (r *Reconciler) stop(s *scope, b *block, res ctrl.Result) (ctrl.Result, err
 	return res, nil
 }
 
-func decodePackageRecord(data []byte) packageRecord {
-	var rec packageRecord
-	if len(data) > 0 {
-		_ = json.Unmarshal(data, &rec) // a record without it is a chart's
-	}
-	return rec
-}
+// decodePackageRecord is plan.DecodePackageRecord, for render.go.
+func decodePackageRecord(data []byte) plan.PackageRecord { return plan.DecodePackageRecord(data) }

@@ -8,16 +8,21 @@
 // choose.go (the plans it runs), adopt.go (spec.adopt), grants.go,
 // instances.go (checkScope), gate.go with gate_crds.go, gate_approval.go
 // and gate_hooks.go, apply.go, drift.go, health.go, storage.go, plans.go
-// (the resumable driver of plans) with execute.go (their tasks),
-// remediation.go, records.go, uninstall.go. Their state is the scope
-// (scope.go); what each step asks of the world is in a package of its own:
-// the engines' contract in internal/engine, the target cluster in
-// internal/target, revision records in internal/record (Keeper), plans in
-// internal/plan, the CRD policy in internal/crdcheck, approvals in
-// internal/approval, hooks in internal/hookrequest, values sources in
-// internal/valuesfrom, tenancy in internal/tenancy, content scope in
-// internal/resolve. interfaces.go lists the controller's interfaces: it
-// never asks which engine made a release.
+// (a revision's plans run by internal/plan's resumable driver) with
+// execute.go (their tasks), remediation.go, records.go, uninstall.go;
+// observe.go records the Events, setup.go wires the watches. Their state
+// is the scope (scope.go); what each step asks of the world, and what it
+// decides, is in a package of its own: the engines' contract in
+// internal/engine, the target cluster in internal/target, revision
+// records in internal/record (Keeper), plans and their resumable driver
+// in internal/plan, adoption in internal/adopt, the CRD policy in
+// internal/crdcheck, approvals in internal/approval, hooks in
+// internal/hookrequest, values sources in internal/valuesfrom, tenancy in
+// internal/tenancy, content scope in internal/resolve, which events wake
+// which installations in internal/wake, which transitions are news in
+// internal/news, what follows a failed attempt in internal/remediate, the
+// uninstall's decisions in internal/uninstall. interfaces.go lists the
+// controller's interfaces: it never asks which engine made a release.
 package installation
 
 import (

@@ -32,7 +32,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 	switch t.Kind {
 	case plan.TaskApply:
 		applied, err := applier.Apply(ctx, s.owner(), ns, target.Set{Objects: t.Objects},
-			s.artifact.adoption.options(target.ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}))
+			handOver(s.artifact.adoption, target.ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}))
 		if err != nil {
 			if b := r.permissionBlock(s.inst, err); b != nil {
 				return plan.Failed(t.Name, errors.New(b.message))
@@ -78,16 +78,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 	case plan.TaskDependency:
 		return r.dependencyReady(s, t)
 	case plan.TaskDummy:
-		d := t.Dummy
-		switch {
-		case d.WantErr && d.Fatal:
-			return plan.Fatal(t.Name, errors.New("dummy task: fatal error (fatal: true)"))
-		case d.WantErr:
-			return plan.Failed(t.Name, errors.New("dummy task: error (wantErr: true)"))
-		case !d.Done:
-			return plan.Waiting(t.Name, "dummy task: not done (done: false)")
-		}
-		return plan.StepResult{Done: true}
+		return plan.RunDummy(t)
 	}
 	return plan.Fatal(t.Name, fmt.Errorf("unknown task kind %q", t.Kind))
 }

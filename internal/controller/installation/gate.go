@@ -14,43 +14,11 @@ import (
 	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/target"
-	"github.com/annex-platform/annex/internal/values"
 )
-
-// Gate events: what a change is, for the gates that judge it.
-const (
-	EventPreInstall = "PreInstall"
-	EventPreUpgrade = "PreUpgrade"
-	// EventPreUninstall is the change an uninstall is, for the hooks.
-	EventPreUninstall = string(v1alpha1.HookPreUninstall)
-)
-
-// change is what this reconcile is about to apply, as the gates see it.
-// Gates judge changes only: a reconcile that re-applies the installed
-// revision (drift correction, a resumed plan) passes them, and a gate's
-// verdict, kept by the change's digest, never carries over to different
-// content.
-type change struct {
-	// event is EventPreInstall or EventPreUpgrade (a new version, new
-	// values, new content of the same version).
-	event string
-	// from is the installed version ("" for an install), to the one the
-	// change applies.
-	from, to string
-	// artifactDigest and valuesDigest identify the inputs.
-	artifactDigest, valuesDigest string
-	// objects are everything the change may apply: a chart's CRDs and
-	// objects, or every object of a package's or bundle's plans.
-	objects []*unstructured.Unstructured
-	// digest covers the event, both versions, the inputs and the
-	// cluster's Kubernetes version: it is what a hook judged and what an
-	// approval approves.
-	digest string
-}
 
 // pendingChange returns the change this reconcile would apply, or nil
 // when it would apply none.
-func (r *Reconciler) pendingChange(s *scope) (*change, error) {
+func (r *Reconciler) pendingChange(s *scope) (*gate.Pending, error) {
 	var objs []*unstructured.Unstructured
 	switch {
 	case s.artifact.release.Resumable():
@@ -63,33 +31,15 @@ func (r *Reconciler) pendingChange(s *scope) (*change, error) {
 	default:
 		objs = slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects)
 	}
-	c := &change{
-		event: EventPreUpgrade, from: s.inst.Status.InstalledVersion, to: s.choice.Version.Version,
-		artifactDigest: s.artifact.digest, objects: objs,
-	}
-	if c.from == "" {
-		c.event = EventPreInstall
-	}
+	var valuesDigest, trigger string
 	if s.artifact.release != nil {
-		c.valuesDigest = s.artifact.release.ValuesDigest
+		valuesDigest = s.artifact.release.ValuesDigest
 	}
-	// The digest covers the inputs, not the rendered objects: a chart
-	// that generates a password or a certificate renders differently each
-	// time, and its change must keep one digest while a gate holds it.
-	// The same inputs on the same Kubernetes version render the same
-	// objects otherwise; the objects a gate saw are what it judged.
-	// A package's plans also run on request (spec.plans.run): the trigger
-	// tells such a run from the install with the same inputs.
-	trigger := ""
 	if s.artifact.release.Resumable() {
 		trigger = s.artifact.run.trigger
 	}
-	var err error
-	c.digest, err = values.Digest(map[string]any{
-		"event": c.event, "from": c.from, "to": c.to, "artifact": c.artifactDigest, "values": c.valuesDigest,
-		"kubernetes": s.inst.Status.ClusterVersion, "trigger": trigger,
-	})
-	return c, err
+	return gate.NewPending(s.inst.Status.InstalledVersion, s.choice.Version.Version, s.artifact.digest, valuesDigest,
+		s.inst.Status.ClusterVersion, trigger, objs)
 }
 
 // gate runs, for a change, what must agree before it touches the
@@ -134,34 +84,9 @@ func (r *Reconciler) describeChange(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, err
 	}
 	ns := s.targetNamespace()
-	diff := gate.Diff(gate.Derive(slices.Concat(installed.crds, installed.objects), ns), gate.Derive(c.objects, ns))
-	pc := &v1alpha1.PendingChange{
-		Event: c.event, FromVersion: c.from, ToVersion: c.to, Digest: c.digest,
-		PermissionsGrow: diff.Grows, PermissionsShrink: diff.Shrinks,
-		ArtifactDigest: c.artifactDigest, SignedBy: signedBy(s.inst.Status.Artifact),
-	}
-	if old := s.inst.Status.Change; old != nil && old.Digest == pc.Digest {
-		// What the other gates recorded for this very change stays.
-		old.Event, old.FromVersion, old.ToVersion = pc.Event, pc.FromVersion, pc.ToVersion
-		old.PermissionsGrow, old.PermissionsShrink = pc.PermissionsGrow, pc.PermissionsShrink
-		old.ArtifactDigest, old.SignedBy = pc.ArtifactDigest, pc.SignedBy
-		return ctrl.Result{}, nil
-	}
-	s.inst.Status.Change = pc
+	diff := gate.Diff(gate.Derive(slices.Concat(installed.crds, installed.objects), ns), gate.Derive(c.Objects, ns))
+	s.inst.Status.Change = gate.Describe(c, diff, s.inst.Status.Artifact, s.inst.Status.Change)
 	return ctrl.Result{}, nil
-}
-
-// signedBy is who signed the artifact a, for status.change: the
-// identity and provider when verified, "not verified (<reason>, Audit)"
-// when an Audit policy let it through, "" when no policy applies.
-func signedBy(a *v1alpha1.ArtifactStatus) string {
-	switch {
-	case a == nil || a.Verification == nil:
-		return ""
-	case a.Verification.Verified:
-		return fmt.Sprintf("%s (%s)", a.Verification.Identity, a.Verification.Provider)
-	}
-	return fmt.Sprintf("not verified (%s, %s)", a.Verification.Reason, a.Verification.Mode)
 }
 
 // checkServed refuses a change the target cluster cannot take, before
@@ -176,7 +101,7 @@ func signedBy(a *v1alpha1.ArtifactStatus) string {
 // help. A new spec, a new Kubernetes version or another installation on
 // the cluster changing wakes the installation to check again.
 func (r *Reconciler) checkServed(ctx context.Context, s *scope) (ctrl.Result, error) {
-	objs := s.change.objects
+	objs := s.change.Objects
 	if s.artifact.release.Resumable() && s.artifact.run.cleanup != nil {
 		objs = slices.Concat(objs, plan.AllApplied([]plan.Plan{*s.artifact.run.cleanup}))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/approval"
+	"github.com/annex-platform/annex/internal/wake"
 )
 
 // +kubebuilder:rbac:groups=annex.dev,resources=approvalpolicies;approvals,verbs=get;list;watch
@@ -28,7 +29,7 @@ import (
 func (r *Reconciler) requireApproval(ctx context.Context, s *scope) (ctrl.Result, error) {
 	pc := s.inst.Status.Change
 	c := approval.Change{
-		From: s.change.from, To: s.change.to, Digest: s.change.digest, PermissionsGrow: pc.PermissionsGrow, Objects: s.change.objects,
+		From: s.change.From, To: s.change.To, Digest: s.change.Digest, PermissionsGrow: pc.PermissionsGrow, Objects: s.change.Objects,
 		Installed: func() ([]*unstructured.Unstructured, error) {
 			installed, err := r.installedState(ctx, s)
 			return slices.Concat(installed.crds, installed.objects), err
@@ -43,7 +44,7 @@ func (r *Reconciler) requireApproval(ctx context.Context, s *scope) (ctrl.Result
 	case a == nil:
 	case a.State == v1alpha1.ApprovalApproved:
 		r.event(s, corev1.EventTypeNormal, "Approved", fmt.Sprintf("%s approved the change to %s (digest %s), requested by %s",
-			a.ApprovedBy, s.change.to, s.change.digest, a.RequestedBy))
+			a.ApprovedBy, s.change.To, s.change.Digest, a.RequestedBy))
 	case a.State == v1alpha1.ApprovalDenied:
 		s.block = terminal(v1alpha1.ReasonApprovalDenied, approval.DenialMessage(s.inst, c, a))
 	default:
@@ -70,7 +71,7 @@ func (r *Reconciler) awaitingApproval(ctx context.Context, _ client.Object) []re
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil
 	}
-	return requests(list.Items, func(inst *v1alpha1.ExtensionInstallation) bool {
+	return wake.Requests(list.Items, func(inst *v1alpha1.ExtensionInstallation) bool {
 		return inst.Status.Change != nil && inst.Status.Change.Approval != nil
 	})
 }

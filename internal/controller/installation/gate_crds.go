@@ -28,7 +28,7 @@ import (
 // CRDs in place of the change's (keepCRDs). The judgement is crdcheck.Judge's
 // (pure); this step only reads the installed CRDs.
 func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, error) {
-	proposed := crdcheck.In(s.change.objects)
+	proposed := crdcheck.In(s.change.Objects)
 	s.inst.Status.CRDChanges = nil
 	if len(proposed) == 0 {
 		setCRDWarnings(s, "")
@@ -40,23 +40,15 @@ func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, s.block
 	}
 	ref := s.inst.Spec.Extension + " " + s.choice.Version.Version
-	j, err := crdcheck.Judge(crdcheck.Policy(crdPolicyOf(s.inst)), proposed, installed)
+	j, err := crdcheck.Judge(crdcheck.Policy(crdcheck.PolicyOf(s.inst)), proposed, installed)
 	if err != nil {
 		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, fmt.Sprintf("%s: %v; nothing of it was applied; choose another version with spec.version", ref, err))
 		return ctrl.Result{}, nil
 	}
-	policy := v1alpha1.CRDPolicy(j.Policy)
+	s.inst.Status.CRDChanges = crdcheck.Status(s.choice.Version.Version, j)
 	if len(j.Refused) > 0 {
-		s.inst.Status.CRDChanges = crdChangeReport(s.choice.Version.Version, policy, v1alpha1.CRDChangeRefused, j.Refused)
 		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, crdcheck.RefusalMessage(ref, j))
 		return ctrl.Result{}, nil
-	}
-	if len(j.Report) > 0 {
-		outcome := v1alpha1.CRDChangeApplied
-		if j.Policy == crdcheck.Skip {
-			outcome = v1alpha1.CRDChangeSkipped
-		}
-		s.inst.Status.CRDChanges = crdChangeReport(s.choice.Version.Version, policy, outcome, j.Report)
 	}
 	s.keepCRDs(j.Keep)
 	msg := crdcheck.ReportMessage(ref, j)
@@ -71,30 +63,12 @@ func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, erro
 	return ctrl.Result{}, nil
 }
 
-// maxCRDFindings bounds status.crdChanges.findings.
-const maxCRDFindings = 20
-
-// crdChangeReport is status.crdChanges for the findings of a change to
-// version, judged under policy: what people see of it before (Refused) or
-// after (Applied, Skipped) it touches the cluster.
-func crdChangeReport(version string, policy v1alpha1.CRDPolicy, outcome v1alpha1.CRDChangeOutcome, findings []crdcheck.Finding) *v1alpha1.CRDChangeReport {
-	r := &v1alpha1.CRDChangeReport{Version: version, Policy: policy, Outcome: outcome, Findings: []v1alpha1.CRDFinding{}}
-	for i, f := range findings {
-		if i == maxCRDFindings {
-			r.Truncated = int32(len(findings) - maxCRDFindings)
-			break
-		}
-		r.Findings = append(r.Findings, v1alpha1.CRDFinding{CRD: f.CRD, Version: f.Version, Path: f.Path, Class: string(f.Class), Message: f.Message})
-	}
-	return r
-}
-
 // keepInstalledCRDs, under spec.upgrade.crdPolicy Skip, applies the
 // installed CRDs in place of the release's also when no change is
 // judged: a resumed plan and the correction of drift would otherwise
 // apply the release's CRDs that the change kept out.
 func (r *Reconciler) keepInstalledCRDs(ctx context.Context, s *scope) error {
-	if crdPolicyOf(s.inst) != v1alpha1.CRDPolicySkip {
+	if crdcheck.PolicyOf(s.inst) != v1alpha1.CRDPolicySkip {
 		return nil
 	}
 	var objs []*unstructured.Unstructured
@@ -156,12 +130,4 @@ func setCRDWarnings(s *scope, msg string) {
 	case len(engine) == 0:
 		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionWarnings)
 	}
-}
-
-// crdPolicyOf is spec.upgrade.crdPolicy; unset is Strict.
-func crdPolicyOf(inst *v1alpha1.ExtensionInstallation) v1alpha1.CRDPolicy {
-	if p := inst.Spec.Upgrade.CRDPolicy; p != "" {
-		return p
-	}
-	return v1alpha1.CRDPolicyStrict
 }

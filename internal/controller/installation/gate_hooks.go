@@ -23,7 +23,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/target"
-	"github.com/annex-platform/annex/internal/values"
+	"github.com/annex-platform/annex/internal/wake"
 )
 
 // +kubebuilder:rbac:groups=annex.dev,resources=hooks,verbs=get;list;watch
@@ -43,8 +43,8 @@ import (
 func (r *Reconciler) runHooks(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.change
 	out, err := r.Hooks.Ask(ctx, gate.HookChange{
-		Installation: s.inst, Event: c.event, From: c.from, To: c.to,
-		ArtifactDigest: c.artifactDigest, Digest: c.digest, Objects: c.objects, TargetNamespace: s.targetNamespace(),
+		Installation: s.inst, Event: c.Event, From: c.From, To: c.To,
+		ArtifactDigest: c.ArtifactDigest, Digest: c.Digest, Objects: c.Objects, TargetNamespace: s.targetNamespace(),
 	})
 	if err != nil || out.Request == "" {
 		return ctrl.Result{}, err
@@ -55,7 +55,7 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope) (ctrl.Result, error
 	switch out.State {
 	case v1alpha1.HookFailed:
 		next := "the change waits until the hook answers otherwise or the change's content changes (spec.values, spec.version)"
-		if c.event == EventPreUninstall {
+		if c.Event == gate.EventPreUninstall {
 			next = "the uninstall waits until the hook answers otherwise"
 		}
 		s.block = terminal(v1alpha1.ReasonHookRefused, fmt.Sprintf("%s; %s; delete HookRequest %s to ask the hooks again", out.Message, next, out.Request))
@@ -76,20 +76,17 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope) (ctrl.Result, error
 // uninstall without asking.
 func (r *Reconciler) gateUninstall(ctx context.Context, s *scope, installed target.Set) (ctrl.Result, bool, error) {
 	objs := slices.Concat(installed.CRDs, installed.Objects)
-	manifest, err := values.ManifestDigest(nil, objs)
+	var artifactDigest, valuesDigest string
+	if len(s.inst.Status.History) > 0 {
+		artifactDigest, valuesDigest = s.inst.Status.History[0].ArtifactDigest, s.inst.Status.History[0].ValuesDigest
+	}
+	c, err := gate.UninstallPending(s.inst.Status.InstalledVersion, artifactDigest, valuesDigest, objs)
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
-	c := &change{event: EventPreUninstall, from: s.inst.Status.InstalledVersion, objects: objs}
-	if len(s.inst.Status.History) > 0 {
-		c.artifactDigest, c.valuesDigest = s.inst.Status.History[0].ArtifactDigest, s.inst.Status.History[0].ValuesDigest
-	}
-	if c.digest, err = values.Digest(map[string]any{"event": c.event, "from": c.from, "manifest": manifest}); err != nil {
-		return ctrl.Result{}, false, err
-	}
 	s.change = c
-	if pc := s.inst.Status.Change; pc == nil || pc.Digest != c.digest {
-		s.inst.Status.Change = &v1alpha1.PendingChange{Event: c.event, FromVersion: c.from, Digest: c.digest}
+	if pc := s.inst.Status.Change; pc == nil || pc.Digest != c.Digest {
+		s.inst.Status.Change = &v1alpha1.PendingChange{Event: c.Event, FromVersion: c.From, Digest: c.Digest}
 	}
 	res, err := r.runHooks(ctx, s)
 	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -124,7 +121,7 @@ func (r *Reconciler) installationsWaitingOnHooks(ctx context.Context, _ client.O
 	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
-	return requests(list.Items, func(i *v1alpha1.ExtensionInstallation) bool {
+	return wake.Requests(list.Items, func(i *v1alpha1.ExtensionInstallation) bool {
 		c := i.Status.Change
 		return c != nil && c.Hooks != nil && c.Hooks.State != v1alpha1.HookSucceeded
 	})

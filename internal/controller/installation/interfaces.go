@@ -101,10 +101,6 @@ type Clusters interface {
 	Target(ctx context.Context, name string) (target.Cluster, error)
 }
 
-// Target and ApplyOptions are the old names of target.Cluster and
-// target.ApplyOptions, kept for resolve.go and adopt.go, which are being
-// changed on other branches; drop them once those use the new names.
-type (
-	Target       = target.Cluster
-	ApplyOptions = target.ApplyOptions
-)
+// Target is the old name of target.Cluster, kept for resolve.go, which
+// is being changed on another branch; drop it once that uses the new name.
+type Target = target.Cluster

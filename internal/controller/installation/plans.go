@@ -41,11 +41,11 @@ func (r *Reconciler) runPackage(ctx context.Context, s *scope) (ctrl.Result, err
 	return r.advance(ctx, s)
 }
 
-// resuming reports whether the rendered plans are the pending revision's.
+// resuming reports whether the rendered plans are the pending revision's
+// (plan.Resumes) and no run request asks for a new run.
 func resuming(s *scope) bool {
-	p := s.inst.Status.Pending
-	return p != nil && p.Version == s.choice.Version.Version && p.ArtifactDigest == s.artifact.digest &&
-		p.ValuesDigest == s.artifact.release.ValuesDigest && s.artifact.run.request == nil && slices.Equal(p.Plans, plan.Names(s.artifact.run.plans))
+	return s.artifact.run.request == nil && plan.Resumes(s.inst.Status.Pending, s.choice.Version.Version, s.artifact.digest,
+		s.artifact.release.ValuesDigest, s.artifact.run.plans)
 }
 
 // startRevision records the intent of a new revision running the plans
@@ -60,11 +60,11 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 		return err
 	}
 	applier, ns := s.target.Applier(), s.targetNamespace()
-	desired, appliedBy := plan.StateAfter(slices.Concat(s.artifact.run.namespace, prev.objects), decodePackageRecord(prev.pkg).AppliedBy,
+	desired, appliedBy := plan.StateAfter(slices.Concat(s.artifact.run.namespace, prev.objects), plan.DecodePackageRecord(prev.pkg).AppliedBy,
 		s.artifact.run.plans, func(o *unstructured.Unstructured) string {
 			return target.RefKey(applier.Refs([]*unstructured.Unstructured{o}, ns)[0])
 		})
-	extra, err := json.Marshal(packageRecord{Params: s.artifact.run.params, Cleanup: s.artifact.run.cleanup, AppliedBy: appliedBy})
+	extra, err := json.Marshal(plan.PackageRecord{Params: s.artifact.run.params, Cleanup: s.artifact.run.cleanup, AppliedBy: appliedBy})
 	if err != nil {
 		return err
 	}
@@ -81,17 +81,7 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	if err := r.writeIntentWith(ctx, s, &rev, target.Set{Objects: desired, Package: extra}, everything); err != nil {
 		return err
 	}
-	now := metav1.NewTime(r.now())
-	if old := inst.Status.Pending; old != nil {
-		for _, name := range old.Plans {
-			if st := plan.StatusOf(inst.Status.Plans, name); st != nil && plan.Running(st.State) {
-				plan.SetStatus(&inst.Status.Plans, plan.Abandon(*st, fmt.Sprintf("superseded by revision %d (%s)", rev.Number, rev.Trigger), now))
-			}
-		}
-	}
-	for _, p := range s.artifact.run.plans {
-		plan.SetStatus(&inst.Status.Plans, plan.Start(p, rev.Trigger, rev.Number, now))
-	}
+	plan.Begin(&inst.Status.Plans, inst.Status.Pending, rev, s.artifact.run.plans, metav1.NewTime(r.now()))
 	inst.Status.Pending = &rev
 	if s.artifact.run.request != nil {
 		plan.MarkRequest(inst, s.artifact.run.request, nil)
@@ -99,54 +89,45 @@ func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	return r.persist(ctx, s)
 }
 
-// advance runs the steps the executor offers for the pending revision's
-// plans, in order, until a step has to wait or every plan is finished.
+// advance runs the pending revision's plans with the resumable driver
+// (plan.Advance) as far as they go in this reconcile, and says what its
+// halt means for the installation.
 func (r *Reconciler) advance(ctx context.Context, s *scope) (ctrl.Result, error) {
-	inst := s.inst
-	rev := *inst.Status.Pending
+	rev := *s.inst.Status.Pending
 	if b := r.ensureNamespace(ctx, s, s.artifact.run.namespace); b != nil {
 		return r.stopAt(s, b, nil)
 	}
-	for _, p := range s.artifact.run.plans {
-		st := plan.StatusOf(inst.Status.Plans, p.Name)
-		if st == nil || st.Revision != rev.Number {
-			started := plan.Start(p, rev.Trigger, rev.Number, metav1.NewTime(r.now()))
-			st = &started
-		}
-		next, waiting, err := r.drive(ctx, s, p, *st)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if waiting {
-			return r.planWaits(s, p, next)
-		}
-		if next.State != v1alpha1.PlanComplete {
-			return r.revisionStopped(ctx, s, rev, next)
-		}
+	halt, p, st, err := plan.Advance(s.artifact.run.plans, rev, &s.inst.Status.Plans, r.planPort(ctx, s))
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case halt == plan.Waits:
+		return r.planWaits(s, p, st)
+	case halt == plan.Stopped:
+		return r.revisionStopped(ctx, s, rev, st)
 	}
 	return r.revisionDone(ctx, s, rev)
 }
 
-// drive runs p from st with the one executor (plan.Drive): the steps it
-// offers run their tasks here, the states of each pass are written to the
-// status before the next, so that a manager that stops anywhere resumes at
-// the step it was in, and events tell when p starts and finishes.
-func (r *Reconciler) drive(ctx context.Context, s *scope, p plan.Plan, st v1alpha1.PlanStatus) (v1alpha1.PlanStatus, bool, error) {
-	if st.State == v1alpha1.PlanPending {
-		r.event(s, "Normal", "PlanStarted", fmt.Sprintf("plan %s started (revision %d, %s)", p.Name, st.Revision, st.Trigger))
-	}
-	run := func(_ plan.StepRef, step plan.Step) plan.StepResult { return r.runStep(ctx, s, step) }
-	now := func() metav1.Time { return metav1.NewTime(r.now()) }
-	saved := func(st v1alpha1.PlanStatus) error {
-		plan.SetStatus(&s.inst.Status.Plans, st)
-		return r.persist(ctx, s)
-	}
-	next, waiting, err := plan.Drive(p, st, run, now, saved)
-	plan.SetStatus(&s.inst.Status.Plans, next)
-	if plan.Finished(next.State) && !plan.Finished(st.State) {
-		r.planFinished(s, next)
-	}
-	return next, waiting, err
+// planPort is the installation's side of the plan driver: its applier
+// runs the tasks (runStep), its status is saved (persist), and Events
+// tell when a plan starts and finishes.
+type planPort struct {
+	ctx context.Context
+	r   *Reconciler
+	s   *scope
+}
+
+func (r *Reconciler) planPort(ctx context.Context, s *scope) planPort {
+	return planPort{ctx: ctx, r: r, s: s}
+}
+
+func (p planPort) RunStep(step plan.Step) plan.StepResult { return p.r.runStep(p.ctx, p.s, step) }
+func (p planPort) Save() error                            { return p.r.persist(p.ctx, p.s) }
+func (p planPort) Now() metav1.Time                       { return metav1.NewTime(p.r.now()) }
+func (p planPort) Finished(st v1alpha1.PlanStatus)        { p.r.planFinished(p.s, st) }
+func (p planPort) Started(pl plan.Plan, st v1alpha1.PlanStatus) {
+	p.r.event(p.s, "Normal", "PlanStarted", fmt.Sprintf("plan %s started (revision %d, %s)", pl.Name, st.Revision, st.Trigger))
 }
 
 // applyOnePass runs p, a release's one-pass plan (Release.OnePass: a
@@ -175,11 +156,7 @@ func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, op
 
 // planWaits ends a reconcile whose plan waits for a step.
 func (r *Reconciler) planWaits(s *scope, p plan.Plan, st v1alpha1.PlanStatus) (ctrl.Result, error) {
-	msg := fmt.Sprintf("plan %s: %s", p.Name, st.Message)
-	reason := v1alpha1.ReasonPlanRunning
-	if st.State == v1alpha1.PlanError {
-		msg += "; fix the cause, or abandon the plan with annexctl plan abandon"
-	}
+	reason, msg := plan.WaitingCondition(p, st)
 	s.block = wait(reason, msg)
 	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, reason, msg)
 	return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
@@ -236,11 +213,7 @@ func (r *Reconciler) revisionStopped(ctx context.Context, s *scope, rev v1alpha1
 	}
 	inventory := inst.Status.Inventory
 	r.record(s, inventory, rev, "PlanStopped")
-	reason, msg := v1alpha1.ReasonPlanFailed, fmt.Sprintf("plan %s failed: %s; fix the cause and change spec.values or spec.version, or run it again with annexctl plan run %s", st.Name, st.Message, st.Name)
-	if st.State == v1alpha1.PlanAbandoned {
-		reason = v1alpha1.ReasonPlanAbandoned
-		msg = fmt.Sprintf("plan %s was abandoned (%s); it left behind %d objects (status.plans[%s].leftBehind); run a plan or change the spec to go on", st.Name, st.Message, len(st.LeftBehind), st.Name)
-	}
+	reason, msg := plan.StoppedCondition(st)
 	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, reason, msg)
 	s.block = terminal(reason, msg)
 	return ctrl.Result{}, nil
@@ -273,38 +246,18 @@ func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	last := inst.Status.History[0]
 	s.applied.inventory = inst.Status.Inventory
-	for _, name := range last.Plans {
-		if st := plan.StatusOf(inst.Status.Plans, name); st != nil && st.Revision == last.Number && st.State != v1alpha1.PlanComplete {
-			c := findCondition(inst, v1alpha1.ConditionInstalled)
-			if c != nil {
-				s.block = terminal(c.Reason, c.Message)
-			}
-			return ctrl.Result{}, nil
+	if plan.Unfinished(inst.Status.Plans, last) != nil {
+		if c := findCondition(inst, v1alpha1.ConditionInstalled); c != nil {
+			s.block = terminal(c.Reason, c.Message)
 		}
+		return ctrl.Result{}, nil
 	}
 	prev, err := r.installedState(ctx, s)
 	if err != nil || !prev.found {
 		return ctrl.Result{}, err
 	}
-	return r.checkDrift(ctx, s, target.Set{Objects: driftable(prev.objects)})
+	return r.checkDrift(ctx, s, target.Set{Objects: plan.Driftable(prev.objects)})
 }
-
-// driftable leaves out run-to-completion objects (Jobs, Pods): a plan
-// runs them once; correcting their drift would run them again.
-func driftable(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		gk := o.GroupVersionKind().GroupKind()
-		if (gk.Group == "batch" && gk.Kind == "Job") || (gk.Group == "" && gk.Kind == "Pod") {
-			continue
-		}
-		out = append(out, o)
-	}
-	return out
-}
-
-// cleanupTrigger marks the cleanup plan's run on deletion.
-const cleanupTrigger = "deletion"
 
 // runCleanup runs the installed revision's cleanup plan, if its package
 // has one, before the inventory is removed (KUDO's order). It is done when
@@ -314,33 +267,32 @@ const cleanupTrigger = "deletion"
 // removes it too.
 func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed target.Set) (ctrl.Result, bool, error) {
 	inst := s.inst
-	cleanup := decodePackageRecord(installed.Package).Cleanup
+	cleanup := plan.DecodePackageRecord(installed.Package).Cleanup
 	if cleanup == nil {
 		return ctrl.Result{}, true, nil
 	}
 	st := plan.StatusOf(inst.Status.Plans, cleanup.Name)
-	if st == nil || st.Trigger != cleanupTrigger {
+	if st == nil || st.Trigger != plan.CleanupTrigger {
 		var revision int64
 		if len(inst.Status.History) > 0 {
 			revision = inst.Status.History[0].Number
 		}
 		inst.Status.Inventory, _ = target.UnionRefs(inst.Status.Inventory, s.target.Applier().Refs(plan.AllApplied([]plan.Plan{*cleanup}), s.targetNamespace()))
 		inst.Status.InventoryCount = int32(len(inst.Status.Inventory))
-		plan.SetStatus(&inst.Status.Plans, plan.Start(*cleanup, cleanupTrigger, revision, metav1.NewTime(r.now())))
+		plan.SetStatus(&inst.Status.Plans, plan.Start(*cleanup, plan.CleanupTrigger, revision, metav1.NewTime(r.now())))
 		if err := r.persist(ctx, s); err != nil {
 			return ctrl.Result{}, false, err
 		}
 		st = plan.StatusOf(inst.Status.Plans, cleanup.Name)
 	}
-	if req := plan.RunRequest(inst); req != nil && req.Name == cleanup.Name && st.State == v1alpha1.PlanFatalError {
-		plan.MarkRequest(inst, req, nil)
-		restarted := plan.Start(*cleanup, cleanupTrigger, st.Revision, metav1.NewTime(r.now()))
-		st = &restarted
+	action, from, ran, abandoned := plan.CleanupNext(*cleanup, *st, plan.RunRequest(inst), plan.AbandonRequest(inst), metav1.NewTime(r.now()))
+	if ran != nil {
+		plan.MarkRequest(inst, ran, nil)
 	}
-	if req := plan.AbandonRequest(inst); req != nil && req.Name == cleanup.Name && plan.Running(st.State) {
-		plan.MarkRequest(inst, nil, req)
-		plan.SetStatus(&inst.Status.Plans, plan.Abandon(*st, "abandoned by request "+req.ID, metav1.NewTime(r.now())))
-		r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s; uninstalling goes on", cleanup.Name, req.ID))
+	if action == plan.CleanupAbandon {
+		plan.MarkRequest(inst, nil, abandoned)
+		plan.SetStatus(&inst.Status.Plans, from)
+		r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s; uninstalling goes on", cleanup.Name, abandoned.ID))
 		return ctrl.Result{}, true, nil
 	}
 	if b := r.ensureNamespace(ctx, s, namespaceIn(installed.Objects, s.targetNamespace())); b != nil {
@@ -350,7 +302,7 @@ func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed target.
 		}
 		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, false, nil
 	}
-	next, waiting, err := r.drive(ctx, s, *cleanup, *st)
+	next, waiting, err := plan.DriveOne(*cleanup, from, &inst.Status.Plans, r.planPort(ctx, s))
 	switch {
 	case err != nil:
 		return ctrl.Result{}, false, err

@@ -2,43 +2,19 @@ package installation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/metrics"
+	"github.com/annex-platform/annex/internal/remediate"
 	"github.com/annex-platform/annex/internal/target"
 )
-
-// countsAsFailedAttempt reports whether an apply error is a failure of the
-// target itself — the API server refused an object as invalid, or a hook
-// failed — rather than a transient one (network, API server busy), which is
-// only retried with backoff.
-func countsAsFailedAttempt(err error) bool {
-	var hook interface{ HookFailed() bool }
-	return (errors.As(err, &hook) && hook.HookFailed()) ||
-		apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)
-}
-
-// retriesOf is how many failed attempts are tried again before Annex
-// remediates: spec.upgrade.retries for an upgrade (there is a healthy
-// revision to go back to), none for a first install.
-func retriesOf(inst *v1alpha1.ExtensionInstallation) int32 {
-	if inst.Status.LastHealthyRevision == 0 {
-		return 0
-	}
-	if inst.Spec.Upgrade.Retries != nil {
-		return *inst.Spec.Upgrade.Retries
-	}
-	return 2
-}
 
 // attemptFailed counts a failed attempt at the current target and decides:
 // apply again while retries last, then remediate — roll an upgrade back to
@@ -47,9 +23,9 @@ func retriesOf(inst *v1alpha1.ExtensionInstallation) int32 {
 func (r *Reconciler) attemptFailed(ctx context.Context, s *scope, reason, message string) (ctrl.Result, error) {
 	inst := s.inst
 	inst.Status.Failures++
-	allowed := retriesOf(inst)
-	if inst.Status.Failures <= allowed {
-		msg := fmt.Sprintf("attempt %d of %d at %s %s failed: %s; trying again", inst.Status.Failures, allowed+1,
+	next := remediate.After(inst)
+	if next == remediate.Again {
+		msg := fmt.Sprintf("attempt %d of %d at %s %s failed: %s; trying again", inst.Status.Failures, remediate.Retries(inst)+1,
 			inst.Spec.Extension, s.choice.Version.Version, message)
 		// Installed=False makes the next reconcile apply again.
 		setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonRetrying, msg)
@@ -61,12 +37,8 @@ func (r *Reconciler) attemptFailed(ctx context.Context, s *scope, reason, messag
 		Generation: inst.Generation, Version: s.choice.Version.Version,
 		ArtifactDigest: s.artifact.digest, ValuesDigest: s.artifact.release.ValuesDigest,
 	}
-	attempts := fmt.Sprintf("%d attempt", inst.Status.Failures)
-	if inst.Status.Failures > 1 {
-		attempts += "s"
-	}
-	if inst.Status.LastHealthyRevision > 0 {
-		return r.rollback(ctx, s, failed, fmt.Sprintf("upgrade to %s %s failed after %s (%s)", inst.Spec.Extension, failed.Version, attempts, message))
+	if next == remediate.RollBack {
+		return r.rollback(ctx, s, failed, fmt.Sprintf("upgrade to %s %s failed after %s (%s)", inst.Spec.Extension, failed.Version, remediate.Attempts(inst.Status.Failures), message))
 	}
 	failed.Message = fmt.Sprintf("install of %s %s failed (%s)", inst.Spec.Extension, failed.Version, message)
 	inst.Status.FailedTarget, inst.Status.Failures = failed, 0
@@ -79,7 +51,7 @@ func (r *Reconciler) attemptFailed(ctx context.Context, s *scope, reason, messag
 // records it as a new revision.
 func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.FailedTarget, why string) (ctrl.Result, error) {
 	inst := s.inst
-	good := findRevision(inst.Status.History, inst.Status.LastHealthyRevision)
+	good := remediate.FindRevision(inst.Status.History, inst.Status.LastHealthyRevision)
 	set, ok, err := r.recordOf(ctx, inst, inst.Status.LastHealthyRevision)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -128,9 +100,9 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, failed *v1alpha1.Fa
 // isFailedTarget reports whether this reconcile would try again exactly
 // what failed and was remediated, for the same spec.
 func isFailedTarget(s *scope) bool {
-	ft := s.inst.Status.FailedTarget
-	return ft != nil && ft.Generation == s.inst.Generation && ft.Version == s.choice.Version.Version &&
-		ft.ArtifactDigest == s.artifact.digest && ft.ValuesDigest == s.artifact.release.ValuesDigest
+	return remediate.IsFailedTarget(s.inst, v1alpha1.FailedTarget{
+		Version: s.choice.Version.Version, ArtifactDigest: s.artifact.digest, ValuesDigest: s.artifact.release.ValuesDigest,
+	})
 }
 
 // holdFailed keeps a remediated failure as it is until the spec changes; a
@@ -162,13 +134,4 @@ func (r *Reconciler) holdFailed(ctx context.Context, s *scope) (ctrl.Result, err
 	s.block = terminal(v1alpha1.ReasonInstallFailed, ft.Message+
 		"; uninstalled what was applied (spec.install.remediation: Uninstall). Fix the cause, then change the spec to try again")
 	return ctrl.Result{}, nil
-}
-
-func findRevision(history []v1alpha1.Revision, number int64) *v1alpha1.Revision {
-	for i := range history {
-		if history[i].Number == number {
-			return &history[i]
-		}
-	}
-	return nil
 }

@@ -9,7 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/adopt"
 	"github.com/annex-platform/annex/internal/engine"
+	"github.com/annex-platform/annex/internal/gate"
+	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/target"
@@ -27,10 +30,10 @@ type scope struct {
 	cluster *clusterState     // every installation on the target cluster, the Extensions, and the resolver's answer
 	choice  resolve.Selection // this installation's version, as the resolver chose it
 
-	artifact artifact     // fetch and render: the chosen version's artifact and what its engine made of it
-	change   *change      // what this reconcile would apply, as the gates judged it; nil when nothing
-	applied  appliedState // apply and drift check: what the installed revision owns and how healthy it was seen
-	records  recordsState // revision records: the installed one as read, and those a takeover lists, supersedes and writes
+	artifact artifact      // fetch and render: the chosen version's artifact and what its engine made of it
+	change   *gate.Pending // what this reconcile would apply, as the gates judged it; nil when nothing
+	applied  appliedState  // apply and drift check: what the installed revision owns and how healthy it was seen
+	records  recordsState  // revision records: the installed one as read, and those a takeover lists, supersedes and writes
 
 	block   *block    // why the installation cannot go on, if it cannot
 	outcome outcome   // how the reconcile ended, for the status write
@@ -50,7 +53,7 @@ type artifact struct {
 	resources []v1alpha1.ObjectReference // spec.resources as the engine places them
 	// adoption is what this reconcile's first install takes over
 	// (spec.adopt), once adoptRelease checked it; nil otherwise.
-	adoption *adoption
+	adoption *adopt.Takeover
 }
 
 // appliedState is what the apply step, or the drift check, left and saw.
@@ -81,16 +84,16 @@ type outcome struct {
 // log lines that go with them (observe.go).
 type reporting struct {
 	log      logr.Logger     // carries the installation and its cluster
-	before   standing        // where the installation stood when the reconcile began
+	before   news.Standing   // where the installation stood when the reconcile began
 	wasReady bool            // Ready for the current generation when the reconcile began
 	told     map[string]bool // the reasons of the Events recorded so far
 	// applied is the Event telling the revision this reconcile applied,
 	// recorded when the reconcile ends (see announce).
-	applied *note
+	applied *news.Note
 }
 
 func newScope(inst *v1alpha1.ExtensionInstallation) *scope {
-	return &scope{inst: inst, written: inst.DeepCopy(), report: reporting{wasReady: isReady(inst), before: standingOf(inst)}}
+	return &scope{inst: inst, written: inst.DeepCopy(), report: reporting{wasReady: isReady(inst), before: news.StandingOf(inst)}}
 }
 
 // observe keeps h, the health an apply or drift check has just seen, for

@@ -3,57 +3,20 @@ package installation
 import (
 	"context"
 	"errors"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/shard"
-	"github.com/annex-platform/annex/internal/valuesfrom"
+	"github.com/annex-platform/annex/internal/wake"
 )
-
-// indexExtension indexes installations by spec.extension so that a change
-// of an Extension wakes exactly the installations of it.
-const indexExtension = "spec.extension"
-
-// indexValuesSource indexes installations by what their valuesFrom read:
-// "Secret/<namespace>/<name>", "ConfigMap/<namespace>/<name>", and
-// "Namespace/<name>" for another namespace whose grant decides, so that a
-// change wakes exactly the installations that use it.
-const indexValuesSource = "annex.dev/values-source"
-
-func valuesSources(o client.Object) []string {
-	return valuesfrom.Sources(o.(*v1alpha1.ExtensionInstallation))
-}
-
-// usersOf maps a Secret, ConfigMap or Namespace to the installations whose
-// values come from it.
-func (r *Reconciler) usersOf(kind string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		key := kind + "/" + o.GetNamespace() + "/" + o.GetName()
-		if kind == "Namespace" {
-			key = kind + "/" + o.GetName()
-		}
-		var list v1alpha1.ExtensionInstallationList
-		if err := r.Client.List(ctx, &list, client.MatchingFields{indexValuesSource: key}); err != nil {
-			return nil
-		}
-		return requests(list.Items, func(*v1alpha1.ExtensionInstallation) bool { return true })
-	}
-}
 
 // SetupWithManager registers the controller: it reconciles an installation
 // when its spec changes, when its Extension changes (new versions), when
@@ -69,35 +32,34 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Hooks == nil {
 		return errors.New("installation controller: Hooks is required")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, indexExtension,
-		func(o client.Object) []string { return []string{o.(*v1alpha1.ExtensionInstallation).Spec.Extension} }); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, wake.IndexExtension, wake.Extension); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, indexValuesSource, valuesSources); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, wake.IndexValuesSource, wake.ValuesSources); err != nil {
 		return err
 	}
-	index, err := newInstallationIndex(context.Background(), mgr)
+	index, err := wake.NewIndex(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err
 	}
-	r.index = index
+	r.index = &installationIndex{index}
 	r.share = shard.NewShare(r.workers())
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ExtensionInstallation{}, builder.WithPredicates(r.ofShard(), predicate.Or(
-			predicate.GenerationChangedPredicate{}, annotationsChanged(), deletionPredicate(), startedWaitingOnOthers()))).
+			predicate.GenerationChangedPredicate{}, wake.AnnotationsChanged(), wake.DeletionStarted(), wake.StartedWaitingOnOthers()))).
 		// A shard that starts serving a cluster (it claimed it, or took it
 		// over), or a cluster reachable again, reconciles every
 		// installation on it.
-		Watches(&v1alpha1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.installationsOnCluster),
-			builder.WithPredicates(predicate.Or[client.Object](servingChanged(), becameReachable()))).
-		Watches(&v1alpha1.Extension{}, handler.EnqueueRequestsFromMapFunc(r.installationsOfExtension)).
-		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(r.unsettledOnSameCluster),
-			builder.WithPredicates(clusterRelevantChange())).
+		Watches(&v1alpha1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(wake.InstallationsOnCluster(index)),
+			builder.WithPredicates(predicate.Or[client.Object](wake.ServingChanged(), wake.BecameReachable()))).
+		Watches(&v1alpha1.Extension{}, handler.EnqueueRequestsFromMapFunc(wake.InstallationsOfExtension(r.Client))).
+		Watches(&v1alpha1.ExtensionInstallation{}, handler.EnqueueRequestsFromMapFunc(wake.UnsettledOnSameCluster(index)),
+			builder.WithPredicates(wake.ClusterRelevantChange())).
 		// A changed values source re-renders its users within seconds;
 		// metadata is enough to know that it changed.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.usersOf("Secret")), builder.OnlyMetadata).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.usersOf("ConfigMap")), builder.OnlyMetadata).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.usersOf("Namespace")), builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(wake.UsersOf(r.Client, "Secret")), builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(wake.UsersOf(r.Client, "ConfigMap")), builder.OnlyMetadata).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(wake.UsersOf(r.Client, "Namespace")), builder.OnlyMetadata).
 		// An Approval wakes the installation it names at once; a changed
 		// ApprovalPolicy, those whose change waits for approval.
 		Watches(&v1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(approvalsWake)).
@@ -127,204 +89,13 @@ func (r *Reconciler) ofShard() predicate.Funcs {
 	})
 }
 
-// servingChanged passes the update of a ManagedCluster that changes the
-// shard serving it (status.shard).
-func servingChanged() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.(*v1alpha1.ManagedCluster).Status.Shard != e.ObjectNew.(*v1alpha1.ManagedCluster).Status.Shard
-		},
-	}
-}
+// installationIndex is the cache's installations by cluster (wake.Index),
+// which resolve reads.
+type installationIndex struct{ *wake.Index }
 
-// installationsOnCluster maps a ManagedCluster to the installations on it.
-func (r *Reconciler) installationsOnCluster(_ context.Context, o client.Object) []reconcile.Request {
-	on, err := r.index.on(o.GetName())
-	if err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(on))
-	for _, i := range on {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: i.Namespace, Name: i.Name}})
-	}
-	return out
-}
-
-// installationsOfExtension maps a changed Extension to the installations
-// of it and of every package that extends it: a new base version within
-// an extends range reaches the extensions built on it.
-func (r *Reconciler) installationsOfExtension(ctx context.Context, o client.Object) []reconcile.Request {
-	names := []string{o.GetName()}
-	var exts v1alpha1.ExtensionList
-	if err := r.Client.List(ctx, &exts, client.UnsafeDisableDeepCopy); err == nil {
-		for _, ext := range exts.Items {
-			if extendsBase(ext, o.GetName()) {
-				names = append(names, ext.Name)
-			}
-		}
-	}
-	var out []reconcile.Request
-	for _, name := range names {
-		var list v1alpha1.ExtensionInstallationList
-		if err := r.Client.List(ctx, &list, client.MatchingFields{indexExtension: name}); err != nil {
-			return nil
-		}
-		out = append(out, requests(list.Items, func(*v1alpha1.ExtensionInstallation) bool { return true })...)
-	}
-	return out
-}
-
-// extendsBase reports whether a version of ext extends the package base.
-func extendsBase(ext v1alpha1.Extension, base string) bool {
-	for _, v := range ext.Spec.Versions {
-		if v.Extends != nil && v.Extends.Name == base {
-			return true
-		}
-	}
-	return false
-}
-
-// unsettledOnSameCluster wakes the installations on the changed one's
-// cluster whose outcome may depend on it (see waitsOnOthers). Installations
-// merely in progress are not woken: their own reconcile is under way, and
-// waking them would run it again for nothing.
-func (r *Reconciler) unsettledOnSameCluster(_ context.Context, o client.Object) []reconcile.Request {
-	changed := o.(*v1alpha1.ExtensionInstallation)
-	waiting, err := r.index.waitingOn(changed.Spec.Cluster)
-	if err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, i := range waiting {
-		if i.Namespace != changed.Namespace || i.Name != changed.Name {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: i.Namespace, Name: i.Name}})
-		}
-	}
-	return out
-}
-
-// waitsOnOthers reports whether inst's progress may change when another
-// installation on its cluster changes: it is being deleted (held while
-// others need it), was added for dependencies (released when none does),
-// its resolution failed (the others' ranges take part), or it is not Ready
-// because it waits for a dependency or conflicts with another
-// installation over an object.
-func waitsOnOthers(inst *v1alpha1.ExtensionInstallation) bool {
-	if !inst.DeletionTimestamp.IsZero() || inst.Labels[v1alpha1.LabelAddedFor] != "" {
-		return true
-	}
-	if c := findCondition(inst, v1alpha1.ConditionResolved); c != nil && c.Status == metav1.ConditionFalse {
-		return true
-	}
-	c := findCondition(inst, v1alpha1.ConditionReady)
-	return c != nil && c.Status != metav1.ConditionTrue &&
-		(c.Reason == v1alpha1.ReasonDependencyNotReady || c.Reason == v1alpha1.ReasonOwnershipConflict)
-}
-
-// startedWaitingOnOthers passes the status update with which an
-// installation starts waiting on others. The reconcile that wrote it may
-// have read the others before a change that would have released it, and
-// that change's wake-up may have come before the installation looked
-// unsettled: one more reconcile, now with a cache at least as new as its
-// own status, closes the gap.
-func startedWaitingOnOthers() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return !waitsOnOthers(e.ObjectOld.(*v1alpha1.ExtensionInstallation)) && waitsOnOthers(e.ObjectNew.(*v1alpha1.ExtensionInstallation))
-		},
-	}
-}
-
-func requests(items []v1alpha1.ExtensionInstallation, keep func(*v1alpha1.ExtensionInstallation) bool) []reconcile.Request {
-	var out []reconcile.Request
-	for i := range items {
-		if keep(&items[i]) {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: items[i].Namespace, Name: items[i].Name}})
-		}
-	}
-	return out
-}
-
-// clusterRelevantChange passes what can change another installation's
-// resolution or readiness: creation, deletion, a spec change, and a change of
-// installed version, Ready condition or content scope (which decides
-// whether it shares its extension's version).
-func clusterRelevantChange() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return true },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, n := e.ObjectOld.(*v1alpha1.ExtensionInstallation), e.ObjectNew.(*v1alpha1.ExtensionInstallation)
-			return o.Generation != n.Generation ||
-				o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
-				o.Status.InstalledVersion != n.Status.InstalledVersion ||
-				!equality.Semantic.DeepEqual(o.Status.Content, n.Status.Content) ||
-				!equality.Semantic.DeepEqual(findCondition(o, v1alpha1.ConditionReady), findCondition(n, v1alpha1.ConditionReady))
-		},
-	}
-}
-
-// profileBookkeeping are the annotations a profile writes on its
-// installations for its rollout's own records (when a revision reached
-// the installation, and the revision before it); they mean nothing to
-// the installation, so writing them does not reconcile it.
-var profileBookkeeping = []string{v1alpha1.AnnotationProfileRevisionAt, v1alpha1.AnnotationProfilePreviousRevision,
-	v1alpha1.AnnotationProfileMove}
-
-// annotationsChanged passes an update that changes the annotations other
-// than profileBookkeeping (a reconcile request, an approval, a pause):
-// a profile that takes an installation over from another writes its
-// bookkeeping, and an installation whose spec it leaves alone must not be
-// reconciled for that.
-func annotationsChanged() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return !equalBesides(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations(), profileBookkeeping)
-		},
-	}
-}
-
-// equalBesides reports whether a and b hold the same entries once the
-// keys in ignore are left out.
-func equalBesides(a, b map[string]string, ignore []string) bool {
-	count := func(m map[string]string) int {
-		n := len(m)
-		for _, k := range ignore {
-			if _, ok := m[k]; ok {
-				n--
-			}
-		}
-		return n
-	}
-	if count(a) != count(b) {
-		return false
-	}
-	for k, v := range a {
-		if slices.Contains(ignore, k) {
-			continue
-		}
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-// deletionPredicate passes the update that sets deletionTimestamp (the
-// generation does not change for it when finalizers hold the object).
-func deletionPredicate() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
-		},
-	}
+// on returns the installations on cluster (wake.Index.On).
+func (x *installationIndex) on(cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
+	return x.On(cluster)
 }
 
 // DefaultWorkers is how many installations reconcile at once when
@@ -337,22 +108,4 @@ func (r *Reconciler) workers() int {
 		return r.Workers
 	}
 	return DefaultWorkers
-}
-
-// becameReachable passes a ManagedCluster whose condition Reachable turned
-// True: its installations (installationsOnCluster) are retried at once
-// instead of at the end of their backoff.
-func becameReachable() predicate.Funcs {
-	reachable := func(o any) bool {
-		mc, ok := o.(*v1alpha1.ManagedCluster)
-		return ok && meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReachable)
-	}
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return !reachable(e.ObjectOld) && reachable(e.ObjectNew)
-		},
-	}
 }

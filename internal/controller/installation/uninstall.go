@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,14 +14,8 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/target"
+	"github.com/annex-platform/annex/internal/uninstall"
 )
-
-// uninstallStarted reports whether an earlier reconcile already ran the
-// pre-delete hooks and began deleting.
-func uninstallStarted(inst *v1alpha1.ExtensionInstallation) bool {
-	c := findCondition(inst, v1alpha1.ConditionInstalled)
-	return c != nil && c.Reason == v1alpha1.ReasonUninstalling
-}
 
 // uninstall removes exactly the inventory from the target cluster, waits
 // until it is gone, then releases the finalizer. CRDs stay unless
@@ -75,18 +68,18 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, err
 	}
 	hooks := setOf(installed)
-	if haveRecord && !uninstallStarted(inst) {
+	if haveRecord && !uninstall.Started(inst) {
 		if res, done, err := r.gateUninstall(ctx, s, hooks); !done || err != nil {
 			return res, err
 		}
 	}
-	if haveRecord && !uninstallStarted(inst) {
+	if haveRecord && !uninstall.Started(inst) {
 		s.target = target
 		if res, done, err := r.runCleanup(ctx, s, hooks); !done || err != nil {
 			return res, err
 		}
 	}
-	if haveRecord && !uninstallStarted(inst) {
+	if haveRecord && !uninstall.Started(inst) {
 		if err := applier.RunDeleteHooks(ctx, s.owner(), s.targetNamespace(), hooks, false, timeoutOf(inst)); err != nil {
 			s.block = retry(v1alpha1.ReasonHookFailed, fmt.Sprintf("pre-delete hook of %s: %v", inst.Spec.Extension, err))
 			return ctrl.Result{}, s.block
@@ -94,7 +87,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	removing := fmt.Sprintf("removing the %d objects of %s %s", len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion)
 	removed := false
-	if !uninstallStarted(inst) {
+	if !uninstall.Started(inst) {
 		// Told only when the uninstall goes on after this reconcile: one
 		// that ends in it is told once, by Uninstalled.
 		defer func() {
@@ -107,8 +100,8 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	// The target namespace Annex created goes after everything else; with
 	// post-delete hooks, which run in it, after them too.
 	remove, held := inst.Status.Inventory, []v1alpha1.ObjectReference(nil)
-	if haveRecord && hasPostDeleteHooks(hooks) {
-		remove, held = holdNamespace(remove, s.targetNamespace())
+	if haveRecord && uninstall.HasPostDeleteHooks(hooks) {
+		remove, held = uninstall.HoldNamespace(remove, s.targetNamespace())
 	}
 	if res, done, err := r.deleteAll(ctx, s, applier, remove); !done || err != nil {
 		return res, err
@@ -165,18 +158,6 @@ func (r *Reconciler) deleteAll(ctx context.Context, s *scope, applier target.App
 	return ctrl.Result{}, true, nil
 }
 
-// holdNamespace splits the Namespace ns from inventory.
-func holdNamespace(inventory []v1alpha1.ObjectReference, ns string) (rest, held []v1alpha1.ObjectReference) {
-	for _, ref := range inventory {
-		if ref.Group == "" && ref.Kind == "Namespace" && ref.Name == ns {
-			held = append(held, ref)
-			continue
-		}
-		rest = append(rest, ref)
-	}
-	return rest, held
-}
-
 // postDeleteHooksRan reports whether the post-delete hooks of an
 // uninstall that holds back the target namespace (held) already ran: the
 // namespace is deleted right after them, so a namespace being deleted, or
@@ -190,24 +171,7 @@ func (r *Reconciler) postDeleteHooksRan(ctx context.Context, s *scope, applier t
 		s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("reading namespace %s: %v", s.targetNamespace(), err))
 		return false, s.block
 	}
-	for _, o := range h.NotReady {
-		if o.Status == "Terminating" || o.Status == "NotFound" {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// hasPostDeleteHooks reports whether set holds Helm post-delete hooks.
-func hasPostDeleteHooks(set target.Set) bool {
-	for _, o := range set.Objects {
-		for _, event := range strings.Split(o.GetAnnotations()["helm.sh/hook"], ",") {
-			if strings.TrimSpace(event) == "post-delete" {
-				return true
-			}
-		}
-	}
-	return false
+	return uninstall.HooksRan(h), nil
 }
 
 // waitForDeletion waits for the inventory's objects to go. Custom
@@ -220,7 +184,7 @@ func hasPostDeleteHooks(set target.Set) bool {
 func (r *Reconciler) waitForDeletion(ctx context.Context, s *scope, applier target.Applier, remaining int) (ctrl.Result, error) {
 	inst := s.inst
 	msg := fmt.Sprintf("waiting for %d of %d objects to be deleted", remaining, len(inst.Status.Inventory))
-	timeout := uninstallTimeoutOf(inst)
+	timeout := uninstall.Timeout(inst, defaultTimeout)
 	if r.now().Sub(inst.DeletionTimestamp.Time) <= timeout {
 		s.block = wait(v1alpha1.ReasonUninstalling, msg)
 		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
@@ -230,14 +194,7 @@ func (r *Reconciler) waitForDeletion(ctx context.Context, s *scope, applier targ
 		s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("%s; reading them: %v", msg, err))
 		return ctrl.Result{}, s.block
 	}
-	var lingering []v1alpha1.ObjectReference
-	var named []string
-	for _, o := range h.NotReady {
-		if o.Status == "Terminating" {
-			lingering = append(lingering, o.Object)
-			named = append(named, fmt.Sprintf("%s %s: %s", o.Object.Kind, namespacedName(o.Object.Namespace, o.Object.Name), o.Message))
-		}
-	}
+	lingering, named := uninstall.Lingering(h)
 	if len(lingering) == 0 {
 		s.block = wait(v1alpha1.ReasonUninstalling, msg)
 		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
@@ -258,14 +215,6 @@ func (r *Reconciler) waitForDeletion(ctx context.Context, s *scope, applier targ
 			"or set spec.uninstall.onTimeout: RemoveFinalizers to remove the finalizers and go on (what they guard is then not cleaned up)",
 		timeout, strings.Join(named, "; "))}
 	return ctrl.Result{RequeueAfter: 5 * r.pollInterval()}, nil
-}
-
-// uninstallTimeoutOf is spec.uninstall.timeout, or its default.
-func uninstallTimeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
-	if t := inst.Spec.Uninstall.Timeout.Duration; t > 0 {
-		return t
-	}
-	return defaultTimeout
 }
 
 // releaseIfNeverApplied removes the finalizer of an installation that

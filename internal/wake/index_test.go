@@ -1,4 +1,4 @@
-package installation
+package wake
 
 import (
 	"slices"
@@ -36,8 +36,8 @@ func TestWaitsOnOthers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inst := indexed("app", "edge")
 			tc.edit(inst)
-			if got := waitsOnOthers(inst); got != tc.waits {
-				t.Errorf("waitsOnOthers = %v, want %v", got, tc.waits)
+			if got := WaitsOnOthers(inst); got != tc.waits {
+				t.Errorf("WaitsOnOthers = %v, want %v", got, tc.waits)
 			}
 		})
 	}
@@ -46,11 +46,8 @@ func TestWaitsOnOthers(t *testing.T) {
 // The waiting index follows each installation's status: it lists an
 // installation while it waits on others and drops it once it does not.
 func TestInstallationIndexWaitingOn(t *testing.T) {
-	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
-		indexCluster: clusterKey(func(*v1alpha1.ExtensionInstallation) bool { return true }),
-		indexWaiting: clusterKey(waitsOnOthers),
-	})
-	x := &installationIndex{store: store}
+	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers())
+	x := &Index{store: store}
 
 	waiting := indexed("dependent", "edge")
 	waiting.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonDependencyNotReady}}
@@ -64,17 +61,17 @@ func TestInstallationIndexWaitingOn(t *testing.T) {
 		}
 	}
 
-	expectNames(t, "on(edge)", x.on, "edge", "dependency", "dependent")
-	expectNames(t, "waitingOn(edge)", x.waitingOn, "edge", "dependent")
-	expectNames(t, "waitingOn(core)", x.waitingOn, "core", "other")
+	expectNames(t, "On(edge)", x.On, "edge", "dependency", "dependent")
+	expectNames(t, "WaitingOn(edge)", x.WaitingOn, "edge", "dependent")
+	expectNames(t, "WaitingOn(core)", x.WaitingOn, "core", "other")
 
 	released := waiting.DeepCopy()
 	released.Status.Conditions = ready.Status.Conditions
 	if err := store.Update(released); err != nil {
 		t.Fatal(err)
 	}
-	expectNames(t, "waitingOn(edge) after it became Ready", x.waitingOn, "edge")
-	expectNames(t, "on(edge) after it became Ready", x.on, "edge", "dependency", "dependent")
+	expectNames(t, "WaitingOn(edge) after it became Ready", x.WaitingOn, "edge")
+	expectNames(t, "On(edge) after it became Ready", x.On, "edge", "dependency", "dependent")
 }
 
 func indexed(name, cluster string) *v1alpha1.ExtensionInstallation {

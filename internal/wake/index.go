@@ -1,11 +1,11 @@
-package installation
+package wake
 
 import (
 	"context"
 	"fmt"
 
 	toolscache "k8s.io/client-go/tools/cache"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
@@ -14,23 +14,23 @@ const (
 	// indexCluster indexes the cache's installations by spec.cluster.
 	indexCluster = "annex.dev/cluster"
 	// indexWaiting indexes by spec.cluster only the installations that
-	// wait on others (waitsOnOthers), so that a change wakes them without
+	// wait on others (WaitsOnOthers), so that a change wakes them without
 	// a look at every installation on the cluster.
 	indexWaiting = "annex.dev/waiting-on-cluster"
 )
 
-// installationIndex reads the installations of one cluster straight from
-// the informer's store: every reconcile resolves its whole cluster, and
+// Index reads the installations of one cluster straight from the
+// informer's store: every reconcile resolves its whole cluster, and
 // copying a thousand installations into a list on each reconcile and each
 // event would cost more than the rest of the work together.
-type installationIndex struct {
+type Index struct {
 	store toolscache.Indexer
 }
 
-// newInstallationIndex adds the cluster index to the manager's informer for
-// ExtensionInstallations and returns a reader of it.
-func newInstallationIndex(ctx context.Context, mgr ctrl.Manager) (*installationIndex, error) {
-	inf, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.ExtensionInstallation{})
+// NewIndex adds the cluster indexes to the cache's informer for
+// ExtensionInstallations and returns a reader of them.
+func NewIndex(ctx context.Context, c cache.Cache) (*Index, error) {
+	inf, err := c.GetInformer(ctx, &v1alpha1.ExtensionInstallation{})
 	if err != nil {
 		return nil, err
 	}
@@ -38,13 +38,17 @@ func newInstallationIndex(ctx context.Context, mgr ctrl.Manager) (*installationI
 	if !ok {
 		return nil, fmt.Errorf("the cache's informer for ExtensionInstallations (%T) does not expose its store", inf)
 	}
-	if err := inf.AddIndexers(toolscache.Indexers{
-		indexCluster: clusterKey(func(*v1alpha1.ExtensionInstallation) bool { return true }),
-		indexWaiting: clusterKey(waitsOnOthers),
-	}); err != nil {
+	if err := inf.AddIndexers(indexers()); err != nil {
 		return nil, err
 	}
-	return &installationIndex{store: withStore.GetIndexer()}, nil
+	return &Index{store: withStore.GetIndexer()}, nil
+}
+
+func indexers() toolscache.Indexers {
+	return toolscache.Indexers{
+		indexCluster: clusterKey(func(*v1alpha1.ExtensionInstallation) bool { return true }),
+		indexWaiting: clusterKey(WaitsOnOthers),
+	}
 }
 
 // clusterKey indexes an installation by its spec.cluster when keep says so.
@@ -58,19 +62,19 @@ func clusterKey(keep func(*v1alpha1.ExtensionInstallation) bool) toolscache.Inde
 	}
 }
 
-// on returns the installations on cluster ("" is the hub). They are the
+// On returns the installations on cluster ("" is the hub). They are the
 // cache's own objects, shared with every reader: never modify them.
-func (x *installationIndex) on(cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
+func (x *Index) On(cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
 	return x.byIndex(indexCluster, cluster)
 }
 
-// waitingOn returns the installations on cluster that wait on others
-// (waitsOnOthers), as on does.
-func (x *installationIndex) waitingOn(cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
+// WaitingOn returns the installations on cluster that wait on others
+// (WaitsOnOthers), as On does.
+func (x *Index) WaitingOn(cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
 	return x.byIndex(indexWaiting, cluster)
 }
 
-func (x *installationIndex) byIndex(index, cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
+func (x *Index) byIndex(index, cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
 	objs, err := x.store.ByIndex(index, cluster)
 	if err != nil {
 		return nil, err

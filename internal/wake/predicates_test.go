@@ -1,4 +1,4 @@
-package installation
+package wake
 
 import (
 	"testing"
@@ -31,9 +31,9 @@ func TestAnnotationsChanged(t *testing.T) {
 		{"same count, other key", map[string]string{"x": "1", at: "a"}, map[string]string{"y": "1", prev: "1"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := annotationsChanged().Update(event.UpdateEvent{ObjectOld: withAnnotations(tc.old), ObjectNew: withAnnotations(tc.new)})
+			got := AnnotationsChanged().Update(event.UpdateEvent{ObjectOld: withAnnotations(tc.old), ObjectNew: withAnnotations(tc.new)})
 			if got != tc.want {
-				t.Errorf("annotationsChanged(%v → %v) = %v, want %v", tc.old, tc.new, got, tc.want)
+				t.Errorf("AnnotationsChanged(%v → %v) = %v, want %v", tc.old, tc.new, got, tc.want)
 			}
 		})
 	}

@@ -1,0 +1,92 @@
+// Package remediate decides what follows a failed attempt at an
+// installation's target: apply again while spec.upgrade.retries last,
+// then roll an upgrade back to the last healthy revision, or keep or
+// uninstall a failed first install as spec.install.remediation says; and
+// a remediated target is not tried again until the spec changes. The
+// installation controller carries the decisions out (remediation.go).
+package remediate
+
+import (
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
+
+// CountsAsFailedAttempt reports whether an apply error is a failure of
+// the target itself — the API server refused an object as invalid, or a
+// hook failed — rather than a transient one (network, API server busy),
+// which is only retried with backoff.
+func CountsAsFailedAttempt(err error) bool {
+	var hook interface{ HookFailed() bool }
+	return (errors.As(err, &hook) && hook.HookFailed()) ||
+		apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)
+}
+
+// Retries is how many failed attempts are tried again before Annex
+// remediates: spec.upgrade.retries (default 2) for an upgrade (there is
+// a healthy revision to go back to), none for a first install.
+func Retries(inst *v1alpha1.ExtensionInstallation) int32 {
+	if inst.Status.LastHealthyRevision == 0 {
+		return 0
+	}
+	if inst.Spec.Upgrade.Retries != nil {
+		return *inst.Spec.Upgrade.Retries
+	}
+	return 2
+}
+
+// Action is what follows a failed attempt.
+type Action int
+
+const (
+	// Again: apply again; retries are left.
+	Again Action = iota
+	// RollBack: roll the upgrade back to the last healthy revision.
+	RollBack
+	// Hold: keep (or uninstall) the failed first install until the spec
+	// changes.
+	Hold
+)
+
+// After decides what follows the failed attempt status.failures counts
+// (already counted).
+func After(inst *v1alpha1.ExtensionInstallation) Action {
+	switch {
+	case inst.Status.Failures <= Retries(inst):
+		return Again
+	case inst.Status.LastHealthyRevision > 0:
+		return RollBack
+	}
+	return Hold
+}
+
+// Attempts is n failed attempts in words: "1 attempt", "3 attempts".
+func Attempts(n int32) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
+
+// IsFailedTarget reports whether target, for inst's spec, is exactly
+// what failed and was remediated (status.failedTarget): it is not tried
+// again until the spec changes.
+func IsFailedTarget(inst *v1alpha1.ExtensionInstallation, target v1alpha1.FailedTarget) bool {
+	ft := inst.Status.FailedTarget
+	return ft != nil && ft.Generation == inst.Generation && ft.Version == target.Version &&
+		ft.ArtifactDigest == target.ArtifactDigest && ft.ValuesDigest == target.ValuesDigest
+}
+
+// FindRevision returns the revision number of history, nil when it is
+// not there.
+func FindRevision(history []v1alpha1.Revision, number int64) *v1alpha1.Revision {
+	for i := range history {
+		if history[i].Number == number {
+			return &history[i]
+		}
+	}
+	return nil
+}

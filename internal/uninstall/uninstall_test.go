@@ -1,0 +1,86 @@
+package uninstall
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/target"
+)
+
+func TestHoldNamespace(t *testing.T) {
+	ns := v1alpha1.ObjectReference{Version: "v1", Kind: "Namespace", Name: "apps"}
+	other := v1alpha1.ObjectReference{Version: "v1", Kind: "Namespace", Name: "other"}
+	cm := v1alpha1.ObjectReference{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "apps"}
+	for _, tc := range []struct {
+		name       string
+		inventory  []v1alpha1.ObjectReference
+		rest, held []v1alpha1.ObjectReference
+	}{
+		// The target namespace is held; everything else goes first.
+		{"target namespace", []v1alpha1.ObjectReference{ns, cm}, []v1alpha1.ObjectReference{cm}, []v1alpha1.ObjectReference{ns}},
+		// Another namespace, or an object named like it, is not held.
+		{"others", []v1alpha1.ObjectReference{other, cm}, []v1alpha1.ObjectReference{other, cm}, nil},
+	} {
+		rest, held := HoldNamespace(tc.inventory, "apps")
+		if !slices.Equal(rest, tc.rest) || !slices.Equal(held, tc.held) {
+			t.Errorf("%s: HoldNamespace = %v, %v; want %v, %v", tc.name, rest, held, tc.rest, tc.held)
+		}
+	}
+}
+
+func TestHasPostDeleteHooks(t *testing.T) {
+	hook := func(events string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetAnnotations(map[string]string{"helm.sh/hook": events})
+		return o
+	}
+	for _, tc := range []struct {
+		events string
+		want   bool
+	}{
+		{"post-delete", true},
+		// One of several events, spaces allowed.
+		{"pre-delete, post-delete", true},
+		{"pre-delete", false},
+		{"", false},
+	} {
+		if got := HasPostDeleteHooks(target.Set{Objects: []*unstructured.Unstructured{hook(tc.events)}}); got != tc.want {
+			t.Errorf("HasPostDeleteHooks(%q) = %v, want %v", tc.events, got, tc.want)
+		}
+	}
+}
+
+func TestStartedTimeoutLingering(t *testing.T) {
+	inst := &v1alpha1.ExtensionInstallation{}
+	if Started(inst) {
+		t.Fatal("Started without an Installed condition")
+	}
+	inst.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionInstalled, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUninstalling}}
+	if !Started(inst) {
+		t.Fatal("not Started with Installed=False Uninstalling")
+	}
+	if got := Timeout(inst, 5*time.Minute); got != 5*time.Minute {
+		t.Fatalf("Timeout unset = %s, want the default", got)
+	}
+	inst.Spec.Uninstall.Timeout = metav1.Duration{Duration: time.Minute}
+	if got := Timeout(inst, 5*time.Minute); got != time.Minute {
+		t.Fatalf("Timeout = %s, want spec.uninstall.timeout", got)
+	}
+	cr := v1alpha1.ObjectReference{Group: "example.com", Version: "v1", Kind: "Widget", Namespace: "apps", Name: "w"}
+	h := target.Health{NotReady: []target.ObjectHealth{
+		{Object: cr, Status: "Terminating", Message: "finalizers: example.com/cleanup"},
+		{Object: v1alpha1.ObjectReference{Version: "v1", Kind: "Namespace", Name: "apps"}, Status: "NotFound"},
+	}}
+	refs, named := Lingering(h)
+	if !slices.Equal(refs, []v1alpha1.ObjectReference{cr}) || !slices.Equal(named, []string{"Widget apps/w: finalizers: example.com/cleanup"}) {
+		t.Fatalf("Lingering = %v, %v", refs, named)
+	}
+	if !HooksRan(h) || HooksRan(target.Health{}) {
+		t.Fatal("HooksRan: a namespace gone or being deleted says the post-delete hooks ran; none read says nothing")
+	}
+}
