@@ -216,7 +216,7 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 		profile.Spec.Extensions = append(profile.Spec.Extensions, v1alpha1.ProfileExtension{
 			Name: fleetExtension(i), Version: "1.0.0", Mode: v1alpha1.ProfileModeEnforced})
 	}
-	before := proxy.Snapshot()
+	before, kindsBefore := proxy.Snapshot(), proxy.Kinds()
 	start := time.Now()
 	track.phase(func(in *v1alpha1.ExtensionInstallation) bool { return ready(in) })
 	must(b, c.Create(ctx, profile))
@@ -229,8 +229,8 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	b.ReportMetric(p90.Seconds(), "s-cluster-p90")
 	b.ReportMetric(float64(served.Total)/float64(installations), "hub-req/inst")
 	b.ReportMetric(float64(served.Writes)/float64(installations), "hub-writes/inst")
-	b.Logf("1. profile: %d installations Ready in %.1f s (per cluster p50 %.1f s, p90 %.1f s); the manager sent the hub %d requests (%d writes); loadavg %s",
-		installations, rollout.Seconds(), p50.Seconds(), p90.Seconds(), served.Total, served.Writes, loadavg())
+	b.Logf("1. profile: %d installations Ready in %.1f s (per cluster p50 %.1f s, p90 %.1f s); the manager sent the hub %d requests (%d writes): %s; loadavg %s",
+		installations, rollout.Seconds(), p50.Seconds(), p90.Seconds(), served.Total, served.Writes, formatKinds(kindsBefore, proxy.Kinds()), loadavg())
 
 	bytes, kinds := hubBytes(b, c)
 	b.ReportMetric(float64(bytes)/float64(installations), "hub-B/inst")
@@ -242,7 +242,7 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	track.phase(func(in *v1alpha1.ExtensionInstallation) bool {
 		return in.Spec.Extension == bumped && in.Status.InstalledVersion == "1.1.0" && ready(in)
 	})
-	before, kindsBefore := proxy.Snapshot(), proxy.Kinds()
+	before, kindsBefore = proxy.Snapshot(), proxy.Kinds()
 	editProfile(b, c, func(p *v1alpha1.ExtensionProfile) { p.Spec.Extensions[0].Version = "1.1.0" })
 	track.wait(b, size.clusters, phaseTimeout)
 	served = proxy.Snapshot().Sub(before)
