@@ -100,7 +100,9 @@ type ManagedClusterStatus struct {
 	// +optional
 	NodeCount int32 `json:"nodeCount,omitempty"`
 	// Installations is how many ExtensionInstallations target the cluster,
-	// and ReadyInstallations how many of them are Ready.
+	// and ReadyInstallations how many of them are Ready: a summary for
+	// people, refreshed at most every 10 seconds while they change (each
+	// write is one of the hub's); an installation's own status is current.
 	// +optional
 	Installations int32 `json:"installations,omitempty"`
 	// +optional
