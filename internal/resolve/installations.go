@@ -17,26 +17,35 @@ import (
 func ProblemFor(clusterVersion string, insts []*v1alpha1.ExtensionInstallation) Problem {
 	p := Problem{ClusterVersion: clusterVersion, Installations: make([]Installation, 0, len(insts))}
 	for _, inst := range insts {
-		in := Installation{
-			Name:           inst.Namespace + "/" + inst.Name,
-			Extension:      inst.Spec.Extension,
-			Range:          inst.Spec.Version,
-			Installed:      inst.Status.InstalledVersion,
-			Automatic:      inst.Spec.Upgrade.Automatic == nil || *inst.Spec.Upgrade.Automatic,
-			AllowDowngrade: inst.Spec.Upgrade.AllowDowngrade,
-			Separable:      Separable(inst),
-			Channel:        inst.Spec.Channel,
-			AnyInRange:     inst.Spec.Upgrade.Graph == v1alpha1.UpgradeGraphAnyInRange,
-		}
-		if !in.Separable {
-			in.ClusterScoped = ClusterScopedText(inst.Spec.Extension, inst.Status.Content)
-		}
-		p.Installations = append(p.Installations, in)
+		p.Installations = append(p.Installations, InstallationOf(inst, inst.Namespace+"/"+inst.Name))
 	}
 	// In name order, so that the same installations make the same problem
 	// whatever order a cache listed them in.
 	slices.SortFunc(p.Installations, func(a, b Installation) int { return strings.Compare(a.Name, b.Name) })
 	return p
+}
+
+// InstallationOf states one installation for the solver under name, its
+// "namespace/name" (passed in so that callers that keep it need not build
+// it again): its range, installed version and upgrade policy (automatic
+// upgrades default to on, as in the API), whether it is Separable, and
+// otherwise the cluster-scoped object its content last had.
+func InstallationOf(inst *v1alpha1.ExtensionInstallation, name string) Installation {
+	in := Installation{
+		Name:           name,
+		Extension:      inst.Spec.Extension,
+		Range:          inst.Spec.Version,
+		Installed:      inst.Status.InstalledVersion,
+		Automatic:      inst.Spec.Upgrade.Automatic == nil || *inst.Spec.Upgrade.Automatic,
+		AllowDowngrade: inst.Spec.Upgrade.AllowDowngrade,
+		Separable:      Separable(inst),
+		Channel:        inst.Spec.Channel,
+		AnyInRange:     inst.Spec.Upgrade.Graph == v1alpha1.UpgradeGraphAnyInRange,
+	}
+	if !in.Separable {
+		in.ClusterScoped = ClusterScopedText(inst.Spec.Extension, inst.Status.Content)
+	}
+	return in
 }
 
 // Separable reports whether inst may run a version of its own when it

@@ -101,6 +101,7 @@ type Reconciler struct {
 
 	index *installationIndex // the cache's installations by cluster; set up by SetupWithManager
 	share *shard.Share       // how many reconciles each managed cluster may have at once; set up by SetupWithManager
+	memos clusterMemos       // each cluster's resolution problem between reconciles (resolve.go)
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete

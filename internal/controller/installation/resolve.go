@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +36,35 @@ type clusterState struct {
 	// on the cluster own, by extension (resolve.Problem.Provided); nil
 	// until the resolve step ran (and on uninstall).
 	provided map[string]string
+	// asked are the extensions the installations ask for, without
+	// repeats; nil until the resolve step ran (then extensionsOf tells).
+	asked []string
+}
+
+// clusterMemos holds each cluster's resolve.ClusterMemo: what a reconcile
+// of one installation needs of the resolution costs what changed on its
+// cluster since the last one, not a restatement and a solve of every
+// installation there. A memo holds its cluster's requirements (a few
+// strings per installation) and its last resolutions.
+type clusterMemos struct{ byCluster sync.Map } // cluster → *resolve.ClusterMemo
+
+func (c *clusterMemos) of(cluster string) *resolve.ClusterMemo {
+	if m, ok := c.byCluster.Load(cluster); ok {
+		return m.(*resolve.ClusterMemo)
+	}
+	m, _ := c.byCluster.LoadOrStore(cluster, &resolve.ClusterMemo{})
+	return m.(*resolve.ClusterMemo)
+}
+
+// catalogOf identifies the Extensions on offer: their names and
+// resourceVersions, which change whenever they do.
+func catalogOf(extensions []v1alpha1.Extension) string {
+	keys := make([]string, len(extensions))
+	for i := range extensions {
+		keys[i] = extensions[i].Name + "@" + extensions[i].ResourceVersion
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
 }
 
 // providedAPIs reads which installations on st's cluster own the CRDs of
@@ -45,7 +75,11 @@ type clusterState struct {
 // nothing when no such extension requires an API, or no inventory holds
 // a CRD of a required group. Errors are the cluster's, retried.
 func providedAPIs(ctx context.Context, target Target, st *clusterState) (map[string]string, error) {
-	groups := resolve.RequiredAPIGroups(st.extensions, extensionsOf(st.installations))
+	asked := st.asked
+	if asked == nil {
+		asked = extensionsOf(st.installations)
+	}
+	groups := resolve.RequiredAPIGroups(st.extensions, asked)
 	if len(groups) == 0 {
 		return nil, nil
 	}
@@ -118,20 +152,26 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 func nameOf(inst *v1alpha1.ExtensionInstallation) string { return inst.Namespace + "/" + inst.Name }
 
 // resolve solves every installation on the cluster together and takes this
-// installation's version from the resolution.
+// installation's version from the resolution: the cluster's memo answers
+// when nothing the solve reads changed since it last solved.
 func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.loadCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	problem := resolve.ProblemFor(s.inst.Status.ClusterVersion, s.cluster.installations)
+	memo := r.memos.of(s.inst.Spec.Cluster)
+	state := memo.Refresh(s.cluster.installations, s.inst)
+	s.cluster.asked = state.Asked()
 	provided, err := providedAPIs(ctx, s.target, s.cluster)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	problem.Provided, s.cluster.provided = provided, provided
-	start := time.Now()
-	resolution := r.Resolver.Solve(s.cluster.extensions, problem)
-	metrics.ObserveResolve(time.Since(start))
+	s.cluster.provided = provided
+	resolution := memo.Resolve(state, s.inst.Status.ClusterVersion, catalogOf(s.cluster.extensions), provided,
+		func(problem resolve.Problem) *resolve.Resolution {
+			start := time.Now()
+			defer func() { metrics.ObserveResolve(time.Since(start)) }()
+			return r.Resolver.Solve(s.cluster.extensions, problem)
+		})
 	s.cluster.resolution = resolution
 	s.inst.Status.RequiredBy = requiredBy(s.inst, s.cluster.installations, s.cluster.extensions, s.cluster.provided, resolution)
 	if ex := resolution.Failed[nameOf(s.inst)]; ex != nil {
@@ -189,6 +229,9 @@ func requiredBy(inst *v1alpha1.ExtensionInstallation, insts []*v1alpha1.Extensio
 				dependentExts[sel.Extension] = true
 			}
 		}
+	}
+	if len(dependentExts) == 0 && len(dependentInstances) == 0 && len(resolution.Failed) == 0 {
+		return nil // nothing depends on it, and no failed installation keeps running a version that may
 	}
 	var out []string
 	var versions resolve.Universe // read only for an installation no version fits any more
@@ -259,6 +302,9 @@ func (r *Reconciler) releaseIfUnneeded(ctx context.Context, s *scope) (ctrl.Resu
 // as added for dependencies and owned by the installations in its namespace
 // that need it; Annex removes it when the last of them goes.
 func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if len(s.choice.Version.Dependencies) == 0 {
+		return ctrl.Result{}, nil
+	}
 	// An instance serves no dependency: a dependency on an extension of
 	// which only instances run gets an installation of its own.
 	present := map[string]bool{}

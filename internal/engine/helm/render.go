@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"path"
@@ -184,12 +185,10 @@ func Render(in Input) (*Result, error) {
 // loadChart loads a chart of API version v1 or v2 from archive bytes. The
 // archive is walked with annexarchive.CheckArchive (the catalog's check)
 // first, so Helm's loader never sees links, absolute or parent paths,
-// duplicate entries or more bytes than the default limits.
+// duplicate entries or more bytes than the default limits. An archive
+// checked and unpacked before is not again (checkedArchives).
 func loadChart(data []byte) (*chart.Chart, error) {
-	if err := annexarchive.CheckArchive(data, annexarchive.Limits{}); err != nil {
-		return nil, err
-	}
-	files, err := archive.LoadArchiveFiles(bytes.NewReader(data))
+	files, err := archiveFilesOf(data)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +213,24 @@ func loadChart(data []byte) (*chart.Chart, error) {
 	}
 	sortDependencies(ch)
 	return ch, nil
+}
+
+// archiveFilesOf checks and unpacks data, or returns the files of the
+// same archive checked before.
+func archiveFilesOf(data []byte) ([]*archive.BufferedFile, error) {
+	sum := digest(sha256.Sum256(data))
+	if files, ok := checkedArchives.get(sum); ok {
+		return files, nil
+	}
+	if err := annexarchive.CheckArchive(data, annexarchive.Limits{}); err != nil {
+		return nil, err
+	}
+	files, err := archive.LoadArchiveFiles(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	checkedArchives.put(sum, files)
+	return files, nil
 }
 
 // sortDependencies orders subcharts by name and version at every level. The
