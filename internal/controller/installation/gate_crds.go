@@ -29,6 +29,7 @@ import (
 // (pure); this step only reads the installed CRDs.
 func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, error) {
 	proposed := crdcheck.In(s.change.Objects)
+	prev := s.inst.Status.CRDChanges
 	s.inst.Status.CRDChanges = nil
 	if len(proposed) == 0 {
 		setCRDWarnings(s, "")
@@ -43,6 +44,13 @@ func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, erro
 	j, err := crdcheck.Judge(crdcheck.Policy(crdcheck.PolicyOf(s.inst)), proposed, installed)
 	if err != nil {
 		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, fmt.Sprintf("%s: %v; nothing of it was applied; choose another version with spec.version", ref, err))
+		return ctrl.Result{}, nil
+	}
+	if len(j.Refused) == 0 && len(j.Report) == 0 && judgedBefore(s.inst, prev, s.choice.Version.Version) {
+		// An earlier pass of this same change judged it and applied its
+		// CRDs: judged again against them it finds nothing, and what it
+		// let through stays shown (the Warnings condition too).
+		s.inst.Status.CRDChanges = prev
 		return ctrl.Result{}, nil
 	}
 	s.inst.Status.CRDChanges = crdcheck.Status(s.choice.Version.Version, j)
@@ -61,6 +69,17 @@ func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, erro
 		r.event(s, corev1.EventTypeWarning, reason, msg)
 	}
 	return ctrl.Result{}, nil
+}
+
+// judgedBefore reports whether prev, the status.crdChanges inst had when
+// this pass began, is the report of the change to version at inst's
+// generation, which let CRD changes through (Warnings set at this
+// generation): a change that takes more than one pass resumes after its
+// CRDs were applied.
+func judgedBefore(inst *v1alpha1.ExtensionInstallation, prev *v1alpha1.CRDChangeReport, version string) bool {
+	warnings := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionWarnings)
+	return prev != nil && prev.Version == version && prev.Outcome == v1alpha1.CRDChangeApplied &&
+		warnings != nil && warnings.Reason == v1alpha1.ReasonCRDChangeWarnings && warnings.ObservedGeneration == inst.Generation
 }
 
 // keepInstalledCRDs, under spec.upgrade.crdPolicy Skip, applies the
