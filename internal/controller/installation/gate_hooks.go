@@ -14,11 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/gate"
@@ -111,18 +109,5 @@ func (r *Reconciler) watchHooks(b *builder.Builder) *builder.Builder {
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
-		Watches(&v1alpha1.Hook{}, handler.EnqueueRequestsFromMapFunc(r.installationsWaitingOnHooks))
-}
-
-// installationsWaitingOnHooks lists the installations whose pending
-// change waits for, or was refused by, hooks.
-func (r *Reconciler) installationsWaitingOnHooks(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list v1alpha1.ExtensionInstallationList
-	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	return wake.Requests(list.Items, func(i *v1alpha1.ExtensionInstallation) bool {
-		c := i.Status.Change
-		return c != nil && c.Hooks != nil && c.Hooks.State != v1alpha1.HookSucceeded
-	})
+		Watches(&v1alpha1.Hook{}, handler.EnqueueRequestsFromMapFunc(wake.WaitingOnHooks(r.Client)))
 }
