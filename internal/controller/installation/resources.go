@@ -1,8 +1,6 @@
 package installation
 
 import (
-	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -63,20 +61,6 @@ func (s *scope) observeResources(h target.Health, covered []v1alpha1.ObjectRefer
 	s.inst.Status.Resources = statuses
 }
 
-// resourcesSummary is the end of the Ready message of a healthy
-// installation with spec.resources, naming them: "; its resource Banner
-// default/hello is ready", "; its 2 resources are ready: ...".
-func resourcesSummary(statuses []v1alpha1.ResourceStatus) string {
-	names := make([]string, 0, len(statuses))
-	for _, st := range statuses {
-		names = append(names, fmt.Sprintf("%s %s", st.Kind, namespacedName(st.Namespace, st.Name)))
-	}
-	if len(names) == 1 {
-		return fmt.Sprintf("; its resource %s is ready", names[0])
-	}
-	return fmt.Sprintf("; its %d resources are ready: %s", len(names), strings.Join(names, ", "))
-}
-
 func apiVersionOf(ref v1alpha1.ObjectReference) string {
 	if ref.Group == "" {
 		return ref.Version
@@ -84,9 +68,3 @@ func apiVersionOf(ref v1alpha1.ObjectReference) string {
 	return ref.Group + "/" + ref.Version
 }
 
-func namespacedName(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
-}
