@@ -77,7 +77,7 @@ func contentRefs(s *scope) ([]v1alpha1.ObjectReference, bool) {
 		}
 		objects := make([]*unstructured.Unstructured, 0, len(s.artifact.release.CRDs)+len(s.artifact.release.Objects))
 		for _, o := range slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects) {
-			objects = append(objects, withoutHook(o))
+			objects = append(objects, target.WithoutHook(o))
 		}
 		return a.Refs(objects, ns), true
 	}
@@ -99,18 +99,4 @@ func contentRefs(s *scope) ([]v1alpha1.ObjectReference, bool) {
 		}
 	}
 	return refs, true
-}
-
-// withoutHook returns o, or for a Helm hook a copy without its hook
-// annotation, so that Refs (which leaves hooks out of an inventory) tells
-// its scope too.
-func withoutHook(o *unstructured.Unstructured) *unstructured.Unstructured {
-	annotations := o.GetAnnotations()
-	if _, hook := annotations["helm.sh/hook"]; !hook {
-		return o
-	}
-	c := o.DeepCopy()
-	delete(annotations, "helm.sh/hook")
-	c.SetAnnotations(annotations)
-	return c
 }

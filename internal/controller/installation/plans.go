@@ -295,7 +295,7 @@ func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed target.
 		r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s; uninstalling goes on", cleanup.Name, abandoned.ID))
 		return ctrl.Result{}, true, nil
 	}
-	if b := r.ensureNamespace(ctx, s, namespaceIn(installed.Objects, s.targetNamespace())); b != nil {
+	if b := r.ensureNamespace(ctx, s, target.NamespaceIn(installed.Objects, s.targetNamespace())); b != nil {
 		s.block = b
 		if b.kind == blockRetry {
 			return ctrl.Result{}, false, b
