@@ -15,6 +15,7 @@ import (
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/news"
+	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/remediate"
 	"github.com/annex-platform/annex/internal/target"
 )
@@ -73,7 +74,10 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	})
 	applied, st, err := r.applyOnePass(ctx, s, s.artifact.release.OnePass(set.CRDs, objects), opts)
 	metrics.ObserveApply(op, time.Since(start))
-	recordChartPlan(inst, st, rev)
+	if st != nil {
+		// A chart's apply shows as its plan, down to its steps.
+		inst.Status.Plans = []v1alpha1.PlanStatus{plan.OnePassStatus(*st, inst.Status.InstalledVersion, rev)}
+	}
 	if b := r.permissionBlock(inst, err); b != nil {
 		// Not a failed attempt: nothing is wrong with the extension.
 		return r.stopAt(s, b, nil)
@@ -107,24 +111,6 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	failpoint.Hit(failpoint.AfterEvent, s.owner().String())
 	s.observe(applied.Health)
 	return ctrl.Result{}, nil
-}
-
-// recordChartPlan shows a chart's apply as its plan, down to its steps
-// (its phases and hook weights): named install or upgrade, for the
-// revision it applied.
-func recordChartPlan(inst *v1alpha1.ExtensionInstallation, st *v1alpha1.PlanStatus, rev v1alpha1.Revision) {
-	if st == nil {
-		return
-	}
-	out := *st.DeepCopy()
-	out.Name, out.Trigger, out.Revision = "install", "install", rev.Number
-	if installed := inst.Status.InstalledVersion; installed != "" {
-		out.Name, out.Trigger = "upgrade", fmt.Sprintf("upgrade %s → %s", installed, rev.Version)
-		if installed == rev.Version {
-			out.Trigger = "new values or chart content"
-		}
-	}
-	inst.Status.Plans = []v1alpha1.PlanStatus{out}
 }
 
 // nextRevision describes the revision this reconcile applies, numbered

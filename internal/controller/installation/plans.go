@@ -130,10 +130,8 @@ func (p planPort) Started(pl plan.Plan, st v1alpha1.PlanStatus) {
 	p.r.event(p.s, "Normal", "PlanStarted", fmt.Sprintf("plan %s started (revision %d, %s)", pl.Name, st.Revision, st.Trigger))
 }
 
-// applyOnePass runs p, a release's one-pass plan (Release.OnePass: a
-// chart's phases and hook weights), with the one executor (plan.Drive),
-// in this reconcile and without checkpoints: nothing of it is saved until
-// it ends, its steps never wait, and the first error stops it. It returns
+// applyOnePass runs p, a release's one-pass plan (Release.OnePass), with
+// the installation's applier in this reconcile (plan.OnePass). It returns
 // what the steps applied, the state p ended in (nil when the applier
 // refused p before any step) and the first step's error.
 func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, opts target.ApplyOptions) (target.Applied, *v1alpha1.PlanStatus, error) {
@@ -141,16 +139,7 @@ func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, op
 	if err != nil {
 		return target.Applied{}, nil, err
 	}
-	var stepErr error
-	run := func(ref plan.StepRef, step plan.Step) plan.StepResult {
-		if err := steps.Step(ctx, ref); err != nil {
-			stepErr = err
-			return plan.Failed(step.Name, err)
-		}
-		return plan.StepResult{Done: true}
-	}
-	now := func() metav1.Time { return metav1.Now() }
-	st, _, _ := plan.Drive(p, plan.Start(p, "", 0, now()), run, now, nil)
+	st, stepErr := plan.OnePass(p, func(ref plan.StepRef) error { return steps.Step(ctx, ref) }, func() metav1.Time { return metav1.Now() })
 	return steps.Applied(), &st, stepErr
 }
 
