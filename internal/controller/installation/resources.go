@@ -1,7 +1,6 @@
 package installation
 
 import (
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -67,4 +66,3 @@ func apiVersionOf(ref v1alpha1.ObjectReference) string {
 	}
 	return ref.Group + "/" + ref.Version
 }
-
