@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/adopt"
 )
 
 // When Annex creates an installation's target namespace.
@@ -74,5 +75,23 @@ func TestHooksAndNamespaces(t *testing.T) {
 	}
 	if n := NamespaceObject("apps"); n.GetKind() != "Namespace" || n.GetName() != "apps" || n.GetAPIVersion() != "v1" {
 		t.Errorf("NamespaceObject = %v", n)
+	}
+}
+
+// An apply that adopts takes existing objects over from the other tool's
+// managers, deferring a release's matching objects; without an adoption
+// the options stay.
+func TestApplyOptionsAdopting(t *testing.T) {
+	base := ApplyOptions{Create: true}
+	if got := base.Adopting(nil); got.TakeOwnership || got.HandOver != nil || !got.Create {
+		t.Errorf("no adoption: %+v", got)
+	}
+	rel := &adopt.Takeover{Release: &adopt.Release{Name: "web"}, Managers: []string{"helm"}}
+	if got := base.Adopting(rel); !got.TakeOwnership || !got.DeferHandOver || len(got.HandOver) != 1 || !got.Create {
+		t.Errorf("release: %+v", got)
+	}
+	op := &adopt.Takeover{Operator: &adopt.Operator{Subscription: "etcd"}, Managers: []string{"olm"}}
+	if got := base.Adopting(op); !got.TakeOwnership || got.DeferHandOver || got.HandOver[0] != "olm" {
+		t.Errorf("operator: %+v", got)
 	}
 }

@@ -67,11 +67,11 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if inst.Status.InstalledVersion != "" {
 		op = metrics.OpUpgrade
 	}
-	objects, opts := applying(s.artifact.adoption, set.Objects, target.ApplyOptions{
+	objects, opts := s.artifact.adoption.Objects(set.Objects), target.ApplyOptions{
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 		Create:        first,
-	})
+	}.Adopting(s.artifact.adoption)
 	applied, st, err := r.applyOnePass(ctx, s, s.artifact.release.OnePass(set.CRDs, objects), opts)
 	metrics.ObserveApply(op, time.Since(start))
 	if st != nil {

@@ -32,7 +32,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 	switch t.Kind {
 	case plan.TaskApply:
 		applied, err := applier.Apply(ctx, s.owner(), ns, target.Set{Objects: t.Objects},
-			handOver(s.artifact.adoption, target.ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}))
+			target.ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}.Adopting(s.artifact.adoption))
 		if err != nil {
 			if b := r.permissionBlock(s.inst, err); b != nil {
 				return plan.Failed(t.Name, errors.New(b.message))
