@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,21 +47,14 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope) (ctrl.Result, error
 		return ctrl.Result{}, err
 	}
 	if s.inst.Status.Change != nil {
-		s.inst.Status.Change.Hooks = &v1alpha1.HooksSummary{Request: out.Request, State: out.State, Message: out.Message}
+		s.inst.Status.Change.Hooks = out.Summary()
 	}
 	switch out.State {
 	case v1alpha1.HookFailed:
-		next := "the change waits until the hook answers otherwise or the change's content changes (spec.values, spec.version)"
-		if c.Event == gate.EventPreUninstall {
-			next = "the uninstall waits until the hook answers otherwise"
-		}
-		s.block = terminal(v1alpha1.ReasonHookRefused, fmt.Sprintf("%s; %s; delete HookRequest %s to ask the hooks again", out.Message, next, out.Request))
-		return ctrl.Result{}, nil
+		s.block = terminal(v1alpha1.ReasonHookRefused, out.Refusal(c.Event))
 	case v1alpha1.HookPending:
 		s.block = wait(v1alpha1.ReasonHookPending, out.Message)
-		if !out.Deadline.IsZero() {
-			return ctrl.Result{RequeueAfter: max(out.Deadline.Sub(r.now()), 100*time.Millisecond)}, nil
-		}
+		return ctrl.Result{RequeueAfter: out.RecheckAfter(r.now())}, nil
 	}
 	return ctrl.Result{}, nil
 }
