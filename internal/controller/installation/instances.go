@@ -66,7 +66,9 @@ func (r *Reconciler) checkScope(_ context.Context, s *scope) (ctrl.Result, error
 // may create a CRD as well); for a package, resolve.PlansContent.
 func contentRefs(s *scope) ([]v1alpha1.ObjectReference, bool) {
 	ns := s.targetNamespace()
-	refs := func(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference { return s.target.Applier().Refs(objs, ns) }
+	refs := func(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference {
+		return s.target.Applier().Refs(objs, ns)
+	}
 	switch {
 	case s.artifact.release.Resumable():
 		return resolve.PlansContent(s.artifact.run.plans, s.inst.Status.Inventory, ns, refs), true
