@@ -2,9 +2,7 @@ package installation
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,36 +47,29 @@ func resuming(s *scope) bool {
 }
 
 // startRevision records the intent of a new revision running the plans
-// of s.artifact.run: the state they leave (the last revision's set,
-// changed by what the plans apply and delete) and everything they may
-// apply joins the inventory. A revision still pending is superseded: its running plan is
-// marked ABANDONED.
+// of s.artifact.run (plan.IntentOf): the state they leave is its set,
+// and everything they may apply joins the inventory. A revision still
+// pending is superseded: its running plan is marked ABANDONED.
 func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	inst := s.inst
 	prev, err := r.installedState(ctx, s)
 	if err != nil {
 		return err
 	}
-	applier, ns := s.target.Applier(), s.targetNamespace()
-	desired, appliedBy := plan.StateAfter(slices.Concat(s.artifact.run.namespace, prev.objects), plan.DecodePackageRecord(prev.pkg).AppliedBy,
-		s.artifact.run.plans, func(o *unstructured.Unstructured) string {
-			return target.RefKey(applier.Refs([]*unstructured.Unstructured{o}, ns)[0])
-		})
-	extra, err := json.Marshal(plan.PackageRecord{Params: s.artifact.run.params, Cleanup: s.artifact.run.cleanup, AppliedBy: appliedBy})
+	applier, ns, run := s.target.Applier(), s.targetNamespace(), s.artifact.run
+	intent, err := plan.IntentOf(run.namespace, prev.objects, prev.pkg, run.plans, run.params, run.cleanup, func(o *unstructured.Unstructured) string {
+		return target.RefKey(applier.Refs([]*unstructured.Unstructured{o}, ns)[0])
+	})
 	if err != nil {
 		return err
 	}
-	everything := slices.Concat(desired, plan.AllApplied(s.artifact.run.plans))
 	rev := r.nextRevision(s)
 	rev.Plans, rev.Trigger = plan.Names(s.artifact.run.plans), s.artifact.run.trigger
-	rev.ManifestDigest, err = values.ManifestDigest(nil, desired)
+	rev.ManifestDigest, err = values.ManifestDigest(nil, intent.State)
 	if err != nil {
 		return err
 	}
-	// The record holds the state the plans leave; its inventory is all
-	// the plans may apply, so that a crash at any step leaves nothing
-	// unowned.
-	if err := r.writeIntentWith(ctx, s, &rev, target.Set{Objects: desired, Package: extra}, everything); err != nil {
+	if err := r.writeIntentWith(ctx, s, &rev, target.Set{Objects: intent.State, Package: intent.Package}, intent.Everything); err != nil {
 		return err
 	}
 	plan.Begin(&inst.Status.Plans, inst.Status.Pending, rev, s.artifact.run.plans, metav1.NewTime(r.now()))
