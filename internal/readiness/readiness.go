@@ -3,7 +3,8 @@
 // from how a reconcile ended: a pure function over the installation and
 // the outcome, table-tested without an API server. Ready is set nowhere
 // else; the installation controller calls Summarize once, before its
-// status write.
+// status write. Resources is status.resources, which Ready's message
+// names.
 package readiness
 
 import (
