@@ -15,38 +15,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/news"
 )
-
-// Kind is one of the outcomes of a step that cannot go on.
-type Kind int
-
-const (
-	// Terminal: a person must change something (spec, values, the
-	// catalog, another manager's object). No retry until the spec changes.
-	Terminal Kind = iota
-	// Retry: a transient failure (network, API server); retried with
-	// backoff.
-	Retry
-	// Wait: nothing is wrong, Annex waits (dependency not ready, objects
-	// becoming healthy).
-	Wait
-	// Stalled: waited past spec.timeout; still polled, reported Stalled.
-	Stalled
-)
-
-// Block is why the installation cannot go on.
-type Block struct {
-	Kind            Kind
-	Reason, Message string
-}
 
 // Outcome is how a reconcile ended.
 type Outcome struct {
 	Suspended bool // spec.suspend is true
 	Healthy   bool // every applied object is healthy
-	// Block is why it could not go on; nil when nothing stopped it.
-	Block *Block
-	// Err is the error it returned; without a Block it counts as a retry
+	// Stop is why it could not go on (news.Stop: terminal, retry, wait or
+	// stalled, with the conditions' reason and message); nil when nothing
+	// stopped it.
+	Stop *news.Stop
+	// Err is the error it returned; without a Stop it counts as a retry
 	// (reason Progressing).
 	Err error
 }
@@ -57,9 +37,9 @@ type Outcome struct {
 // with neither a block nor a healthy outcome (an uninstall going on,
 // nothing decided yet) leaves them as they are.
 func Summarize(inst *v1alpha1.ExtensionInstallation, o Outcome) {
-	b := o.Block
+	b := o.Stop
 	if b == nil && o.Err != nil {
-		b = &Block{Kind: Retry, Reason: v1alpha1.ReasonProgressing, Message: o.Err.Error()}
+		b = &news.Stop{Kind: news.Retry, Reason: v1alpha1.ReasonProgressing, Message: o.Err.Error()}
 	}
 	switch {
 	case o.Suspended:
@@ -76,11 +56,11 @@ func Summarize(inst *v1alpha1.ExtensionInstallation, o Outcome) {
 		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionStalled)
 		inst.Status.ObservedGeneration = inst.Generation
 	case b == nil:
-	case b.Kind == Terminal || b.Kind == Stalled:
+	case b.Kind == news.Terminal || b.Kind == news.Stalled:
 		Set(inst, v1alpha1.ConditionReady, metav1.ConditionFalse, b.Reason, b.Message)
 		Set(inst, v1alpha1.ConditionStalled, metav1.ConditionTrue, b.Reason, b.Message)
 		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionReconciling)
-		if b.Kind == Terminal {
+		if b.Kind == news.Terminal {
 			inst.Status.ObservedGeneration = inst.Generation
 		}
 	default:

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/news"
 )
 
 func TestSummarize(t *testing.T) {
@@ -31,13 +32,13 @@ func TestSummarize(t *testing.T) {
 		{
 			// A terminal block: Stalled, and observedGeneration moves.
 			name:    "terminal",
-			outcome: Outcome{Block: &Block{Kind: Terminal, Reason: v1alpha1.ReasonValuesInvalid, Message: "values.x: bad"}},
+			outcome: Outcome{Stop: &news.Stop{Kind: news.Terminal, Reason: v1alpha1.ReasonValuesInvalid, Message: "values.x: bad"}},
 			want:    want{ready: "False", stalled: "True", reason: v1alpha1.ReasonValuesInvalid, observed: 3},
 		},
 		{
 			// Waiting for a dependency: Reconciling, observedGeneration stays.
 			name:    "wait",
-			outcome: Outcome{Block: &Block{Kind: Wait, Reason: v1alpha1.ReasonDependencyNotReady, Message: "needs crd"}},
+			outcome: Outcome{Stop: &news.Stop{Kind: news.Wait, Reason: v1alpha1.ReasonDependencyNotReady, Message: "needs crd"}},
 			want:    want{ready: "False", reconciling: "True", reason: v1alpha1.ReasonDependencyNotReady, observed: 1},
 		},
 		{
@@ -49,7 +50,7 @@ func TestSummarize(t *testing.T) {
 		{
 			// Waited past the timeout: Stalled, but still polled; no generation move.
 			name:    "health timeout",
-			outcome: Outcome{Block: &Block{Kind: Stalled, Reason: v1alpha1.ReasonHealthTimeout, Message: "not healthy"}},
+			outcome: Outcome{Stop: &news.Stop{Kind: news.Stalled, Reason: v1alpha1.ReasonHealthTimeout, Message: "not healthy"}},
 			want:    want{ready: "False", stalled: "True", reason: v1alpha1.ReasonHealthTimeout, observed: 1},
 		},
 	}
@@ -103,7 +104,7 @@ func TestSummarizeMessages(t *testing.T) {
 		t.Errorf("Ready message = %q", c.Message)
 	}
 	inst.Generation = 3
-	Summarize(inst, Outcome{Suspended: true, Block: &Block{Kind: Wait, Reason: "X", Message: "x"}})
+	Summarize(inst, Outcome{Suspended: true, Stop: &news.Stop{Kind: news.Wait, Reason: "X", Message: "x"}})
 	if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReconciling); c == nil || c.Reason != v1alpha1.ReasonSuspended {
 		t.Errorf("Reconciling = %+v, want Suspended", c)
 	}

@@ -144,14 +144,14 @@ func (s *scope) targetNamespace() string {
 }
 
 // blockKind is one of the outcomes of a step that cannot go on
-// (readiness.Kind: terminal, retry, wait, stalled).
-type blockKind = readiness.Kind
+// (news.Kind: terminal, retry, wait, stalled).
+type blockKind = news.Kind
 
 const (
-	blockTerminal = readiness.Terminal
-	blockRetry    = readiness.Retry
-	blockWait     = readiness.Wait
-	blockStalled  = readiness.Stalled
+	blockTerminal = news.Terminal
+	blockRetry    = news.Retry
+	blockWait     = news.Wait
+	blockStalled  = news.Stalled
 )
 
 // block is why an installation is not Ready; it is also an error so that a
@@ -182,11 +182,7 @@ func setCondition(inst *v1alpha1.ExtensionInstallation, conditionType string, st
 // summarize computes Ready, Reconciling and Stalled from the outcome of
 // the steps (readiness.Summarize). Ready is never set anywhere else.
 func summarize(s *scope, err error) {
-	o := readiness.Outcome{Suspended: s.outcome.suspended, Healthy: s.outcome.healthy, Err: err}
-	if b := s.block; b != nil {
-		o.Block = &readiness.Block{Kind: b.kind, Reason: b.reason, Message: b.message}
-	}
-	readiness.Summarize(s.inst, o)
+	readiness.Summarize(s.inst, readiness.Outcome{Suspended: s.outcome.suspended, Healthy: s.outcome.healthy, Stop: stopOf(s.block), Err: err})
 }
 
 func statusEqual(a, b v1alpha1.ExtensionInstallationStatus) bool {
