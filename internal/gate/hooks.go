@@ -60,6 +60,33 @@ type HookOutcome struct {
 	Deadline time.Time
 }
 
+// Summary is status.change.hooks for o.
+func (o HookOutcome) Summary() *v1alpha1.HooksSummary {
+	return &v1alpha1.HooksSummary{Request: o.Request, State: o.State, Message: o.Message}
+}
+
+// Refusal says, for a change of event that the hooks refused (State
+// Failed), what the hooks said, what the change waits for, and how to ask
+// them again.
+func (o HookOutcome) Refusal(event string) string {
+	next := "the change waits until the hook answers otherwise or the change's content changes (spec.values, spec.version)"
+	if event == EventPreUninstall {
+		next = "the uninstall waits until the hook answers otherwise"
+	}
+	return fmt.Sprintf("%s; %s; delete HookRequest %s to ask the hooks again", o.Message, next, o.Request)
+}
+
+// RecheckAfter is how long, from now, a change the hooks have not
+// answered waits before it is looked at again: until the first pending
+// hook's deadline, at least 100ms; zero without a deadline (the hooks'
+// answers wake it).
+func (o HookOutcome) RecheckAfter(now time.Time) time.Duration {
+	if o.Deadline.IsZero() {
+		return 0
+	}
+	return max(o.Deadline.Sub(now), 100*time.Millisecond)
+}
+
 // SelectHooks returns the names of the Hooks that judge event for inst,
 // in the order they run: by spec.order, then by name. A Hook being
 // deleted judges nothing.

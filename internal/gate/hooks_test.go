@@ -261,3 +261,32 @@ func TestHookInput(t *testing.T) {
 		t.Errorf("permissions %+v taken from the status of another change", in.Permissions)
 	}
 }
+
+// What a verdict makes of a change: status.change.hooks, the refusal's
+// words for a change and for an uninstall, and when a pending one is
+// looked at again.
+func TestHookOutcome(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	refused := HookOutcome{Request: "x-abc", State: v1alpha1.HookFailed, Message: "hook scan refused: CVE"}
+	if s := refused.Summary(); s.Request != "x-abc" || s.State != v1alpha1.HookFailed || s.Message != "hook scan refused: CVE" {
+		t.Errorf("Summary = %+v", s)
+	}
+	if got := refused.Refusal(EventPreInstall); got != "hook scan refused: CVE; the change waits until the hook answers otherwise or the change's content changes (spec.values, spec.version); delete HookRequest x-abc to ask the hooks again" {
+		t.Errorf("Refusal(install) = %q", got)
+	}
+	if got := refused.Refusal(EventPreUninstall); !strings.Contains(got, "; the uninstall waits until the hook answers otherwise; delete HookRequest x-abc") {
+		t.Errorf("Refusal(uninstall) = %q", got)
+	}
+	for _, tc := range []struct {
+		deadline time.Time
+		want     time.Duration
+	}{
+		{time.Time{}, 0}, // no deadline: the answers wake it
+		{now.Add(30 * time.Second), 30 * time.Second},   // until the first deadline
+		{now.Add(-time.Minute), 100 * time.Millisecond}, // past it: soon, never at once
+	} {
+		if got := (HookOutcome{State: v1alpha1.HookPending, Deadline: tc.deadline}).RecheckAfter(now); got != tc.want {
+			t.Errorf("RecheckAfter(deadline %v) = %v, want %v", tc.deadline, got, tc.want)
+		}
+	}
+}

@@ -268,7 +268,7 @@ type Runner func(ref StepRef, step Step) StepResult
 // p running, saved is called with the new status (nil: not saved), so that
 // an executor stopped anywhere resumes at the step it was in; a save error
 // ends Drive with it. Every engine's plans run through Drive: a chart's
-// in one call by the installation controller (its steps never wait), a
+// in one call (OnePass: its steps never wait), a
 // package's across reconciles by the resumable driver (Advance,
 // DriveOne, run.go).
 func Drive(p Plan, st v1alpha1.PlanStatus, run Runner, now func() metav1.Time, saved func(v1alpha1.PlanStatus) error) (v1alpha1.PlanStatus, bool, error) {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -197,4 +198,33 @@ func Driftable(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 		out = append(out, o)
 	}
 	return out
+}
+
+// Intent is what a new revision running plans records before any of
+// them runs.
+type Intent struct {
+	// State is what the plans leave (StateAfter), the revision's set.
+	State []*unstructured.Unstructured
+	// Package is the record's package part: params, cleanup and
+	// appliedBy, encoded.
+	Package []byte
+	// Everything is all the plans may apply besides State: the
+	// revision's inventory, so that a crash at any step leaves nothing
+	// unowned.
+	Everything []*unstructured.Unstructured
+}
+
+// IntentOf computes the Intent of a revision running plans (rendered
+// with params, with cleanup as their cleanup plan) over prev, the
+// installed revision's objects with namespace (the target namespace
+// Annex creates, or none) in front, and prevPackage, its record's
+// package part. key names objects as in StateAfter.
+func IntentOf(namespace, prev []*unstructured.Unstructured, prevPackage []byte, plans []Plan, params map[string]any, cleanup *Plan,
+	key func(*unstructured.Unstructured) string) (Intent, error) {
+	state, appliedBy := StateAfter(slices.Concat(namespace, prev), DecodePackageRecord(prevPackage).AppliedBy, plans, key)
+	pkg, err := json.Marshal(PackageRecord{Params: params, Cleanup: cleanup, AppliedBy: appliedBy})
+	if err != nil {
+		return Intent{}, err
+	}
+	return Intent{State: state, Package: pkg, Everything: slices.Concat(state, AllApplied(plans))}, nil
 }

@@ -17,9 +17,11 @@ import (
 	"io"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/adopt"
 )
 
 // Format is the format version Encode writes. DecodeIndex reads it and
@@ -81,6 +83,20 @@ type Adopted struct {
 	Chart            string `json:"chart"`
 	Version          string `json:"version"`
 	Manifest         string `json:"manifest,omitempty"`
+}
+
+// AdoptedBy is what the record of the revision that adopted t keeps of
+// it; nil when t is nil (nothing adopted).
+func AdoptedBy(t *adopt.Takeover) *Adopted {
+	if t == nil {
+		return nil
+	}
+	from := t.From(metav1.Time{})
+	a := &Adopted{Kind: from.Kind, Name: from.Name, Namespace: from.Namespace, Chart: from.Chart, Version: from.Version}
+	if rel := t.Release; rel != nil {
+		a.StorageNamespace, a.Revision, a.Manifest = t.StorageNamespace, int64(rel.Revision), rel.Manifest
+	}
+	return a
 }
 
 // Encoded is a record ready to be stored. Index is stored under the

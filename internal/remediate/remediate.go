@@ -90,3 +90,27 @@ func FindRevision(history []v1alpha1.Revision, number int64) *v1alpha1.Revision 
 	}
 	return nil
 }
+
+// Held is what a remediated failure, kept until the spec changes, says
+// (its terminal reason and message), and whether what the failed first
+// install applied is to be removed first (spec.install.remediation
+// Uninstall).
+type Held struct {
+	Reason, Message string
+	Uninstall       bool
+}
+
+// HoldOf is the Held of inst's status.failedTarget: a rolled-back
+// upgrade, or a failed first install kept for inspection or uninstalled.
+func HoldOf(inst *v1alpha1.ExtensionInstallation) Held {
+	ft := inst.Status.FailedTarget
+	switch {
+	case ft.Message != "" && inst.Status.LastHealthyRevision > 0:
+		return Held{Reason: v1alpha1.ReasonRolledBack, Message: ft.Message}
+	case inst.Spec.Install.Remediation != "Uninstall":
+		return Held{Reason: v1alpha1.ReasonInstallFailed, Message: ft.Message +
+			"; left as it is for inspection (spec.install.remediation: Keep). Fix the cause, then change the spec to try again"}
+	}
+	return Held{Reason: v1alpha1.ReasonInstallFailed, Uninstall: true, Message: ft.Message +
+		"; uninstalled what was applied (spec.install.remediation: Uninstall). Fix the cause, then change the spec to try again"}
+}

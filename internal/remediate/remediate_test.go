@@ -83,3 +83,27 @@ func TestIsFailedTarget(t *testing.T) {
 		t.Fatal("FindRevision")
 	}
 }
+
+// What a held failure says, and whether its objects go first.
+func TestHoldOf(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		lastHealthy int64
+		remediation string
+		want        Held
+	}{
+		// An upgrade rolled back: its message says so already.
+		{"rolled back", 3, "", Held{Reason: v1alpha1.ReasonRolledBack, Message: "failed"}},
+		// A first install kept for inspection (the default).
+		{"keep", 0, "", Held{Reason: v1alpha1.ReasonInstallFailed, Message: "failed; left as it is for inspection (spec.install.remediation: Keep). Fix the cause, then change the spec to try again"}},
+		// A first install uninstalled.
+		{"uninstall", 0, "Uninstall", Held{Reason: v1alpha1.ReasonInstallFailed, Uninstall: true, Message: "failed; uninstalled what was applied (spec.install.remediation: Uninstall). Fix the cause, then change the spec to try again"}},
+	} {
+		inst := &v1alpha1.ExtensionInstallation{}
+		inst.Status.FailedTarget = &v1alpha1.FailedTarget{Message: "failed"}
+		inst.Status.LastHealthyRevision, inst.Spec.Install.Remediation = tc.lastHealthy, tc.remediation
+		if got := HoldOf(inst); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

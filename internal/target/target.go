@@ -260,3 +260,14 @@ func Identity(ref v1alpha1.ObjectReference) v1alpha1.ObjectReference {
 func RefKey(ref v1alpha1.ObjectReference) string {
 	return ref.Group + "/" + ref.Kind + "/" + ref.Namespace + "/" + ref.Name
 }
+
+// Adopting is o for an apply that adopts t (adopt.Takeover.HandOver):
+// existing objects are taken over, the other tool's field managers hand
+// theirs over, and a release's objects that match are deferred. o when t
+// is nil.
+func (o ApplyOptions) Adopting(t *adopt.Takeover) ApplyOptions {
+	if take, managers, deferred := t.HandOver(); take {
+		o.TakeOwnership, o.HandOver, o.DeferHandOver = true, managers, deferred
+	}
+	return o
+}

@@ -3,7 +3,9 @@
 // an earlier reconcile already began deleting (Started), whether the
 // target namespace waits for the post-delete hooks (HoldNamespace,
 // HasPostDeleteHooks, HooksRan), how long deletion may take (Timeout),
-// and which objects past it still wait for their finalizers (Lingering).
+// which objects past it still wait for their finalizers (Lingering) and
+// what is done about them (AfterTimeout), and what a held deletion says
+// (HeldMessage).
 // The order is the controller's: the uninstall gate, the cleanup plan,
 // pre-delete hooks, the inventory but a held namespace, post-delete
 // hooks, the held namespace, the records, the finalizer.
@@ -90,4 +92,44 @@ func Lingering(h target.Health) (refs []v1alpha1.ObjectReference, named []string
 		}
 	}
 	return refs, named
+}
+
+// PastTimeout is what an uninstall that waited longer than
+// spec.uninstall.timeout does about the objects still being deleted.
+type PastTimeout struct {
+	// Lingering are the objects whose finalizers still hold them; none:
+	// the uninstall just keeps waiting.
+	Lingering []v1alpha1.ObjectReference
+	// RemoveFinalizers: spec.uninstall.onTimeout is RemoveFinalizers, so
+	// their finalizers are removed and deletion goes on; Message is then
+	// the Event telling it. Otherwise the installation is Stalled and
+	// keeps waiting, and Message is why and what to do.
+	RemoveFinalizers bool
+	Message          string
+}
+
+// AfterTimeout decides, from h (the inventory's health), what an
+// uninstall of inst past its timeout does: objects still being deleted
+// are named with the finalizers they wait for.
+func AfterTimeout(inst *v1alpha1.ExtensionInstallation, h target.Health, timeout time.Duration) PastTimeout {
+	lingering, named := Lingering(h)
+	if len(lingering) == 0 {
+		return PastTimeout{}
+	}
+	if inst.Spec.Uninstall.OnTimeout == v1alpha1.UninstallRemoveFinalizers {
+		return PastTimeout{Lingering: lingering, RemoveFinalizers: true, Message: fmt.Sprintf(
+			"removed the finalizers of %s after spec.uninstall.timeout (%s), as spec.uninstall.onTimeout says; what they guarded was not cleaned up",
+			strings.Join(named, "; "), timeout)}
+	}
+	return PastTimeout{Lingering: lingering, Message: fmt.Sprintf(
+		"deletion has waited more than spec.uninstall.timeout (%s) for %s; the operator that owns them is kept until they are gone — see why it does not finish them (its logs, the resources' events), "+
+			"or set spec.uninstall.onTimeout: RemoveFinalizers to remove the finalizers and go on (what they guard is then not cleaned up)",
+		timeout, strings.Join(named, "; "))}
+}
+
+// HeldMessage says why the deletion of inst waits: held names the
+// installations that still need it.
+func HeldMessage(inst *v1alpha1.ExtensionInstallation, held []string) string {
+	return fmt.Sprintf("deletion held: %s still needed by %s; delete those first, or together with this one (dependents are uninstalled first)",
+		inst.Spec.Extension, strings.Join(held, ", "))
 }

@@ -2,6 +2,7 @@ package uninstall
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,31 @@ func TestStartedTimeoutLingering(t *testing.T) {
 	}
 	if !HooksRan(h) || HooksRan(target.Health{}) {
 		t.Fatal("HooksRan: a namespace gone or being deleted says the post-delete hooks ran; none read says nothing")
+	}
+}
+
+// Past its timeout an uninstall keeps waiting while nothing lingers;
+// otherwise it names what holds it and either removes their finalizers
+// (spec.uninstall.onTimeout RemoveFinalizers) or stalls.
+func TestAfterTimeout(t *testing.T) {
+	inst := &v1alpha1.ExtensionInstallation{}
+	inst.Spec.Extension = "widgets"
+	cr := v1alpha1.ObjectReference{Group: "example.com", Version: "v1", Kind: "Widget", Namespace: "apps", Name: "w"}
+	h := target.Health{NotReady: []target.ObjectHealth{{Object: cr, Status: "Terminating", Message: "finalizers: example.com/cleanup"}}}
+	if got := AfterTimeout(inst, target.Health{}, time.Minute); len(got.Lingering) != 0 || got.RemoveFinalizers {
+		t.Errorf("nothing lingers: %+v", got)
+	}
+	got := AfterTimeout(inst, h, time.Minute)
+	if got.RemoveFinalizers || !slices.Equal(got.Lingering, []v1alpha1.ObjectReference{cr}) ||
+		!strings.HasPrefix(got.Message, "deletion has waited more than spec.uninstall.timeout (1m0s) for Widget apps/w: finalizers: example.com/cleanup;") {
+		t.Errorf("stalled: %+v", got)
+	}
+	inst.Spec.Uninstall.OnTimeout = v1alpha1.UninstallRemoveFinalizers
+	got = AfterTimeout(inst, h, time.Minute)
+	if !got.RemoveFinalizers || !strings.HasPrefix(got.Message, "removed the finalizers of Widget apps/w: finalizers: example.com/cleanup after spec.uninstall.timeout (1m0s)") {
+		t.Errorf("remove finalizers: %+v", got)
+	}
+	if msg := HeldMessage(inst, []string{"apps/a", "apps/b"}); msg != "deletion held: widgets still needed by apps/a, apps/b; delete those first, or together with this one (dependents are uninstalled first)" {
+		t.Errorf("HeldMessage = %q", msg)
 	}
 }

@@ -2,7 +2,8 @@
 // the predicates that pass the changes worth a reconcile, the indexes of
 // the cache's installations (by extension, by values source, by cluster,
 // and by cluster for those waiting on others), and the functions that map
-// a changed Extension, ManagedCluster, installation or values source to
+// a changed Extension, ManagedCluster, installation, values source,
+// Approval, ApprovalPolicy or Hook to
 // the installations to reconcile. It reads the hub only through the cache
 // and the client it is given; the installation controller wires it in
 // SetupWithManager. Work per event follows what changed: no function here

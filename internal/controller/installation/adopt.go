@@ -9,14 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/adopt"
-	"github.com/annex-platform/annex/internal/record"
-	"github.com/annex-platform/annex/internal/target"
 )
 
 // Adoption (spec.adopt): the first install of an installation that names
@@ -29,7 +26,7 @@ import (
 //     against the render; a refusal is a condition saying what to do.
 //   - apply then applies the render without its Helm hooks (they ran when
 //     Helm installed the release) and with the Takeover's hand-over
-//     (handOver): each object keeps its UID; one that matches the render
+//     (ApplyOptions.Adopting): each object keeps its UID; one that matches the render
 //     is not written at all — status.adoptedObjects lists it, the
 //     installation owns it by UID (Owner.Adopted), and the first revision
 //     or drift correction that changes it claims it; one that differs is
@@ -76,22 +73,6 @@ func (r *Reconciler) adoptRelease(ctx context.Context, s *scope) (ctrl.Result, e
 	return ctrl.Result{}, nil
 }
 
-// applying is what an apply of objects under opts writes when it adopts
-// t: the hooks are left out (Helm ran them), and the objects the other
-// tool's managers hold are handed over (handOver).
-func applying(t *adopt.Takeover, objects []*unstructured.Unstructured, opts target.ApplyOptions) ([]*unstructured.Unstructured, target.ApplyOptions) {
-	return t.Objects(objects), handOver(t, opts)
-}
-
-// handOver is opts for an apply that adopts t (Takeover.HandOver); opts
-// when t is nil.
-func handOver(t *adopt.Takeover, opts target.ApplyOptions) target.ApplyOptions {
-	if take, managers, deferred := t.HandOver(); take {
-		opts.TakeOwnership, opts.HandOver, opts.DeferHandOver = true, managers, deferred
-	}
-	return opts
-}
-
 // adoptedByOthers maps the UIDs of the objects that the other
 // installations on s's cluster adopted without writing them to those
 // installations, for Owner (adopt.AdoptedByOthers).
@@ -100,19 +81,6 @@ func (s *scope) adoptedByOthers() map[types.UID]string {
 		return nil
 	}
 	return adopt.AdoptedByOthers(s.cluster.installations, types.NamespacedName{Namespace: s.inst.Namespace, Name: s.inst.Name})
-}
-
-// adoptionRecord is what revision 1's record keeps of what t took over.
-func adoptionRecord(t *adopt.Takeover) *record.Adopted {
-	if t == nil {
-		return nil
-	}
-	from := t.From(metav1.Time{})
-	a := &record.Adopted{Kind: from.Kind, Name: from.Name, Namespace: from.Namespace, Chart: from.Chart, Version: from.Version}
-	if rel := t.Release; rel != nil {
-		a.StorageNamespace, a.Revision, a.Manifest = t.StorageNamespace, int64(rel.Revision), rel.Manifest
-	}
-	return a
 }
 
 // adopted notes in the status that the revision just recorded adopted

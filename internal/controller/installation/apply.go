@@ -15,6 +15,7 @@ import (
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/news"
+	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/remediate"
 	"github.com/annex-platform/annex/internal/target"
 )
@@ -55,7 +56,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	failpoint.Hit(failpoint.AfterIntent, s.owner().String())
 	inst.Status.Pending = &rev
-	if hasHooks(set) {
+	if target.HasHooks(set.Objects) {
 		// Hooks may run for minutes: show what is being applied meanwhile.
 		if err := r.persist(ctx, s); err != nil {
 			return ctrl.Result{}, err
@@ -66,14 +67,17 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if inst.Status.InstalledVersion != "" {
 		op = metrics.OpUpgrade
 	}
-	objects, opts := applying(s.artifact.adoption, set.Objects, target.ApplyOptions{
+	objects, opts := s.artifact.adoption.Objects(set.Objects), target.ApplyOptions{
 		HookTimeout:   timeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 		Create:        first,
-	})
+	}.Adopting(s.artifact.adoption)
 	applied, st, err := r.applyOnePass(ctx, s, s.artifact.release.OnePass(set.CRDs, objects), opts)
 	metrics.ObserveApply(op, time.Since(start))
-	recordChartPlan(inst, st, rev)
+	if st != nil {
+		// A chart's apply shows as its plan, down to its steps.
+		inst.Status.Plans = []v1alpha1.PlanStatus{plan.OnePassStatus(*st, inst.Status.InstalledVersion, rev)}
+	}
 	if b := r.permissionBlock(inst, err); b != nil {
 		// Not a failed attempt: nothing is wrong with the extension.
 		return r.stopAt(s, b, nil)
@@ -107,35 +111,6 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	failpoint.Hit(failpoint.AfterEvent, s.owner().String())
 	s.observe(applied.Health)
 	return ctrl.Result{}, nil
-}
-
-// recordChartPlan shows a chart's apply as its plan, down to its steps
-// (its phases and hook weights): named install or upgrade, for the
-// revision it applied.
-func recordChartPlan(inst *v1alpha1.ExtensionInstallation, st *v1alpha1.PlanStatus, rev v1alpha1.Revision) {
-	if st == nil {
-		return
-	}
-	out := *st.DeepCopy()
-	out.Name, out.Trigger, out.Revision = "install", "install", rev.Number
-	if installed := inst.Status.InstalledVersion; installed != "" {
-		out.Name, out.Trigger = "upgrade", fmt.Sprintf("upgrade %s → %s", installed, rev.Version)
-		if installed == rev.Version {
-			out.Trigger = "new values or chart content"
-		}
-	}
-	inst.Status.Plans = []v1alpha1.PlanStatus{out}
-}
-
-// hasHooks reports whether set holds Helm hooks, which the apply runs and
-// awaits.
-func hasHooks(set target.Set) bool {
-	for _, o := range set.Objects {
-		if _, ok := o.GetAnnotations()["helm.sh/hook"]; ok {
-			return true
-		}
-	}
-	return false
 }
 
 // nextRevision describes the revision this reconcile applies, numbered
@@ -188,60 +163,29 @@ func (r *Reconciler) objectsToApply(ctx context.Context, s *scope, mayCreate boo
 // that every hook and object finds its namespace, as with helm install
 // --create-namespace.
 func (r *Reconciler) withTargetNamespace(ctx context.Context, s *scope, objects []*unstructured.Unstructured, mayCreate bool) []*unstructured.Unstructured {
-	if len(namespaceIn(objects, s.targetNamespace())) > 0 {
+	if len(target.NamespaceIn(objects, s.targetNamespace())) > 0 {
 		return objects
 	}
 	return slices.Concat(r.createdNamespace(ctx, s, mayCreate), objects)
 }
 
 // createdNamespace returns the target namespace, as the one object to
-// apply, when Annex creates it: an earlier revision created it (it is in
-// the inventory), so that it stays recorded and is removed with the rest;
-// or, with mayCreate, it does not exist on the target cluster. It returns
-// none otherwise: on the hub the installation's own namespace exists, and
-// a namespace someone else made is theirs.
+// apply, when Annex creates it (target.CreatesNamespace): an earlier
+// revision created it, or, with mayCreate, it does not exist on the
+// target cluster. It returns none otherwise.
 func (r *Reconciler) createdNamespace(ctx context.Context, s *scope, mayCreate bool) []*unstructured.Unstructured {
 	ns := s.targetNamespace()
-	if ns == s.inst.Namespace && s.inst.Spec.Cluster == "" {
-		return nil
-	}
-	created := []*unstructured.Unstructured{namespaceObject(ns)}
-	for _, ref := range s.inst.Status.Inventory {
-		if ref.Kind == "Namespace" && ref.Group == "" && ref.Name == ns {
-			return created
-		}
-	}
-	if !mayCreate {
+	created := []*unstructured.Unstructured{target.NamespaceObject(ns)}
+	switch recorded, candidate := target.CreatesNamespace(s.inst, ns); {
+	case recorded:
+		return created
+	case !candidate || !mayCreate:
 		return nil
 	}
 	if exists, err := s.target.NamespaceExists(ctx, ns); err == nil && !exists {
 		return created
 	}
 	return nil
-}
-
-// namespaceIn returns the Namespace name among objs (not a hook), or none.
-func namespaceIn(objs []*unstructured.Unstructured, name string) []*unstructured.Unstructured {
-	for _, o := range objs {
-		if isNamespaceNamed(o, name) {
-			return []*unstructured.Unstructured{o}
-		}
-	}
-	return nil
-}
-
-// isNamespaceNamed reports whether obj is the Namespace name, and not a
-// Helm hook.
-func isNamespaceNamed(obj *unstructured.Unstructured, name string) bool {
-	_, hook := obj.GetAnnotations()["helm.sh/hook"]
-	return !hook && obj.GetAPIVersion() == "v1" && obj.GetKind() == "Namespace" && obj.GetName() == name
-}
-func namespaceObject(name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("v1")
-	u.SetKind("Namespace")
-	u.SetName(name)
-	return u
 }
 
 // record writes the applied revision into status and has the reconcile

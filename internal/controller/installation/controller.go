@@ -21,7 +21,8 @@
 // internal/tenancy, content scope in internal/resolve, which events wake
 // which installations in internal/wake, which transitions are news in
 // internal/news, what follows a failed attempt in internal/remediate, the
-// uninstall's decisions in internal/uninstall. interfaces.go lists the
+// uninstall's decisions in internal/uninstall, the summary conditions
+// (Ready, Reconciling, Stalled) in internal/readiness. interfaces.go lists the
 // controller's interfaces: it never asks which engine made a release.
 package installation
 

@@ -32,7 +32,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 	switch t.Kind {
 	case plan.TaskApply:
 		applied, err := applier.Apply(ctx, s.owner(), ns, target.Set{Objects: t.Objects},
-			handOver(s.artifact.adoption, target.ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}))
+			target.ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}.Adopting(s.artifact.adoption))
 		if err != nil {
 			if b := r.permissionBlock(s.inst, err); b != nil {
 				return plan.Failed(t.Name, errors.New(b.message))
@@ -45,36 +45,17 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 		if s.artifact.release != nil && s.artifact.release.ResourcesTask != "" && s.artifact.release.ResourcesTask == t.Name {
 			s.observeResources(applied.Health, applied.Inventory)
 		}
-		switch h := applied.Health; {
-		case h.Failed:
-			return plan.Fatal(t.Name, errors.New(h.Summary))
-		case !h.Ready:
-			return plan.Waiting(t.Name, h.Summary)
-		}
-		return plan.StepResult{Done: true}
+		return plan.Applied(t.Name, applied.Health.Failed, applied.Health.Ready, applied.Health.Summary)
 	case plan.TaskDelete:
 		refs := applier.Refs(t.Objects, ns)
 		remaining, err := applier.Delete(ctx, s.owner(), refs, true)
 		if err != nil {
 			return plan.Failed(t.Name, err)
 		}
-		if remaining > 0 {
-			return plan.Waiting(t.Name, fmt.Sprintf("waiting for %d of %d objects to be deleted", remaining, len(refs)))
-		}
-		return plan.StepResult{Done: true}
+		return plan.Deleted(t.Name, remaining, len(refs))
 	case plan.TaskPipe:
 		res, err := applier.RunPipe(ctx, s.owner(), ns, *t.Pipe)
-		switch {
-		case err != nil:
-			var permanent interface{ Permanent() bool }
-			if errors.As(err, &permanent) && permanent.Permanent() {
-				return plan.Fatal(t.Name, err)
-			}
-			return plan.Failed(t.Name, err)
-		case !res.Done:
-			return plan.Waiting(t.Name, res.Message)
-		}
-		return plan.StepResult{Done: true}
+		return plan.Piped(t.Name, res.Done, res.Message, err)
 	case plan.TaskDependency:
 		return r.dependencyReady(s, t)
 	case plan.TaskDummy:

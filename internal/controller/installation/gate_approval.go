@@ -7,14 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/approval"
-	"github.com/annex-platform/annex/internal/wake"
 )
 
 // +kubebuilder:rbac:groups=annex.dev,resources=approvalpolicies;approvals,verbs=get;list;watch
@@ -25,7 +21,7 @@ import (
 // status.change.approval says why and what to run; a denied one stops.
 //
 // The step waits without polling: a new Approval or a changed policy
-// wakes the installation (SetupWithManager).
+// wakes the installation (wake.NamedByApproval, wake.AwaitingApproval).
 func (r *Reconciler) requireApproval(ctx context.Context, s *scope) (ctrl.Result, error) {
 	pc := s.inst.Status.Change
 	c := approval.Change{
@@ -54,24 +50,4 @@ func (r *Reconciler) requireApproval(ctx context.Context, s *scope) (ctrl.Result
 		}
 	}
 	return ctrl.Result{}, nil
-}
-
-// approvalsWake maps an Approval to the installation it names.
-func approvalsWake(_ context.Context, o client.Object) []reconcile.Request {
-	a := o.(*v1alpha1.Approval)
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.Installation}}}
-}
-
-// awaitingApproval maps a changed ApprovalPolicy to the installations
-// whose change an approval policy holds: a policy that no longer requires
-// approval releases them at once. A new or stricter policy holds any
-// change from its next reconcile on.
-func (r *Reconciler) awaitingApproval(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list v1alpha1.ExtensionInstallationList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return nil
-	}
-	return wake.Requests(list.Items, func(inst *v1alpha1.ExtensionInstallation) bool {
-		return inst.Status.Change != nil && inst.Status.Change.Approval != nil
-	})
 }

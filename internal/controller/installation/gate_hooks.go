@@ -8,17 +8,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/gate"
@@ -50,21 +47,14 @@ func (r *Reconciler) runHooks(ctx context.Context, s *scope) (ctrl.Result, error
 		return ctrl.Result{}, err
 	}
 	if s.inst.Status.Change != nil {
-		s.inst.Status.Change.Hooks = &v1alpha1.HooksSummary{Request: out.Request, State: out.State, Message: out.Message}
+		s.inst.Status.Change.Hooks = out.Summary()
 	}
 	switch out.State {
 	case v1alpha1.HookFailed:
-		next := "the change waits until the hook answers otherwise or the change's content changes (spec.values, spec.version)"
-		if c.Event == gate.EventPreUninstall {
-			next = "the uninstall waits until the hook answers otherwise"
-		}
-		s.block = terminal(v1alpha1.ReasonHookRefused, fmt.Sprintf("%s; %s; delete HookRequest %s to ask the hooks again", out.Message, next, out.Request))
-		return ctrl.Result{}, nil
+		s.block = terminal(v1alpha1.ReasonHookRefused, out.Refusal(c.Event))
 	case v1alpha1.HookPending:
 		s.block = wait(v1alpha1.ReasonHookPending, out.Message)
-		if !out.Deadline.IsZero() {
-			return ctrl.Result{RequeueAfter: max(out.Deadline.Sub(r.now()), 100*time.Millisecond)}, nil
-		}
+		return ctrl.Result{RequeueAfter: out.RecheckAfter(r.now())}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -111,18 +101,5 @@ func (r *Reconciler) watchHooks(b *builder.Builder) *builder.Builder {
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
-		Watches(&v1alpha1.Hook{}, handler.EnqueueRequestsFromMapFunc(r.installationsWaitingOnHooks))
-}
-
-// installationsWaitingOnHooks lists the installations whose pending
-// change waits for, or was refused by, hooks.
-func (r *Reconciler) installationsWaitingOnHooks(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list v1alpha1.ExtensionInstallationList
-	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	return wake.Requests(list.Items, func(i *v1alpha1.ExtensionInstallation) bool {
-		c := i.Status.Change
-		return c != nil && c.Hooks != nil && c.Hooks.State != v1alpha1.HookSucceeded
-	})
+		Watches(&v1alpha1.Hook{}, handler.EnqueueRequestsFromMapFunc(wake.WaitingOnHooks(r.Client)))
 }

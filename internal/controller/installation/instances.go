@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/target"
 )
@@ -64,53 +63,21 @@ func (r *Reconciler) checkScope(_ context.Context, s *scope) (ctrl.Result, error
 // contentRefs returns the refs of the objects whose scope decides
 // status.content, or false when this reconcile rendered nothing to decide
 // from. For a chart it is the rendered set, Helm hooks included (a hook
-// may create a CRD as well). For a package it is what its plans apply and
-// write, and what the installed revision holds that they do not delete
-// (an update plan need not apply the CRDs the deploy plan did); with no
-// plan to run, the installed revision's inventory. The target namespace
-// Annex creates is not content.
+// may create a CRD as well); for a package, resolve.PlansContent.
 func contentRefs(s *scope) ([]v1alpha1.ObjectReference, bool) {
-	a, ns := s.target.Applier(), s.targetNamespace()
-	if !s.artifact.release.Resumable() {
-		if s.artifact.release == nil {
-			return nil, false
-		}
-		objects := make([]*unstructured.Unstructured, 0, len(s.artifact.release.CRDs)+len(s.artifact.release.Objects))
-		for _, o := range slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects) {
-			objects = append(objects, withoutHook(o))
-		}
-		return a.Refs(objects, ns), true
+	ns := s.targetNamespace()
+	refs := func(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference {
+		return s.target.Applier().Refs(objs, ns)
 	}
-	refs := a.Refs(plan.AllApplied(s.artifact.run.plans), ns)
-	var deletes []*unstructured.Unstructured
-	for _, p := range s.artifact.run.plans {
-		deletes = append(deletes, p.Objects(plan.TaskDelete)...)
+	switch {
+	case s.artifact.release.Resumable():
+		return resolve.PlansContent(s.artifact.run.plans, s.inst.Status.Inventory, ns, refs), true
+	case s.artifact.release == nil:
+		return nil, false
 	}
-	deleted := map[v1alpha1.ObjectReference]bool{}
-	for _, ref := range a.Refs(deletes, ns) {
-		deleted[target.Identity(ref)] = true
+	objects := make([]*unstructured.Unstructured, 0, len(s.artifact.release.CRDs)+len(s.artifact.release.Objects))
+	for _, o := range slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects) {
+		objects = append(objects, target.WithoutHook(o))
 	}
-	for _, ref := range s.inst.Status.Inventory {
-		switch {
-		case ref.Namespace != "", deleted[target.Identity(ref)]:
-		case ref.Group == "" && ref.Kind == "Namespace" && ref.Name == ns:
-		default:
-			refs = append(refs, ref)
-		}
-	}
-	return refs, true
-}
-
-// withoutHook returns o, or for a Helm hook a copy without its hook
-// annotation, so that Refs (which leaves hooks out of an inventory) tells
-// its scope too.
-func withoutHook(o *unstructured.Unstructured) *unstructured.Unstructured {
-	annotations := o.GetAnnotations()
-	if _, hook := annotations["helm.sh/hook"]; !hook {
-		return o
-	}
-	c := o.DeepCopy()
-	delete(annotations, "helm.sh/hook")
-	c.SetAnnotations(annotations)
-	return c
+	return refs(objects), true
 }

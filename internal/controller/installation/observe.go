@@ -36,8 +36,7 @@ func stopOf(b *block) *news.Stop {
 	if b == nil {
 		return nil
 	}
-	kind := map[blockKind]news.Kind{blockTerminal: news.Terminal, blockRetry: news.Retry, blockWait: news.Wait, blockStalled: news.Stalled}[b.kind]
-	return &news.Stop{Kind: kind, Reason: b.reason, Message: b.message}
+	return &news.Stop{Kind: b.kind, Reason: b.reason, Message: b.message}
 }
 
 // event records an Event on the installation and logs it with the

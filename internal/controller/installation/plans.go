@@ -2,9 +2,7 @@ package installation
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,36 +47,29 @@ func resuming(s *scope) bool {
 }
 
 // startRevision records the intent of a new revision running the plans
-// of s.artifact.run: the state they leave (the last revision's set,
-// changed by what the plans apply and delete) and everything they may
-// apply joins the inventory. A revision still pending is superseded: its running plan is
-// marked ABANDONED.
+// of s.artifact.run (plan.IntentOf): the state they leave is its set,
+// and everything they may apply joins the inventory. A revision still
+// pending is superseded: its running plan is marked ABANDONED.
 func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	inst := s.inst
 	prev, err := r.installedState(ctx, s)
 	if err != nil {
 		return err
 	}
-	applier, ns := s.target.Applier(), s.targetNamespace()
-	desired, appliedBy := plan.StateAfter(slices.Concat(s.artifact.run.namespace, prev.objects), plan.DecodePackageRecord(prev.pkg).AppliedBy,
-		s.artifact.run.plans, func(o *unstructured.Unstructured) string {
-			return target.RefKey(applier.Refs([]*unstructured.Unstructured{o}, ns)[0])
-		})
-	extra, err := json.Marshal(plan.PackageRecord{Params: s.artifact.run.params, Cleanup: s.artifact.run.cleanup, AppliedBy: appliedBy})
+	applier, ns, run := s.target.Applier(), s.targetNamespace(), s.artifact.run
+	intent, err := plan.IntentOf(run.namespace, prev.objects, prev.pkg, run.plans, run.params, run.cleanup, func(o *unstructured.Unstructured) string {
+		return target.RefKey(applier.Refs([]*unstructured.Unstructured{o}, ns)[0])
+	})
 	if err != nil {
 		return err
 	}
-	everything := slices.Concat(desired, plan.AllApplied(s.artifact.run.plans))
 	rev := r.nextRevision(s)
 	rev.Plans, rev.Trigger = plan.Names(s.artifact.run.plans), s.artifact.run.trigger
-	rev.ManifestDigest, err = values.ManifestDigest(nil, desired)
+	rev.ManifestDigest, err = values.ManifestDigest(nil, intent.State)
 	if err != nil {
 		return err
 	}
-	// The record holds the state the plans leave; its inventory is all
-	// the plans may apply, so that a crash at any step leaves nothing
-	// unowned.
-	if err := r.writeIntentWith(ctx, s, &rev, target.Set{Objects: desired, Package: extra}, everything); err != nil {
+	if err := r.writeIntentWith(ctx, s, &rev, target.Set{Objects: intent.State, Package: intent.Package}, intent.Everything); err != nil {
 		return err
 	}
 	plan.Begin(&inst.Status.Plans, inst.Status.Pending, rev, s.artifact.run.plans, metav1.NewTime(r.now()))
@@ -130,10 +121,8 @@ func (p planPort) Started(pl plan.Plan, st v1alpha1.PlanStatus) {
 	p.r.event(p.s, "Normal", "PlanStarted", fmt.Sprintf("plan %s started (revision %d, %s)", pl.Name, st.Revision, st.Trigger))
 }
 
-// applyOnePass runs p, a release's one-pass plan (Release.OnePass: a
-// chart's phases and hook weights), with the one executor (plan.Drive),
-// in this reconcile and without checkpoints: nothing of it is saved until
-// it ends, its steps never wait, and the first error stops it. It returns
+// applyOnePass runs p, a release's one-pass plan (Release.OnePass), with
+// the installation's applier in this reconcile (plan.OnePass). It returns
 // what the steps applied, the state p ended in (nil when the applier
 // refused p before any step) and the first step's error.
 func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, opts target.ApplyOptions) (target.Applied, *v1alpha1.PlanStatus, error) {
@@ -141,16 +130,7 @@ func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, op
 	if err != nil {
 		return target.Applied{}, nil, err
 	}
-	var stepErr error
-	run := func(ref plan.StepRef, step plan.Step) plan.StepResult {
-		if err := steps.Step(ctx, ref); err != nil {
-			stepErr = err
-			return plan.Failed(step.Name, err)
-		}
-		return plan.StepResult{Done: true}
-	}
-	now := func() metav1.Time { return metav1.Now() }
-	st, _, _ := plan.Drive(p, plan.Start(p, "", 0, now()), run, now, nil)
+	st, stepErr := plan.OnePass(p, func(ref plan.StepRef) error { return steps.Step(ctx, ref) }, func() metav1.Time { return metav1.Now() })
 	return steps.Applied(), &st, stepErr
 }
 
@@ -295,7 +275,7 @@ func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed target.
 		r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s; uninstalling goes on", cleanup.Name, abandoned.ID))
 		return ctrl.Result{}, true, nil
 	}
-	if b := r.ensureNamespace(ctx, s, namespaceIn(installed.Objects, s.targetNamespace())); b != nil {
+	if b := r.ensureNamespace(ctx, s, target.NamespaceIn(installed.Objects, s.targetNamespace())); b != nil {
 		s.block = b
 		if b.kind == blockRetry {
 			return ctrl.Result{}, false, b

@@ -45,7 +45,7 @@ func (r *Reconciler) writeIntent(ctx context.Context, s *scope, rev *v1alpha1.Re
 func (r *Reconciler) writeIntentWith(ctx context.Context, s *scope, rev *v1alpha1.Revision, set target.Set, everything []*unstructured.Unstructured) error {
 	planned := s.target.Applier().Refs(everything, s.targetNamespace())
 	err := r.records(s).WriteIntent(ctx, rev, record.Record{
-		Inventory: planned, CRDs: set.CRDs, Objects: set.Objects, Package: set.Package, Adopted: adoptionRecord(s.artifact.adoption),
+		Inventory: planned, CRDs: set.CRDs, Objects: set.Objects, Package: set.Package, Adopted: record.AdoptedBy(s.artifact.adoption),
 	})
 	if err != nil {
 		return r.recordRefused(s, rev, err)

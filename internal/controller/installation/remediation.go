@@ -105,18 +105,14 @@ func isFailedTarget(s *scope) bool {
 	})
 }
 
-// holdFailed keeps a remediated failure as it is until the spec changes; a
-// failed first install with remediation Uninstall is removed first.
+// holdFailed keeps a remediated failure as it is until the spec changes
+// (remediate.HoldOf); a failed first install with remediation Uninstall is
+// removed first.
 func (r *Reconciler) holdFailed(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
-	ft := inst.Status.FailedTarget
-	if ft.Message != "" && inst.Status.LastHealthyRevision > 0 {
-		s.block = terminal(v1alpha1.ReasonRolledBack, ft.Message)
-		return ctrl.Result{}, nil
-	}
-	if inst.Spec.Install.Remediation != "Uninstall" {
-		s.block = terminal(v1alpha1.ReasonInstallFailed, ft.Message+
-			"; left as it is for inspection (spec.install.remediation: Keep). Fix the cause, then change the spec to try again")
+	ft, held := inst.Status.FailedTarget, remediate.HoldOf(inst)
+	if !held.Uninstall {
+		s.block = terminal(held.Reason, held.Message)
 		return ctrl.Result{}, nil
 	}
 	if len(inst.Status.Inventory) > 0 {
@@ -131,7 +127,6 @@ func (r *Reconciler) holdFailed(ctx context.Context, s *scope) (ctrl.Result, err
 		inst.Status.Inventory, inst.Status.InventoryCount, inst.Status.InstalledVersion = nil, 0, ""
 		setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonInstallFailed, ft.Message)
 	}
-	s.block = terminal(v1alpha1.ReasonInstallFailed, ft.Message+
-		"; uninstalled what was applied (spec.install.remediation: Uninstall). Fix the cause, then change the spec to try again")
+	s.block = terminal(held.Reason, held.Message)
 	return ctrl.Result{}, nil
 }

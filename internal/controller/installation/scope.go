@@ -1,11 +1,8 @@
 package installation
 
 import (
-	"fmt"
-
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -13,6 +10,7 @@ import (
 	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/news"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/target"
@@ -145,21 +143,15 @@ func (s *scope) targetNamespace() string {
 	return s.inst.Namespace
 }
 
-// blockKind is one of the three outcomes of a step that cannot go on.
-type blockKind int
+// blockKind is one of the outcomes of a step that cannot go on
+// (news.Kind: terminal, retry, wait, stalled).
+type blockKind = news.Kind
 
 const (
-	// blockTerminal: a person must change something (spec, values, the
-	// catalog, another manager's object). No retry until the spec changes.
-	blockTerminal blockKind = iota
-	// blockRetry: a transient failure (network, API server); retried with
-	// backoff.
-	blockRetry
-	// blockWait: nothing is wrong, Annex waits (dependency not ready,
-	// objects becoming healthy).
-	blockWait
-	// blockStalled: waited past spec.timeout; still polled, reported Stalled.
-	blockStalled
+	blockTerminal = news.Terminal
+	blockRetry    = news.Retry
+	blockWait     = news.Wait
+	blockStalled  = news.Stalled
 )
 
 // block is why an installation is not Ready; it is also an error so that a
@@ -184,52 +176,13 @@ func wait(reason, message string) *block {
 
 // setCondition records a condition for the current generation.
 func setCondition(inst *v1alpha1.ExtensionInstallation, conditionType string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{
-		Type:               conditionType,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: inst.Generation,
-	})
+	readiness.Set(inst, conditionType, status, reason, message)
 }
 
-// summarize computes Ready, Reconciling and Stalled from the outcome of the
-// steps. Ready is never set anywhere else. observedGeneration moves only
-// when the reconcile succeeded or ended in a terminal block.
+// summarize computes Ready, Reconciling and Stalled from the outcome of
+// the steps (readiness.Summarize). Ready is never set anywhere else.
 func summarize(s *scope, err error) {
-	inst := s.inst
-	b := s.block
-	if b == nil && err != nil {
-		b = retry(v1alpha1.ReasonProgressing, err.Error())
-	}
-	switch {
-	case s.outcome.suspended:
-		setCondition(inst, v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "spec.suspend is true: Annex leaves the installed objects as they are; set spec.suspend to false to reconcile it again")
-		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionStalled)
-		inst.Status.ObservedGeneration = inst.Generation
-	case b == nil && s.outcome.healthy:
-		msg := fmt.Sprintf("%s %s is installed and healthy (%d objects)", inst.Spec.Extension, inst.Status.InstalledVersion, len(inst.Status.Inventory))
-		if len(inst.Status.Resources) > 0 {
-			msg += resourcesSummary(inst.Status.Resources)
-		}
-		setCondition(inst, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
-		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionReconciling)
-		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionStalled)
-		inst.Status.ObservedGeneration = inst.Generation
-	case b == nil:
-		// Uninstall in progress or nothing decided yet: leave Ready as it is.
-	case b.kind == blockTerminal || b.kind == blockStalled:
-		setCondition(inst, v1alpha1.ConditionReady, metav1.ConditionFalse, b.reason, b.message)
-		setCondition(inst, v1alpha1.ConditionStalled, metav1.ConditionTrue, b.reason, b.message)
-		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionReconciling)
-		if b.kind == blockTerminal {
-			inst.Status.ObservedGeneration = inst.Generation
-		}
-	default:
-		setCondition(inst, v1alpha1.ConditionReady, metav1.ConditionFalse, b.reason, b.message)
-		setCondition(inst, v1alpha1.ConditionReconciling, metav1.ConditionTrue, b.reason, b.message)
-		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionStalled)
-	}
+	readiness.Summarize(s.inst, readiness.Outcome{Suspended: s.outcome.suspended, Healthy: s.outcome.healthy, Stop: stopOf(s.block), Err: err})
 }
 
 func statusEqual(a, b v1alpha1.ExtensionInstallationStatus) bool {
@@ -238,7 +191,4 @@ func statusEqual(a, b v1alpha1.ExtensionInstallationStatus) bool {
 
 // isReady reports whether an installation's Ready condition is True for its
 // current generation.
-func isReady(inst *v1alpha1.ExtensionInstallation) bool {
-	c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == inst.Generation
-}
+func isReady(inst *v1alpha1.ExtensionInstallation) bool { return readiness.IsReady(inst) }

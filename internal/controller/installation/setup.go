@@ -62,8 +62,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(wake.UsersOf(r.Client, "Namespace")), builder.OnlyMetadata).
 		// An Approval wakes the installation it names at once; a changed
 		// ApprovalPolicy, those whose change waits for approval.
-		Watches(&v1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(approvalsWake)).
-		Watches(&v1alpha1.ApprovalPolicy{}, handler.EnqueueRequestsFromMapFunc(r.awaitingApproval)).
+		Watches(&v1alpha1.Approval{}, handler.EnqueueRequestsFromMapFunc(wake.NamedByApproval)).
+		Watches(&v1alpha1.ApprovalPolicy{}, handler.EnqueueRequestsFromMapFunc(wake.AwaitingApproval(r.Client))).
 		Named("extensioninstallation").
 		// Reconciles mostly wait: on API servers, and on hook Jobs awaited
 		// inside them. Many workers keep one slow cluster or hook from

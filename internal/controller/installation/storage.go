@@ -3,7 +3,6 @@ package installation
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,7 +22,7 @@ import (
 // crash or an error runs again from the start on the next reconcile.
 // Costs one read per CRD of the inventory when nothing is to migrate.
 func (r *Reconciler) migrateStorage(ctx context.Context, s *scope) (ctrl.Result, error) {
-	names := inventoryCRDs(s.applied.inventory)
+	names := crdcheck.InInventory(s.applied.inventory)
 	if len(names) == 0 {
 		return ctrl.Result{}, nil
 	}
@@ -32,38 +31,15 @@ func (r *Reconciler) migrateStorage(ctx context.Context, s *scope) (ctrl.Result,
 		s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the CustomResourceDefinitions installed on %s: %v", clusterName(s.inst.Spec.Cluster), err))
 		return ctrl.Result{}, s.block
 	}
-	for _, name := range names {
-		live, ok := installed[name]
-		if !ok {
-			continue
-		}
-		crd, err := crdcheck.FromUnstructured(live)
-		if err != nil || len(crdcheck.StaleStoredVersions(crd)) == 0 {
-			continue
-		}
-		done, err := s.target.MigrateStoredVersions(ctx, name)
+	for _, m := range crdcheck.ToMigrate(names, installed) {
+		done, err := s.target.MigrateStoredVersions(ctx, m.Name)
 		if err != nil {
-			s.block = retry(v1alpha1.ReasonStorageMigrationFailed, fmt.Sprintf(
-				"rewriting the objects of CustomResourceDefinition %s at its storage version %s, to retire %s from status.storedVersions: %v; Annex tries again",
-				name, crdcheck.StorageVersion(crd), strings.Join(crdcheck.StaleStoredVersions(crd), ", "), err))
+			s.block = retry(v1alpha1.ReasonStorageMigrationFailed, m.FailedMessage(err))
 			return ctrl.Result{}, s.block
 		}
 		if len(done.Trimmed) > 0 {
-			r.event(s, corev1.EventTypeNormal, "StorageMigrated", fmt.Sprintf(
-				"CustomResourceDefinition %s: wrote its %d objects back at the storage version %s and removed %s from status.storedVersions; a later version may drop them",
-				name, done.Objects, done.StorageVersion, strings.Join(done.Trimmed, ", ")))
+			r.event(s, corev1.EventTypeNormal, "StorageMigrated", crdcheck.MigratedMessage(m.Name, done.Objects, done.StorageVersion, done.Trimmed))
 		}
 	}
 	return ctrl.Result{}, nil
-}
-
-// inventoryCRDs are the names of the CRDs in refs, in order.
-func inventoryCRDs(refs []v1alpha1.ObjectReference) []string {
-	var out []string
-	for _, ref := range refs {
-		if ref.Group == "apiextensions.k8s.io" && ref.Kind == "CustomResourceDefinition" {
-			out = append(out, ref.Name)
-		}
-	}
-	return out
 }

@@ -3,7 +3,6 @@ package installation
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,9 +38,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 	}
 	if held := heldBy(inst, s.cluster); len(held) > 0 {
-		s.block = wait(v1alpha1.ReasonDeletionHeld, fmt.Sprintf(
-			"deletion held: %s still needed by %s; delete those first, or together with this one (dependents are uninstalled first)",
-			inst.Spec.Extension, strings.Join(held, ", ")))
+		s.block = wait(v1alpha1.ReasonDeletionHeld, uninstall.HeldMessage(inst, held))
 		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
 	}
 	if gone, err := r.releaseIfNeverApplied(ctx, s); gone || err != nil {
@@ -177,10 +174,7 @@ func (r *Reconciler) postDeleteHooksRan(ctx context.Context, s *scope, applier t
 // waitForDeletion waits for the inventory's objects to go. Custom
 // resources go first and their operator stays until they are gone, so
 // finalizers run. Past spec.uninstall.timeout (counted from the deletion
-// request) the objects still being deleted are named with the finalizers
-// they wait for: the installation is Stalled and keeps waiting, or, with
-// spec.uninstall.onTimeout RemoveFinalizers, their finalizers are
-// removed and deletion goes on.
+// request) uninstall.AfterTimeout decides what to do.
 func (r *Reconciler) waitForDeletion(ctx context.Context, s *scope, applier target.Applier, remaining int) (ctrl.Result, error) {
 	inst := s.inst
 	msg := fmt.Sprintf("waiting for %d of %d objects to be deleted", remaining, len(inst.Status.Inventory))
@@ -194,26 +188,21 @@ func (r *Reconciler) waitForDeletion(ctx context.Context, s *scope, applier targ
 		s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("%s; reading them: %v", msg, err))
 		return ctrl.Result{}, s.block
 	}
-	lingering, named := uninstall.Lingering(h)
-	if len(lingering) == 0 {
+	past := uninstall.AfterTimeout(inst, h, timeout)
+	switch {
+	case len(past.Lingering) == 0:
 		s.block = wait(v1alpha1.ReasonUninstalling, msg)
 		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
-	}
-	if inst.Spec.Uninstall.OnTimeout == v1alpha1.UninstallRemoveFinalizers {
-		if err := applier.RemoveFinalizers(ctx, s.owner(), lingering); err != nil {
-			s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("removing the finalizers of %d objects after spec.uninstall.timeout (%s): %v", len(lingering), timeout, err))
+	case past.RemoveFinalizers:
+		if err := applier.RemoveFinalizers(ctx, s.owner(), past.Lingering); err != nil {
+			s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf("removing the finalizers of %d objects after spec.uninstall.timeout (%s): %v", len(past.Lingering), timeout, err))
 			return ctrl.Result{}, s.block
 		}
-		r.event(s, corev1.EventTypeWarning, "FinalizersRemoved", fmt.Sprintf(
-			"removed the finalizers of %s after spec.uninstall.timeout (%s), as spec.uninstall.onTimeout says; what they guarded was not cleaned up",
-			strings.Join(named, "; "), timeout))
+		r.event(s, corev1.EventTypeWarning, "FinalizersRemoved", past.Message)
 		s.block = wait(v1alpha1.ReasonUninstalling, msg)
 		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
 	}
-	s.block = &block{kind: blockStalled, reason: v1alpha1.ReasonFinalizersPending, message: fmt.Sprintf(
-		"deletion has waited more than spec.uninstall.timeout (%s) for %s; the operator that owns them is kept until they are gone — see why it does not finish them (its logs, the resources' events), "+
-			"or set spec.uninstall.onTimeout: RemoveFinalizers to remove the finalizers and go on (what they guard is then not cleaned up)",
-		timeout, strings.Join(named, "; "))}
+	s.block = &block{kind: blockStalled, reason: v1alpha1.ReasonFinalizersPending, message: past.Message}
 	return ctrl.Result{RequeueAfter: 5 * r.pollInterval()}, nil
 }
 

@@ -126,7 +126,7 @@ func (n *notes) changed() bool { return n.defaultsAdded || n.recorded != nil || 
 // after them, and would take the move for one cut short. Only moves in
 // flight are kept: an entry goes once the cache has caught up.
 type recordsWritten struct {
-	mu       sync.Mutex
+	mu            sync.Mutex
 	records       map[recordKey]clusterRecord
 	defaultsLists map[recordKey]defaultsWritten
 }

@@ -1,0 +1,53 @@
+package resolve
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/plan"
+)
+
+// A package's content: what its plans apply, with the cluster-scoped
+// objects of the installed revision they do not delete, less the target
+// namespace Annex created.
+func TestPlansContent(t *testing.T) {
+	obj := func(apiVersion, kind, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		u.SetName(name)
+		return u
+	}
+	// refs places every object as the applier would: namespaced kinds in ns.
+	refs := func(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference {
+		var out []v1alpha1.ObjectReference
+		for _, o := range objs {
+			gv := o.GroupVersionKind()
+			ref := v1alpha1.ObjectReference{Group: gv.Group, Version: gv.Version, Kind: gv.Kind, Name: o.GetName()}
+			if gv.Kind == "ConfigMap" {
+				ref.Namespace = "team-a"
+			}
+			out = append(out, ref)
+		}
+		return out
+	}
+	crd := v1alpha1.ObjectReference{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}
+	role := v1alpha1.ObjectReference{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "widget-reader"}
+	config := v1alpha1.ObjectReference{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "config"}
+	inventory := []v1alpha1.ObjectReference{crd, config, {Version: "v1", Kind: "Namespace", Name: "team-a"}, role}
+	update := plan.Plan{Name: "update", Phases: []plan.Phase{{Name: "p", Steps: []plan.Step{{Name: "s", Tasks: []plan.Task{
+		{Name: "config", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{obj("v1", "ConfigMap", "config")}},
+		// Deleted under another version than the inventory's: still gone.
+		{Name: "drop", Kind: plan.TaskDelete, Objects: []*unstructured.Unstructured{obj("rbac.authorization.k8s.io/v1beta1", "ClusterRole", "widget-reader")}},
+	}}}}}}
+	got := PlansContent([]plan.Plan{update}, inventory, "team-a", refs)
+	if len(got) != 2 || got[0] != config || got[1] != crd {
+		t.Errorf("got %+v, want the plan's ConfigMap and the installed CRD", got)
+	}
+	// Without a plan to run, the installed revision decides.
+	if got := PlansContent(nil, inventory, "team-a", refs); len(got) != 2 || got[0] != crd || got[1] != role {
+		t.Errorf("no plans: got %+v", got)
+	}
+}
