@@ -295,7 +295,7 @@ func (r *Reconciler) carryOut(ctx context.Context, p *v1alpha1.ExtensionProfile,
 			if mc := mcs[c]; mc != nil {
 				record = mc.DeepCopy()
 			}
-			notes := notesOf(p.Name, record)
+			notes := notesOf(p.Name, record, r.written.defaults(p.Name, c, record.GetAnnotations()))
 			var done []action
 			defer func() { r.tell(gctx, p, c, done) }()
 			for _, a := range byCluster[c] {
@@ -508,7 +508,7 @@ func (r *Reconciler) dropRecords(ctx context.Context, p *v1alpha1.ExtensionProfi
 			continue
 		}
 		mc := list.Items[i].DeepCopy()
-		n := notesOf(p.Name, mc)
+		n := notesOf(p.Name, mc, nil)
 		n.take(action{kind: actDropRecord})
 		if err := r.writeNotes(ctx, p.Name, mc.Name, mc, n); err != nil {
 			return fmt.Errorf("ManagedCluster %s: %w", list.Items[i].Name, err)

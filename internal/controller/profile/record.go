@@ -76,9 +76,17 @@ type notes struct {
 	dropped       bool
 }
 
-// notesOf starts the notes of profile on obj, from its annotations.
-func notesOf(profile string, obj client.Object) *notes {
-	return &notes{profile: profile, annotations: maps.Clone(obj.GetAnnotations())}
+// notesOf starts the notes of profile on obj, from its annotations with
+// the Default extensions as the profile knows them (defaults: the
+// cache's, with those it wrote since; recordsWritten.defaults), so that
+// a Default added now keeps the ones written before the cache showed
+// them.
+func notesOf(profile string, obj client.Object, defaults []string) *notes {
+	n := &notes{profile: profile, annotations: maps.Clone(obj.GetAnnotations())}
+	if len(defaults) > 0 {
+		n.set(v1alpha1.AnnotationProfileDefaultsPrefix+profile, strings.Join(defaults, ","))
+	}
+	return n
 }
 
 // take notes a record action and reports true; any other action it

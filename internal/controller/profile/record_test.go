@@ -69,7 +69,7 @@ func TestInstallationsWritten(t *testing.T) {
 func TestNotes(t *testing.T) {
 	mc := &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Annotations: map[string]string{
 		v1alpha1.AnnotationProfileDefaultsPrefix + "base": "b", "team": "edge"}}}
-	n := notesOf("base", mc)
+	n := notesOf("base", mc, []string{"b"})
 	if n.changed() {
 		t.Fatal("notes changed before any action")
 	}
@@ -89,10 +89,10 @@ func TestNotes(t *testing.T) {
 			t.Errorf("installation action %v taken as a note", kind)
 		}
 	}
-	want := map[string]string{v1alpha1.AnnotationProfileDefaultsPrefix + "base": "a,b,c", "team": "edge",
+	wantAnnotations := map[string]string{v1alpha1.AnnotationProfileDefaultsPrefix + "base": "a,b,c", "team": "edge",
 		v1alpha1.AnnotationProfileRevisionsPrefix + "base": rec.encode()}
-	if !n.changed() || !maps.Equal(n.annotations, want) || n.recorded == nil || *n.recorded != rec {
-		t.Errorf("notes: %v, recorded %v; want %v", n.annotations, n.recorded, want)
+	if !n.changed() || !maps.Equal(n.annotations, wantAnnotations) || n.recorded == nil || *n.recorded != rec {
+		t.Errorf("notes: %v, recorded %v; want %v", n.annotations, n.recorded, wantAnnotations)
 	}
 	if mc.Annotations[v1alpha1.AnnotationProfileDefaultsPrefix+"base"] != "b" {
 		t.Error("the notes changed the object they started from")
@@ -102,8 +102,19 @@ func TestNotes(t *testing.T) {
 		t.Errorf("dropped: %v, dropped %v, recorded %v", n.annotations, n.dropped, n.recorded)
 	}
 	// Dropping a record there is not is no change.
-	if n := notesOf("base", &v1alpha1.ManagedCluster{}); n.take(action{kind: actDropRecord}) && n.changed() {
+	if n := notesOf("base", &v1alpha1.ManagedCluster{}, nil); n.take(action{kind: actDropRecord}) && n.changed() {
 		t.Error("dropping no record changed the notes")
+	}
+	// The cache shows a, the profile wrote a,b since: adding c keeps b.
+	stale := &v1alpha1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Annotations: map[string]string{
+		v1alpha1.AnnotationProfileDefaultsPrefix + "base": "a"}}}
+	n = notesOf("base", stale, []string{"a", "b"})
+	if n.changed() {
+		t.Error("the Default extensions known beyond the cache's are a change by themselves")
+	}
+	n.take(action{kind: actRecordDefault, want: want{ext: v1alpha1.ProfileExtension{Name: "c"}}})
+	if got := n.annotations[v1alpha1.AnnotationProfileDefaultsPrefix+"base"]; got != "a,b,c" {
+		t.Errorf("a Default added on a stale cache: %q, want a,b,c (b written before, not shown yet)", got)
 	}
 }
 
