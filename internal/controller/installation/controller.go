@@ -222,6 +222,9 @@ func (r *Reconciler) patchMeta(ctx context.Context, s *scope, mutate func()) err
 // finish writes the status once per reconcile, computed from what the
 // steps observed, and turns blocks into the controller-runtime outcome.
 func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, err error) error {
+	if s.outcome.gone {
+		r.memos.forgetIfEmpty(s.inst.Spec.Cluster, r.index.on)
+	}
 	if s.outcome.gone || s.outcome.stale {
 		return err
 	}

@@ -56,6 +56,24 @@ func (c *clusterMemos) of(cluster string) *resolve.ClusterMemo {
 	return m.(*resolve.ClusterMemo)
 }
 
+// forgetIfEmpty drops cluster's memo once no installation but ones
+// being deleted is on it (on lists them: the cache's), so that the
+// memos of clusters emptied or removed do not stay for the manager's
+// life. A reconcile racing with it makes the memo again, at the cost of
+// one whole solve.
+func (c *clusterMemos) forgetIfEmpty(cluster string, on func(string) ([]*v1alpha1.ExtensionInstallation, error)) {
+	insts, err := on(cluster)
+	if err != nil {
+		return
+	}
+	for _, inst := range insts {
+		if inst.DeletionTimestamp.IsZero() {
+			return
+		}
+	}
+	c.byCluster.Delete(cluster)
+}
+
 // catalogOf identifies the Extensions on offer: their names and
 // resourceVersions, which change whenever they do.
 func catalogOf(extensions []v1alpha1.Extension) string {
