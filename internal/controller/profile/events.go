@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -95,10 +96,15 @@ func summary(reason, cluster string, messages []string) string {
 	return sb.String()
 }
 
-// truncate shortens s to at most n bytes, marking the cut.
+// truncate shortens s to at most n bytes, marking the cut, never within
+// a character.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-len("…")] + "…"
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

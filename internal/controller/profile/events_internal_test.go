@@ -3,6 +3,7 @@ package profile
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -62,5 +63,8 @@ func TestSummary(t *testing.T) {
 	}
 	if got := summary("X", "edge", []string{strings.Repeat("x", 2000)}); len(got) > eventNoteLimit {
 		t.Errorf("a long message: %d bytes", len(got))
+	}
+	if got := summary("X", "edge", []string{strings.Repeat("é", 1000)}); len(got) > eventNoteLimit || !utf8.ValidString(got) {
+		t.Errorf("a long message of two-byte characters: %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
 	}
 }
