@@ -217,3 +217,49 @@ func cloneAPIs(m map[string]string) map[string]string {
 	}
 	return out
 }
+
+// CatalogOf identifies the Extensions on offer for Resolve: their names
+// and resourceVersions, which change whenever they do.
+func CatalogOf(extensions []v1alpha1.Extension) string {
+	keys := make([]string, len(extensions))
+	for i := range extensions {
+		keys[i] = extensions[i].Name + "@" + extensions[i].ResourceVersion
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, ",")
+}
+
+// ClusterMemos holds each cluster's ClusterMemo: what a reconcile of one
+// installation needs of the resolution costs what changed on its cluster
+// since the last one, not a restatement and a solve of every installation
+// there. A memo holds its cluster's requirements (a few strings per
+// installation) and its last resolutions. The zero value is ready, and
+// safe for concurrent use.
+type ClusterMemos struct{ byCluster sync.Map } // cluster → *ClusterMemo
+
+// Of returns cluster's memo, made empty the first time.
+func (c *ClusterMemos) Of(cluster string) *ClusterMemo {
+	if m, ok := c.byCluster.Load(cluster); ok {
+		return m.(*ClusterMemo)
+	}
+	m, _ := c.byCluster.LoadOrStore(cluster, &ClusterMemo{})
+	return m.(*ClusterMemo)
+}
+
+// ForgetIfEmpty drops cluster's memo once no installation but ones being
+// deleted is on it (on lists them: the cache's; an error of it keeps the
+// memo), so that the memos of clusters emptied or removed do not stay for
+// the manager's life. A reconcile racing with it makes the memo again, at
+// the cost of one whole solve.
+func (c *ClusterMemos) ForgetIfEmpty(cluster string, on func(string) ([]*v1alpha1.ExtensionInstallation, error)) {
+	insts, err := on(cluster)
+	if err != nil {
+		return
+	}
+	for _, inst := range insts {
+		if inst.DeletionTimestamp.IsZero() {
+			return
+		}
+	}
+	c.byCluster.Delete(cluster)
+}

@@ -43,6 +43,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
+	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/shard"
 )
 
@@ -100,9 +101,9 @@ type Reconciler struct {
 	// see a certificate renewed.
 	CertificateClock func() time.Time
 
-	index *installationIndex // the cache's installations by cluster; set up by SetupWithManager
-	share *shard.Share       // how many reconciles each managed cluster may have at once; set up by SetupWithManager
-	memos clusterMemos       // each cluster's resolution problem between reconciles (resolve.go)
+	index *installationIndex   // the cache's installations by cluster; set up by SetupWithManager
+	share *shard.Share         // how many reconciles each managed cluster may have at once; set up by SetupWithManager
+	memos resolve.ClusterMemos // each cluster's resolution problem between reconciles (resolve.go)
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete
@@ -223,7 +224,7 @@ func (r *Reconciler) patchMeta(ctx context.Context, s *scope, mutate func()) err
 // steps observed, and turns blocks into the controller-runtime outcome.
 func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, err error) error {
 	if s.outcome.gone {
-		r.memos.forgetIfEmpty(s.inst.Spec.Cluster, r.index.on)
+		r.memos.ForgetIfEmpty(s.inst.Spec.Cluster, r.index.on)
 	}
 	if s.outcome.gone || s.outcome.stale {
 		return err

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,50 +38,6 @@ type clusterState struct {
 	// asked are the extensions the installations ask for, without
 	// repeats; nil until the resolve step ran (then extensionsOf tells).
 	asked []string
-}
-
-// clusterMemos holds each cluster's resolve.ClusterMemo: what a reconcile
-// of one installation needs of the resolution costs what changed on its
-// cluster since the last one, not a restatement and a solve of every
-// installation there. A memo holds its cluster's requirements (a few
-// strings per installation) and its last resolutions.
-type clusterMemos struct{ byCluster sync.Map } // cluster → *resolve.ClusterMemo
-
-func (c *clusterMemos) of(cluster string) *resolve.ClusterMemo {
-	if m, ok := c.byCluster.Load(cluster); ok {
-		return m.(*resolve.ClusterMemo)
-	}
-	m, _ := c.byCluster.LoadOrStore(cluster, &resolve.ClusterMemo{})
-	return m.(*resolve.ClusterMemo)
-}
-
-// forgetIfEmpty drops cluster's memo once no installation but ones
-// being deleted is on it (on lists them: the cache's), so that the
-// memos of clusters emptied or removed do not stay for the manager's
-// life. A reconcile racing with it makes the memo again, at the cost of
-// one whole solve.
-func (c *clusterMemos) forgetIfEmpty(cluster string, on func(string) ([]*v1alpha1.ExtensionInstallation, error)) {
-	insts, err := on(cluster)
-	if err != nil {
-		return
-	}
-	for _, inst := range insts {
-		if inst.DeletionTimestamp.IsZero() {
-			return
-		}
-	}
-	c.byCluster.Delete(cluster)
-}
-
-// catalogOf identifies the Extensions on offer: their names and
-// resourceVersions, which change whenever they do.
-func catalogOf(extensions []v1alpha1.Extension) string {
-	keys := make([]string, len(extensions))
-	for i := range extensions {
-		keys[i] = extensions[i].Name + "@" + extensions[i].ResourceVersion
-	}
-	sort.Strings(keys)
-	return strings.Join(keys, ",")
 }
 
 // providedAPIs reads which installations on st's cluster own the CRDs of
@@ -176,7 +131,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	if err := r.loadCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	memo := r.memos.of(s.inst.Spec.Cluster)
+	memo := r.memos.Of(s.inst.Spec.Cluster)
 	state := memo.Refresh(s.cluster.installations, s.inst)
 	s.cluster.asked = state.Asked()
 	provided, err := providedAPIs(ctx, s.target, s.cluster)
@@ -184,7 +139,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 		return ctrl.Result{}, err
 	}
 	s.cluster.provided = provided
-	resolution := memo.Resolve(state, s.inst.Status.ClusterVersion, catalogOf(s.cluster.extensions), provided,
+	resolution := memo.Resolve(state, s.inst.Status.ClusterVersion, resolve.CatalogOf(s.cluster.extensions), provided,
 		func(problem resolve.Problem) *resolve.Resolution {
 			start := time.Now()
 			defer func() { metrics.ObserveResolve(time.Since(start)) }()
