@@ -161,25 +161,8 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	}
 	s.choice = sel
 	s.inst.Status.ResolvedVersion = sel.Version.Version
-	msg := fmt.Sprintf("chose %s %s for Kubernetes %s", s.inst.Spec.Extension, sel.Version.Version, s.inst.Status.ClusterVersion)
-	if sel.Kept {
-		msg += " (kept the installed version: spec.upgrade does not allow moving it)"
-	}
-	switch {
-	case sel.DefaultChannelUsed:
-		msg += fmt.Sprintf(", channel %s (the package's default; set spec.channel to choose another)", sel.Channel)
-	case sel.Channel != "":
-		msg += ", channel " + sel.Channel
-	}
-	for _, p := range sel.Providers {
-		// An operator's required API is met by the extension that owns it.
-		msg += fmt.Sprintf("; it requires %s, from %s (%s)", p.API, p.Provider, p.Reason)
-	}
-	if sel.Target != nil {
-		// An operator upgrade walks its catalog's graph one edge at a time.
-		msg += fmt.Sprintf("; on the way to %s: %s", sel.Target.Version, sel.Hop)
-	}
-	setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
+	setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
+		resolve.ChoiceMessage(s.inst.Spec.Extension, s.inst.Status.ClusterVersion, sel))
 	return ctrl.Result{}, nil
 }
 
