@@ -80,7 +80,7 @@ func (s *scope) adoptedByOthers() map[types.UID]string {
 	if s.cluster == nil {
 		return nil
 	}
-	return adopt.AdoptedByOthers(s.cluster.installations, types.NamespacedName{Namespace: s.inst.Namespace, Name: s.inst.Name})
+	return adopt.AdoptedByOthers(s.cluster.Installations, types.NamespacedName{Namespace: s.inst.Namespace, Name: s.inst.Name})
 }
 
 // adopted notes in the status that the revision just recorded adopted

@@ -51,7 +51,7 @@ func (r *Reconciler) checkScope(_ context.Context, s *scope) (ctrl.Result, error
 		}
 		return ctrl.Result{}, nil
 	}
-	msg := resolve.ScopeConflict(s.inst, s.choice.Version.Version, s.cluster.installations, s.cluster.resolution)
+	msg := resolve.ScopeConflict(s.inst, s.choice.Version.Version, s.cluster.Installations, s.cluster.Resolution)
 	if msg == "" {
 		return ctrl.Result{}, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/depend"
 	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
@@ -161,7 +162,7 @@ func TestCheckScopeConflict(t *testing.T) {
 		Failed:   map[string]*resolve.Explanation{"team-d/x": {Message: "no"}},
 	}
 	s := &scope{inst: self, target: scopeTarget{}, choice: instance,
-		cluster:  &clusterState{installations: append([]*v1alpha1.ExtensionInstallation{self}, others...), resolution: p},
+		cluster:  &depend.Cluster{Installations: append([]*v1alpha1.ExtensionInstallation{self}, others...), Resolution: p},
 		artifact: artifact{release: &engine.Release{CRDs: []*unstructured.Unstructured{object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", nil)}}},
 	}
 	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil {

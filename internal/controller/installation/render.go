@@ -176,7 +176,7 @@ func (f *engineFacts) Now() time.Time {
 }
 
 func (f *engineFacts) Base(name, versionRange string) (v1alpha1.ExtensionVersion, error) {
-	v, missing := resolve.Base(f.s.cluster.extensions, name, versionRange)
+	v, missing := resolve.Base(f.s.cluster.Extensions, name, versionRange)
 	switch {
 	case missing != nil && missing.Wait:
 		return v1alpha1.ExtensionVersion{}, wait(missing.Reason, missing.Message)

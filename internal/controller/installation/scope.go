@@ -7,6 +7,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/adopt"
+	"github.com/annex-platform/annex/internal/depend"
 	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/news"
@@ -25,7 +26,7 @@ type scope struct {
 	written *v1alpha1.ExtensionInstallation // the object as last written, for status patches
 
 	target  target.Cluster
-	cluster *clusterState     // every installation on the target cluster, the Extensions, and the resolver's answer
+	cluster *depend.Cluster   // every installation on the target cluster, the Extensions, and the resolver's answer
 	choice  resolve.Selection // this installation's version, as the resolver chose it
 
 	artifact artifact      // fetch and render: the chosen version's artifact and what its engine made of it
@@ -103,30 +104,9 @@ func (s *scope) observe(h target.Health) {
 }
 
 // presentOthers lists the other installations on the cluster that can
-// meet a dependency, by extension: an installation being deleted still
-// counts (deleting one that others need is held, so it keeps running
-// until they are gone); one running a version of its own does not.
+// meet a dependency, by extension (depend.Present).
 func (s *scope) presentOthers() map[string][]resolve.Present {
-	present := map[string][]resolve.Present{}
-	for _, other := range s.cluster.installations {
-		if other == s.inst || s.isInstance(other) {
-			continue
-		}
-		present[other.Spec.Extension] = append(present[other.Spec.Extension], resolve.Present{
-			Installation: nameOf(other), Version: other.Status.InstalledVersion, Ready: isReady(other),
-		})
-	}
-	return present
-}
-
-// isInstance reports whether other runs a version of its own, apart from
-// its extension's shared one: it meets no dependency.
-func (s *scope) isInstance(other *v1alpha1.ExtensionInstallation) bool {
-	if s.cluster == nil || s.cluster.resolution == nil {
-		return false
-	}
-	sel, ok := s.cluster.resolution.For(other.Spec.Extension, nameOf(other))
-	return ok && sel.Instance != ""
+	return depend.Present(s.cluster, s.inst)
 }
 
 // owner is the installation as the applier knows it: its name, and the

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/depend"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/target"
 	"github.com/annex-platform/annex/internal/uninstall"
@@ -33,11 +34,11 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	// An operator that requires an API this installation's CRD serves
 	// holds it too. A cluster that cannot be reached is reported below.
 	if target, err := r.Clusters.Target(ctx, inst.Spec.Cluster); err == nil {
-		if s.cluster.provided, err = providedAPIs(ctx, target, s.cluster); err != nil {
+		if s.cluster.Provided, err = providedAPIs(ctx, target, s.cluster); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if held := heldBy(inst, s.cluster); len(held) > 0 {
+	if held := depend.HeldBy(s.cluster, inst); len(held) > 0 {
 		s.block = wait(v1alpha1.ReasonDeletionHeld, uninstall.HeldMessage(inst, held))
 		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
 	}
