@@ -100,7 +100,3 @@ type Clusters interface {
 	// Annex runs in). Errors are retried.
 	Target(ctx context.Context, name string) (target.Cluster, error)
 }
-
-// Target is the old name of target.Cluster, kept for resolve.go, which
-// is being changed on another branch; drop it once that uses the new name.
-type Target = target.Cluster
