@@ -18,8 +18,10 @@
 // in internal/plan, adoption in internal/adopt, the CRD policy in
 // internal/crdcheck, approvals in internal/approval, hooks in
 // internal/hookrequest, values sources in internal/valuesfrom, tenancy in
-// internal/tenancy, content scope in internal/resolve, which events wake
-// which installations in internal/wake, which transitions are news in
+// internal/tenancy, content scope and each cluster's resolution memo in
+// internal/resolve, the dependencies among a cluster's installations in
+// internal/depend, which events wake which installations in
+// internal/wake, which transitions are news in
 // internal/news, what follows a failed attempt in internal/remediate, the
 // uninstall's decisions in internal/uninstall, the summary conditions
 // (Ready, Reconciling, Stalled) in internal/readiness. interfaces.go lists the

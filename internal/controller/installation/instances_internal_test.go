@@ -15,7 +15,7 @@ import (
 	"github.com/annex-platform/annex/internal/target"
 )
 
-// scopeTarget is a Target whose applier only tells scopes: the kinds in
+// scopeTarget is a target.Cluster whose applier only tells scopes: the kinds in
 // clusterKinds are cluster-scoped. Nothing else of it may be called.
 type scopeTarget struct{ target.Cluster }
 
