@@ -4,13 +4,15 @@
 // (RequiredBy), which hold its deletion (HeldBy), which installations
 // Annex adds for the dependencies of a chosen version (Additions), which
 // installations own one it added (Owners), which installations can meet a
-// dependency (Present), and which CRDs on the cluster may provide the APIs
-// operators require (RequiredCRDs, ServedAPIs). It is a pure core: the
-// controller reads the cluster, passes a Cluster and carries out what
-// these return.
+// dependency (Present), and which installations provide, with the CRDs
+// they installed, the APIs operators require (ProvidedAPIs). It is a pure
+// core: the controller reads the hub, passes a Cluster and carries out
+// what these return; the only read of a cluster, ProvidedAPIs', goes
+// through the CRDSource it is given.
 package depend
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -210,6 +212,9 @@ type Addition struct {
 	// namespace and on its cluster, its version constrained by the
 	// dependents' ranges in the solver only.
 	Installation *v1alpha1.ExtensionInstallation
+
+	dependent *v1alpha1.ExtensionInstallation // the installation that needs it
+	version   string                          // the version chosen for dependent
 }
 
 // Additions lists the installations to create for the dependencies of
@@ -233,13 +238,13 @@ func Additions(c *Cluster, inst *v1alpha1.ExtensionInstallation, chosen v1alpha1
 		if present[dep.Name] {
 			continue
 		}
-		out = append(out, Addition{Dependency: dep, Installation: &v1alpha1.ExtensionInstallation{
+		out = append(out, Addition{Dependency: dep, dependent: inst, version: chosen.Version, Installation: &v1alpha1.ExtensionInstallation{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: inst.Namespace,
 				Name:      fleet.InstallationName(dep.Name, inst.Spec.Cluster),
 				Labels:    map[string]string{v1alpha1.LabelAddedFor: "dependencies"},
 				Annotations: map[string]string{
-					v1alpha1.AnnotationRequiredBy: fmt.Sprintf("%s (%s %s needs %s %s)", NameOf(inst), inst.Spec.Extension, chosen.Version, dep.Name, RangeOrAny(dep.Version)),
+					v1alpha1.AnnotationRequiredBy: fmt.Sprintf("%s (%s %s needs %s %s)", NameOf(inst), inst.Spec.Extension, chosen.Version, dep.Name, rangeOrAny(dep.Version)),
 				},
 				OwnerReferences: []metav1.OwnerReference{ownerRef(inst)},
 			},
@@ -254,9 +259,22 @@ func Additions(c *Cluster, inst *v1alpha1.ExtensionInstallation, chosen v1alpha1
 	return out
 }
 
-// RangeOrAny is a dependency's version range as messages show it: "*"
+// Taken is why a cannot be created: its name is taken by holder (nil
+// when it could not be read), and what to do instead.
+func (a Addition) Taken(holder *v1alpha1.ExtensionInstallation) string {
+	by := "another installation"
+	if holder != nil {
+		by = fmt.Sprintf("an installation of %s on %s", holder.Spec.Extension, fleet.ClusterName(holder.Spec.Cluster))
+	}
+	inst, dep := a.dependent, a.Dependency
+	return fmt.Sprintf("%s %s needs %s %s on %s, and the name %s/%s for its installation is taken by %s; "+
+		"create an ExtensionInstallation of %s with spec.cluster %q yourself", inst.Spec.Extension, a.version, dep.Name, rangeOrAny(dep.Version),
+		fleet.ClusterName(inst.Spec.Cluster), a.Installation.Namespace, a.Installation.Name, by, dep.Name, inst.Spec.Cluster)
+}
+
+// rangeOrAny is a dependency's version range as messages show it: "*"
 // when it is empty.
-func RangeOrAny(r string) string {
+func rangeOrAny(r string) string {
 	if strings.TrimSpace(r) == "" {
 		return "*"
 	}
@@ -291,14 +309,40 @@ func Owners(c *Cluster, inst *v1alpha1.ExtensionInstallation) (owners []metav1.O
 	return owners, true
 }
 
-// RequiredCRDs lists the CRDs to read to learn which APIs that the
-// extensions asked for require (resolve.RequiredAPIGroups) installations
-// on the cluster provide: the CRDs of a required group in an
-// installation's inventory, in the order of the installations' names,
-// and by CRD name the extension of the first installation that lists it.
-// None when no extension asked for requires an API, or no inventory holds
-// a CRD of a required group.
-func RequiredCRDs(c *Cluster) (names []string, owners map[string]string) {
+// CRDSource reads CustomResourceDefinitions from the cluster (the
+// installation controller's target.Cluster). Its errors are the
+// cluster's.
+type CRDSource interface {
+	// CRDs reads the CRDs names; a name the cluster has none of is absent
+	// from the map.
+	CRDs(ctx context.Context, names []string) (map[string]*unstructured.Unstructured, error)
+}
+
+// ProvidedAPIs reads which installations on the cluster own the CRDs of
+// APIs that the extensions they ask for require
+// (resolve.RequiredAPIGroups): for each served version of such a CRD in
+// an installation's inventory, "group/version/Kind" → the installation's
+// extension (the first installation by name when two list it), as
+// resolve.Problem.Provided wants them. It reads nothing, and returns nil,
+// when no such extension requires an API or no inventory holds a CRD of a
+// required group. Errors are src's, to be retried.
+func ProvidedAPIs(ctx context.Context, src CRDSource, c *Cluster) (map[string]string, error) {
+	names, owners := requiredCRDs(c)
+	if len(names) == 0 {
+		return nil, nil
+	}
+	crds, err := src.CRDs(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	return servedAPIs(crds, owners), nil
+}
+
+// requiredCRDs lists the CRDs ProvidedAPIs reads: those of a required
+// group in an installation's inventory, in the order of the
+// installations' names, and by CRD name the extension of the first
+// installation that lists it.
+func requiredCRDs(c *Cluster) (names []string, owners map[string]string) {
 	groups := resolve.RequiredAPIGroups(c.Extensions, c.asked())
 	if len(groups) == 0 {
 		return nil, nil
@@ -321,11 +365,10 @@ func RequiredCRDs(c *Cluster) (names []string, owners map[string]string) {
 	return names, owners
 }
 
-// ServedAPIs turns the CRDs read from the cluster (by name) into the
-// APIs installations provide: for each served version of a CRD,
-// "group/version/Kind" → owners[its name], the extension RequiredCRDs
-// named for it (resolve.Problem.Provided).
-func ServedAPIs(crds map[string]*unstructured.Unstructured, owners map[string]string) map[string]string {
+// servedAPIs turns the CRDs read (by name) into the APIs installations
+// provide: for each served version of a CRD, "group/version/Kind" →
+// owners[its name].
+func servedAPIs(crds map[string]*unstructured.Unstructured, owners map[string]string) map[string]string {
 	provided := map[string]string{}
 	for name, crd := range crds {
 		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")

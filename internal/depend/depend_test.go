@@ -1,7 +1,10 @@
 package depend
 
 import (
+	"context"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -199,6 +202,14 @@ func TestAdditions(t *testing.T) {
 	if a := got[1].Installation.Annotations[v1alpha1.AnnotationRequiredBy]; a != "team/app (app 1.0.0 needs cache *)" {
 		t.Errorf("cache's annotation %q: an empty range reads *", a)
 	}
+	// A name taken says by what, when it could be read, and what to do.
+	if msg := got[0].Taken(inst("team", "db-edge", "other", "")); msg != `app 1.0.0 needs db ^1 on cluster edge, and the name team/db-edge for its installation `+
+		`is taken by an installation of other on cluster edge; create an ExtensionInstallation of db with spec.cluster "edge" yourself` {
+		t.Errorf("Taken: %s", msg)
+	}
+	if msg := got[1].Taken(nil); !strings.Contains(msg, "needs cache * on cluster edge, and the name team/cache-edge for its installation is taken by another installation;") {
+		t.Errorf("Taken(nil): %s", msg)
+	}
 	if none := Additions(c, app, version("1.0.0"), "apps"); none != nil {
 		t.Errorf("no dependencies: Additions = %+v", none)
 	}
@@ -240,7 +251,7 @@ func TestOwners(t *testing.T) {
 	}
 }
 
-func TestRequiredCRDsAndServedAPIs(t *testing.T) {
+func TestRequiredCRDsAndservedAPIs(t *testing.T) {
 	withCRDs := func(i *v1alpha1.ExtensionInstallation, names ...string) *v1alpha1.ExtensionInstallation {
 		for _, n := range names {
 			i.Status.Inventory = append(i.Status.Inventory, v1alpha1.ObjectReference{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: n})
@@ -257,18 +268,18 @@ func TestRequiredCRDsAndServedAPIs(t *testing.T) {
 	first := withCRDs(inst("a", "memcached", "other", "1.0.0"), "memcacheds.cache.io", "widgets.example.com")
 	user := inst("a", "user", "user", "1.0.0")
 	c := &Cluster{Installations: []*v1alpha1.ExtensionInstallation{second, user, first}, Extensions: exts}
-	names, owners := RequiredCRDs(c)
+	names, owners := requiredCRDs(c)
 	// Only the required group's CRD, owned by the first installation by
 	// name that lists it.
 	if !reflect.DeepEqual(names, []string{"memcacheds.cache.io"}) || !reflect.DeepEqual(owners, map[string]string{"memcacheds.cache.io": "other"}) {
 		t.Errorf("RequiredCRDs = %v, %v", names, owners)
 	}
 	// No installation asks for an extension that requires an API.
-	if names, _ := RequiredCRDs(&Cluster{Installations: []*v1alpha1.ExtensionInstallation{first, second}, Extensions: exts}); names != nil {
+	if names, _ := requiredCRDs(&Cluster{Installations: []*v1alpha1.ExtensionInstallation{first, second}, Extensions: exts}); names != nil {
 		t.Errorf("nothing required: RequiredCRDs = %v", names)
 	}
 	// Asked names what the installations ask for once the resolve step ran.
-	if names, _ := RequiredCRDs(&Cluster{Installations: []*v1alpha1.ExtensionInstallation{first, user}, Extensions: exts, Asked: []string{"other"}}); names != nil {
+	if names, _ := requiredCRDs(&Cluster{Installations: []*v1alpha1.ExtensionInstallation{first, user}, Extensions: exts, Asked: []string{"other"}}); names != nil {
 		t.Errorf("asked for other only: RequiredCRDs = %v", names)
 	}
 	crd := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
@@ -279,9 +290,61 @@ func TestRequiredCRDsAndServedAPIs(t *testing.T) {
 			map[string]any{"name": "v2", "served": true},
 		},
 	}}}
-	got := ServedAPIs(map[string]*unstructured.Unstructured{"memcacheds.cache.io": crd}, owners)
+	got := servedAPIs(map[string]*unstructured.Unstructured{"memcacheds.cache.io": crd}, owners)
 	// Served versions only, each for the CRD's owner.
 	if want := map[string]string{"cache.io/v1/Memcached": "other", "cache.io/v2/Memcached": "other"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ServedAPIs = %v, want %v", got, want)
+	}
+}
+
+// crdSource is a cluster's CRDs, by name, for ProvidedAPIs; err fails
+// every read. It records the names it was asked for.
+type crdSource struct {
+	crds  map[string]*unstructured.Unstructured
+	err   error
+	asked [][]string
+}
+
+func (s *crdSource) CRDs(_ context.Context, names []string) (map[string]*unstructured.Unstructured, error) {
+	s.asked = append(s.asked, names)
+	if s.err != nil {
+		return nil, s.err
+	}
+	out := map[string]*unstructured.Unstructured{}
+	for _, n := range names {
+		if crd, ok := s.crds[n]; ok {
+			out[n] = crd
+		}
+	}
+	return out, nil
+}
+
+func TestProvidedAPIs(t *testing.T) {
+	exts := []v1alpha1.Extension{
+		extension("user", v1alpha1.ExtensionVersion{Version: "1.0.0", Operator: &v1alpha1.OperatorInfo{RequiredAPIs: []string{"cache.io/v1/Memcached"}}}),
+		extension("memcached", version("1.0.0")),
+	}
+	provider := inst("a", "memcached", "memcached", "1.0.0")
+	provider.Status.Inventory = []v1alpha1.ObjectReference{{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "memcacheds.cache.io"}}
+	crd := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"group": "cache.io", "names": map[string]any{"kind": "Memcached"},
+		"versions": []any{map[string]any{"name": "v1", "served": true}},
+	}}}
+	src := &crdSource{crds: map[string]*unstructured.Unstructured{"memcacheds.cache.io": crd}}
+	c := &Cluster{Installations: []*v1alpha1.ExtensionInstallation{provider, inst("a", "user", "user", "")}, Extensions: exts}
+	got, err := ProvidedAPIs(t.Context(), src, c)
+	if err != nil || !reflect.DeepEqual(got, map[string]string{"cache.io/v1/Memcached": "memcached"}) {
+		t.Errorf("ProvidedAPIs = %v, %v", got, err)
+	}
+	// Nothing requires an API: nothing is read.
+	src.asked = nil
+	alone := &Cluster{Installations: []*v1alpha1.ExtensionInstallation{provider}, Extensions: exts}
+	if got, err := ProvidedAPIs(t.Context(), src, alone); got != nil || err != nil || src.asked != nil {
+		t.Errorf("nothing required: ProvidedAPIs = %v, %v, read %v", got, err, src.asked)
+	}
+	// The cluster's error is returned as it is, for a retry.
+	src.err = errors.New("connection refused")
+	if _, err := ProvidedAPIs(t.Context(), src, c); !errors.Is(err, src.err) {
+		t.Errorf("a failed read: %v", err)
 	}
 }

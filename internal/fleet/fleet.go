@@ -1,6 +1,6 @@
 // Package fleet holds the conventions every controller of a hub shares
 // about the installations of many clusters: how the installation of an
-// extension on a cluster is named.
+// extension on a cluster is named, and how messages name a cluster.
 package fleet
 
 import (
@@ -25,4 +25,13 @@ func InstallationName(ext, cluster string) string {
 		name = ext + "-" + strings.ReplaceAll(cluster, ".", "-")
 	}
 	return names.Bounded(name, names.MaxDNSLabel)
+}
+
+// ClusterName names a cluster (a ManagedCluster name; "" for the hub) in
+// messages: "the hub cluster" or "cluster <name>".
+func ClusterName(cluster string) string {
+	if cluster == "" {
+		return "the hub cluster"
+	}
+	return "cluster " + cluster
 }

@@ -25,3 +25,12 @@ func TestInstallationName(t *testing.T) {
 		t.Errorf("long names %q and %q: want at most 63 characters each, distinct", a, b)
 	}
 }
+
+func TestClusterName(t *testing.T) {
+	if got := ClusterName(""); got != "the hub cluster" {
+		t.Errorf("ClusterName(\"\") = %q", got)
+	}
+	if got := ClusterName("edge-1"); got != "cluster edge-1" {
+		t.Errorf("ClusterName(\"edge-1\") = %q", got)
+	}
+}

@@ -8,15 +8,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/depend"
+	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/resolve"
-	"github.com/annex-platform/annex/internal/target"
 )
 
 // loadCluster reads the installations on s's cluster and the Extensions.
@@ -46,21 +45,6 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// providedAPIs reads which installations on the cluster provide the APIs
-// the extensions they ask for require (depend.RequiredCRDs): nothing when
-// none does. Errors are the cluster's, retried.
-func providedAPIs(ctx context.Context, t target.Cluster, c *depend.Cluster) (map[string]string, error) {
-	names, owners := depend.RequiredCRDs(c)
-	if len(names) == 0 {
-		return nil, nil
-	}
-	crds, err := t.CRDs(ctx, names)
-	if err != nil {
-		return nil, err
-	}
-	return depend.ServedAPIs(crds, owners), nil
-}
-
 func nameOf(inst *v1alpha1.ExtensionInstallation) string { return depend.NameOf(inst) }
 
 // resolve solves every installation on the cluster together and takes this
@@ -73,7 +57,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	memo := r.memos.Of(s.inst.Spec.Cluster)
 	state := memo.Refresh(s.cluster.Installations, s.inst)
 	s.cluster.Asked = state.Asked()
-	provided, err := providedAPIs(ctx, s.target, s.cluster)
+	provided, err := depend.ProvidedAPIs(ctx, s.target, s.cluster)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -139,11 +123,7 @@ func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Res
 		err := r.Client.Create(ctx, add.Installation)
 		switch {
 		case apierrors.IsAlreadyExists(err):
-			s.block = terminal(v1alpha1.ReasonDependencyNotReady, fmt.Sprintf(
-				"%s %s needs %s %s on %s, and the name %s/%s for its installation is taken by %s; "+
-					"create an ExtensionInstallation of %s with spec.cluster %q yourself", s.inst.Spec.Extension, s.choice.Version.Version,
-				add.Dependency.Name, depend.RangeOrAny(add.Dependency.Version), clusterName(s.inst.Spec.Cluster), s.inst.Namespace,
-				add.Installation.Name, r.describeTaken(ctx, s.inst.Namespace, add.Installation.Name), add.Dependency.Name, s.inst.Spec.Cluster))
+			s.block = terminal(v1alpha1.ReasonDependencyNotReady, add.Taken(r.holderOf(ctx, add.Installation)))
 			return ctrl.Result{}, nil
 		case err != nil:
 			return ctrl.Result{}, err
@@ -156,20 +136,15 @@ func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) (ctrl.Res
 	return ctrl.Result{}, nil
 }
 
-// describeTaken says what holds the name of an installation Annex wanted
-// to add: an installation of which extension, on which cluster.
-func (r *Reconciler) describeTaken(ctx context.Context, namespace, name string) string {
-	other := &v1alpha1.ExtensionInstallation{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, other); err != nil {
-		return "another installation"
+// holderOf reads the installation that holds the name of one Annex
+// wanted to add; nil when it cannot.
+func (r *Reconciler) holderOf(ctx context.Context, add *v1alpha1.ExtensionInstallation) *v1alpha1.ExtensionInstallation {
+	holder := &v1alpha1.ExtensionInstallation{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(add), holder); err != nil {
+		return nil
 	}
-	return fmt.Sprintf("an installation of %s on %s", other.Spec.Extension, clusterName(other.Spec.Cluster))
+	return holder
 }
 
-// clusterName names a cluster in messages.
-func clusterName(cluster string) string {
-	if cluster == "" {
-		return "the hub cluster"
-	}
-	return "cluster " + cluster
-}
+// clusterName names a cluster in messages (fleet.ClusterName).
+func clusterName(cluster string) string { return fleet.ClusterName(cluster) }

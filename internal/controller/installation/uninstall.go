@@ -34,7 +34,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	// An operator that requires an API this installation's CRD serves
 	// holds it too. A cluster that cannot be reached is reported below.
 	if target, err := r.Clusters.Target(ctx, inst.Spec.Cluster); err == nil {
-		if s.cluster.Provided, err = providedAPIs(ctx, target, s.cluster); err != nil {
+		if s.cluster.Provided, err = depend.ProvidedAPIs(ctx, target, s.cluster); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
