@@ -39,7 +39,7 @@ type Cluster struct {
 	Resolution *resolve.Resolution
 	// Provided are the APIs operators require whose CRDs installations
 	// on the cluster own, by extension (resolve.Problem.Provided); nil
-	// until they were read (ServedAPIs).
+	// until they were read (ProvidedAPIs).
 	Provided map[string]string
 	// Asked are the extensions the installations ask for, without
 	// repeats; nil until the resolve step ran (then Installations tell).

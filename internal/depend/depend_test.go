@@ -251,7 +251,7 @@ func TestOwners(t *testing.T) {
 	}
 }
 
-func TestRequiredCRDsAndservedAPIs(t *testing.T) {
+func TestRequiredCRDsAndServedAPIs(t *testing.T) {
 	withCRDs := func(i *v1alpha1.ExtensionInstallation, names ...string) *v1alpha1.ExtensionInstallation {
 		for _, n := range names {
 			i.Status.Inventory = append(i.Status.Inventory, v1alpha1.ObjectReference{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: n})
@@ -272,15 +272,15 @@ func TestRequiredCRDsAndservedAPIs(t *testing.T) {
 	// Only the required group's CRD, owned by the first installation by
 	// name that lists it.
 	if !reflect.DeepEqual(names, []string{"memcacheds.cache.io"}) || !reflect.DeepEqual(owners, map[string]string{"memcacheds.cache.io": "other"}) {
-		t.Errorf("RequiredCRDs = %v, %v", names, owners)
+		t.Errorf("requiredCRDs = %v, %v", names, owners)
 	}
 	// No installation asks for an extension that requires an API.
 	if names, _ := requiredCRDs(&Cluster{Installations: []*v1alpha1.ExtensionInstallation{first, second}, Extensions: exts}); names != nil {
-		t.Errorf("nothing required: RequiredCRDs = %v", names)
+		t.Errorf("nothing required: requiredCRDs = %v", names)
 	}
 	// Asked names what the installations ask for once the resolve step ran.
 	if names, _ := requiredCRDs(&Cluster{Installations: []*v1alpha1.ExtensionInstallation{first, user}, Extensions: exts, Asked: []string{"other"}}); names != nil {
-		t.Errorf("asked for other only: RequiredCRDs = %v", names)
+		t.Errorf("asked for other only: requiredCRDs = %v", names)
 	}
 	crd := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
 		"group": "cache.io", "names": map[string]any{"kind": "Memcached"},
@@ -293,7 +293,7 @@ func TestRequiredCRDsAndservedAPIs(t *testing.T) {
 	got := servedAPIs(map[string]*unstructured.Unstructured{"memcacheds.cache.io": crd}, owners)
 	// Served versions only, each for the CRD's owner.
 	if want := map[string]string{"cache.io/v1/Memcached": "other", "cache.io/v2/Memcached": "other"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("ServedAPIs = %v, want %v", got, want)
+		t.Errorf("servedAPIs = %v, want %v", got, want)
 	}
 }
 
