@@ -1,14 +1,15 @@
-// Package uninstall holds the decisions of an installation's uninstall,
-// which the installation controller carries out (uninstall.go): whether
+// Package uninstall holds an installation's uninstall: its order, as a
+// sequence resumed on every pass (Run), and its decisions: whether
 // an earlier reconcile already began deleting (Started), whether the
 // target namespace waits for the post-delete hooks (HoldNamespace,
 // HasPostDeleteHooks, HooksRan), how long deletion may take (Timeout),
 // which objects past it still wait for their finalizers (Lingering) and
 // what is done about them (AfterTimeout), and what a held deletion says
-// (HeldMessage).
-// The order is the controller's: the uninstall gate, the cleanup plan,
+// (HeldMessage). The order is the uninstall gate, the cleanup plan,
 // pre-delete hooks, the inventory but a held namespace, post-delete
-// hooks, the held namespace, the records, the finalizer.
+// hooks, the held namespace, the records, the finalizer; the I/O of each
+// step is behind Port, which the installation controller implements
+// (uninstall.go).
 package uninstall
 
 import (
