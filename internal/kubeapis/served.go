@@ -117,6 +117,22 @@ func Unserved(objs []*unstructured.Unstructured, answers map[schema.GroupVersion
 	return out
 }
 
+// Check asks serves about every group/version/kind of objs a cluster
+// must be asked about (ToAsk), each once, and returns what of objs it
+// cannot take (Unserved). An error is serves', for the first kind it
+// could not answer.
+func Check(objs []*unstructured.Unstructured, defaultNamespace string, serves func(schema.GroupVersionKind) (Answer, error)) ([]UnservedObject, error) {
+	answers := map[schema.GroupVersionKind]Answer{}
+	for _, gvk := range ToAsk(objs) {
+		a, err := serves(gvk)
+		if err != nil {
+			return nil, err
+		}
+		answers[gvk] = a
+	}
+	return Unserved(objs, answers, defaultNamespace), nil
+}
+
 // definedKinds returns the kinds the CRDs among objs define, each with
 // the versions its CRD serves and its scope. A CRD of the removed
 // apiextensions.k8s.io/v1beta1 form may name its one version in

@@ -1,6 +1,7 @@
 package kubeapis
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -169,5 +170,33 @@ func TestFind(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("Find(%s/%s %s) = %q, want %q", tt.group, tt.version, tt.kind, got, tt.want)
 		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	objs := objectsOf(t, pdbV1beta1, configMap, pdbV1beta1, widgetCRD, widgetV1)
+	asked := map[schema.GroupVersionKind]int{}
+	serves := func(gvk schema.GroupVersionKind) (Answer, error) {
+		asked[gvk]++
+		return Answer{Served: gvk != pdbBeta, Namespaced: gvk == pdbBeta, Versions: []string{"v1"}}, nil
+	}
+	unserved, err := Check(objs, "apps", serves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each kind asked once; the Widget its CRD defines not at all; the
+	// beta PodDisruptionBudget (twice in objs) is what cannot be applied.
+	for gvk, n := range asked {
+		if n != 1 || gvk.Kind == "Widget" {
+			t.Errorf("asked about %s %d times", gvk, n)
+		}
+	}
+	if len(unserved) != 2 || unserved[0].Kind != "PodDisruptionBudget" || unserved[0].Namespace != "apps" {
+		t.Errorf("Check = %+v, want the two PodDisruptionBudgets in apps", unserved)
+	}
+	// An error answering stops the check with it.
+	boom := errors.New("discovery failed")
+	if _, err := Check(objs, "apps", func(schema.GroupVersionKind) (Answer, error) { return Answer{}, boom }); !errors.Is(err, boom) {
+		t.Errorf("Check error = %v, want %v", err, boom)
 	}
 }

@@ -33,6 +33,20 @@ type planRun struct {
 	namespace []*unstructured.Unstructured
 }
 
+// toApply returns what this reconcile's release may apply: every object
+// of the Apply tasks of the plans it runs (plan.AllApplied), or a chart's
+// CRDs and objects, hooks included; nothing before render. The gates,
+// spec.scopedGrants and the CRD policy judge it.
+func (a *artifact) toApply() []*unstructured.Unstructured {
+	switch {
+	case a.release.Resumable():
+		return plan.AllApplied(a.run.plans)
+	case a.release != nil:
+		return slices.Concat(a.release.CRDs, a.release.Objects)
+	}
+	return nil
+}
+
 // renderPlans chooses the plans this change runs (engine.Release.Choose) and
 // renders them, with the cleanup plan the revision keeps for the
 // uninstall. A plan that does not render stops here, before anything is

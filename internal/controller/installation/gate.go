@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -19,26 +18,18 @@ import (
 // pendingChange returns the change this reconcile would apply, or nil
 // when it would apply none.
 func (r *Reconciler) pendingChange(s *scope) (*gate.Pending, error) {
-	var objs []*unstructured.Unstructured
+	a, trigger := s.artifact, ""
+	objs := a.toApply()
 	switch {
-	case s.artifact.release.Resumable():
-		if len(s.artifact.run.plans) == 0 || resuming(s) {
+	case a.release.Resumable():
+		if len(a.run.plans) == 0 || resuming(s) {
 			return nil, nil
 		}
-		objs = slices.Concat(s.artifact.run.namespace, plan.AllApplied(s.artifact.run.plans))
-	case s.artifact.release == nil || isFailedTarget(s) || r.upToDate(s):
+		objs, trigger = slices.Concat(a.run.namespace, objs), a.run.trigger
+	case a.release == nil || isFailedTarget(s) || r.upToDate(s):
 		return nil, nil
-	default:
-		objs = slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects)
 	}
-	var valuesDigest, trigger string
-	if s.artifact.release != nil {
-		valuesDigest = s.artifact.release.ValuesDigest
-	}
-	if s.artifact.release.Resumable() {
-		trigger = s.artifact.run.trigger
-	}
-	return gate.NewPending(s.inst.Status.InstalledVersion, s.choice.Version.Version, s.artifact.digest, valuesDigest,
+	return gate.NewPending(s.inst.Status.InstalledVersion, s.choice.Version.Version, a.digest, a.release.ValuesDigest,
 		s.inst.Status.ClusterVersion, trigger, objs)
 }
 
@@ -105,16 +96,12 @@ func (r *Reconciler) checkServed(ctx context.Context, s *scope) (ctrl.Result, er
 	if s.artifact.release.Resumable() && s.artifact.run.cleanup != nil {
 		objs = slices.Concat(objs, plan.AllApplied([]plan.Plan{*s.artifact.run.cleanup}))
 	}
-	answers := map[schema.GroupVersionKind]kubeapis.Answer{}
-	for _, gvk := range kubeapis.ToAsk(objs) {
-		a, err := s.target.Serves(ctx, gvk)
-		if err != nil {
-			s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the API kinds %s serves: %v", clusterName(s.inst.Spec.Cluster), err))
-			return ctrl.Result{}, s.block
-		}
-		answers[gvk] = a
+	unserved, err := kubeapis.Check(objs, s.targetNamespace(), func(gvk schema.GroupVersionKind) (kubeapis.Answer, error) { return s.target.Serves(ctx, gvk) })
+	if err != nil {
+		s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the API kinds %s serves: %v", clusterName(s.inst.Spec.Cluster), err))
+		return ctrl.Result{}, s.block
 	}
-	if unserved := kubeapis.Unserved(objs, answers, s.targetNamespace()); len(unserved) > 0 {
+	if len(unserved) > 0 {
 		s.block = terminal(v1alpha1.ReasonKindNotServed, kubeapis.UnservedMessage(
 			s.inst.Spec.Extension, s.choice.Version.Version, clusterName(s.inst.Spec.Cluster), s.inst.Status.ClusterVersion, unserved))
 	}

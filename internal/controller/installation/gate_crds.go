@@ -3,7 +3,6 @@ package installation
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,14 +89,7 @@ func (r *Reconciler) keepInstalledCRDs(ctx context.Context, s *scope) error {
 	if crdcheck.PolicyOf(s.inst) != v1alpha1.CRDPolicySkip {
 		return nil
 	}
-	var objs []*unstructured.Unstructured
-	switch {
-	case s.artifact.run != nil:
-		objs = plan.AllApplied(s.artifact.run.plans)
-	case s.artifact.release != nil:
-		objs = slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects)
-	}
-	proposed := crdcheck.In(objs)
+	proposed := crdcheck.In(s.artifact.toApply())
 	if len(proposed) == 0 {
 		return nil
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -29,21 +28,13 @@ func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, er
 		s.inst.Status.ScopedGrants = nil
 		return ctrl.Result{}, nil
 	}
-	var objs []*unstructured.Unstructured
-	switch {
-	case s.artifact.release.Resumable() && len(s.artifact.run.plans) == 0:
+	if s.artifact.release == nil || s.artifact.release.Resumable() && len(s.artifact.run.plans) == 0 {
 		// No plan runs: status.scopedGrants still describes the installed
 		// revision.
 		return ctrl.Result{}, nil
-	case s.artifact.release.Resumable():
-		objs = plan.AllApplied(s.artifact.run.plans)
-	case s.artifact.release != nil:
-		objs = slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects)
-	default:
-		return ctrl.Result{}, nil
 	}
 	var lookupErr error
-	scoping, err := gate.ScopeGrants(objs, sg.Namespaces, func(gr schema.GroupResource) (bool, bool) {
+	scoping, err := gate.ScopeGrants(s.artifact.toApply(), sg.Namespaces, func(gr schema.GroupResource) (bool, bool) {
 		namespaced, known, err := s.target.ResourceScope(ctx, gr)
 		if err != nil && lookupErr == nil {
 			lookupErr = err
