@@ -1,5 +1,6 @@
 // Package record keeps revision records: the codec that turns a record
 // into what is stored and back (Encode, DecodeIndex; pure, no I/O), the
+// decisions over recorded revisions (Next, UpToDate; pure), the
 // Store that keeps an installation's records and their pieces in Secrets of
 // its namespace through the client it is given, and the Keeper that
 // writes, takes over and deletes them so that a crash at any instant

@@ -16,6 +16,7 @@ import (
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/remediate"
 	"github.com/annex-platform/annex/internal/target"
 )
@@ -37,7 +38,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if isFailedTarget(s) {
 		return r.holdFailed(ctx, s)
 	}
-	if r.upToDate(s) {
+	if upToDate(s) {
 		s.applied.inventory = inst.Status.Inventory
 		return r.checkDrift(ctx, s, target.Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, false)})
 	}
@@ -113,39 +114,18 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
-// nextRevision describes the revision this reconcile applies, numbered
-// one above the recorded revision (writeIntent may number it higher).
+// nextRevision describes the revision this reconcile applies
+// (record.Next: numbered one above the recorded revision).
 func (r *Reconciler) nextRevision(s *scope) v1alpha1.Revision {
-	var number int64 = 1
-	if len(s.inst.Status.History) > 0 {
-		number = s.inst.Status.History[0].Number + 1
-	}
-	return v1alpha1.Revision{
-		Number:         number,
-		Version:        s.choice.Version.Version,
-		ArtifactDigest: s.artifact.digest,
-		ValuesDigest:   s.artifact.release.ValuesDigest,
-		ManifestDigest: s.artifact.release.ManifestDigest,
-		AppliedAt:      metav1.NewTime(r.now()),
-	}
+	rel := s.artifact.release
+	return record.Next(s.inst.Status.History, v1alpha1.Revision{Version: s.choice.Version.Version, ArtifactDigest: s.artifact.digest,
+		ValuesDigest: rel.ValuesDigest, ManifestDigest: rel.ManifestDigest, AppliedAt: metav1.NewTime(r.now())})
 }
 
-// upToDate reports whether the recorded revision was made from this exact
-// artifact and these effective values, for the current generation. Inputs,
-// not the rendered output, decide: a chart that generates a certificate or a
-// random password renders differently every time and must not be re-applied
-// (and its secrets rotated) on every reconcile.
-func (r *Reconciler) upToDate(s *scope) bool {
-	inst := s.inst
-	if len(inst.Status.History) == 0 || inst.Status.InstalledVersion != s.choice.Version.Version {
-		return false
-	}
-	last := inst.Status.History[0]
-	installed := findCondition(inst, v1alpha1.ConditionInstalled)
-	return last.ArtifactDigest == s.artifact.digest &&
-		last.ValuesDigest == s.artifact.release.ValuesDigest &&
-		installed != nil && installed.Status == metav1.ConditionTrue &&
-		installed.ObservedGeneration == inst.Generation
+// upToDate reports whether the installed revision was made from this
+// reconcile's inputs (record.UpToDate): nothing is applied again.
+func upToDate(s *scope) bool {
+	return record.UpToDate(s.inst, s.choice.Version.Version, s.artifact.digest, s.artifact.release.ValuesDigest)
 }
 
 // objectsToApply returns the rendered objects, with the target namespace

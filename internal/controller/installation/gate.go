@@ -26,7 +26,7 @@ func (r *Reconciler) pendingChange(s *scope) (*gate.Pending, error) {
 			return nil, nil
 		}
 		objs, trigger = slices.Concat(a.run.namespace, objs), a.run.trigger
-	case a.release == nil || isFailedTarget(s) || r.upToDate(s):
+	case a.release == nil || isFailedTarget(s) || upToDate(s):
 		return nil, nil
 	}
 	return gate.NewPending(s.inst.Status.InstalledVersion, s.choice.Version.Version, a.digest, a.release.ValuesDigest,
