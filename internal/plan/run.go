@@ -131,37 +131,6 @@ func Unfinished(statuses []v1alpha1.PlanStatus, last v1alpha1.Revision) *v1alpha
 	return nil
 }
 
-// CleanupTrigger marks the cleanup plan's run on deletion.
-const CleanupTrigger = "deletion"
-
-// Cleanup is what to do with a package's cleanup plan on deletion.
-type Cleanup int
-
-const (
-	// CleanupRun: run it from its status (started, or restarted on a run
-	// request after a FATAL_ERROR).
-	CleanupRun Cleanup = iota
-	// CleanupAbandon: an abandon request stops it; uninstalling goes on.
-	CleanupAbandon
-)
-
-// CleanupNext decides, from the cleanup plan's status st (already started
-// for the deletion: its trigger is CleanupTrigger) and the installation's
-// run and abandon requests (nil when there is none), what the deletion
-// does with it, the status it runs from (or ends in), and the requests it
-// acted on (nil when it did not), which are to be marked done: a run
-// request restarts a plan that failed fatally, an abandon request stops
-// one that runs.
-func CleanupNext(cleanup Plan, st v1alpha1.PlanStatus, run, abandon *v1alpha1.PlanRequest, now metav1.Time) (next Cleanup, from v1alpha1.PlanStatus, ran, abandoned *v1alpha1.PlanRequest) {
-	if run != nil && run.Name == cleanup.Name && st.State == v1alpha1.PlanFatalError {
-		st, ran = Start(cleanup, CleanupTrigger, st.Revision, now), run
-	}
-	if abandon != nil && abandon.Name == cleanup.Name && Running(st.State) {
-		return CleanupAbandon, Abandon(st, "abandoned by request "+abandon.ID, now), ran, abandon
-	}
-	return CleanupRun, st, ran, nil
-}
-
 // PackageRecord is what a revision record keeps of the plans of a
 // release that runs them: enough to prune what a plan stops applying and
 // to run the cleanup plan on uninstall.

@@ -3,6 +3,7 @@ package installation
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -240,60 +241,51 @@ func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result,
 }
 
 // runCleanup runs the installed revision's cleanup plan, if its package
-// has one, before the inventory is removed (KUDO's order). It is done when
-// the plan is COMPLETE or abandoned; a FATAL_ERROR holds the deletion
-// until a person fixes the cause or abandons the plan. What the plan
-// applies joins the inventory before it is applied, so the uninstall
-// removes it too.
+// has one, before the inventory is removed (plan.RunCleanup decides how
+// far it goes); done false while it holds the deletion (s.block says why).
 func (r *Reconciler) runCleanup(ctx context.Context, s *scope, installed target.Set) (ctrl.Result, bool, error) {
-	inst := s.inst
 	cleanup := plan.DecodePackageRecord(installed.Package).Cleanup
 	if cleanup == nil {
 		return ctrl.Result{}, true, nil
 	}
-	st := plan.StatusOf(inst.Status.Plans, cleanup.Name)
-	if st == nil || st.Trigger != plan.CleanupTrigger {
-		var revision int64
-		if len(inst.Status.History) > 0 {
-			revision = inst.Status.History[0].Number
-		}
-		inst.Status.Inventory, _ = target.UnionRefs(inst.Status.Inventory, s.target.Applier().Refs(plan.AllApplied([]plan.Plan{*cleanup}), s.targetNamespace()))
-		inst.Status.InventoryCount = int32(len(inst.Status.Inventory))
-		plan.SetStatus(&inst.Status.Plans, plan.Start(*cleanup, plan.CleanupTrigger, revision, metav1.NewTime(r.now())))
-		if err := r.persist(ctx, s); err != nil {
-			return ctrl.Result{}, false, err
-		}
-		st = plan.StatusOf(inst.Status.Plans, cleanup.Name)
-	}
-	action, from, ran, abandoned := plan.CleanupNext(*cleanup, *st, plan.RunRequest(inst), plan.AbandonRequest(inst), metav1.NewTime(r.now()))
-	if ran != nil {
-		plan.MarkRequest(inst, ran, nil)
-	}
-	if action == plan.CleanupAbandon {
-		plan.MarkRequest(inst, nil, abandoned)
-		plan.SetStatus(&inst.Status.Plans, from)
-		r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s; uninstalling goes on", cleanup.Name, abandoned.ID))
-		return ctrl.Result{}, true, nil
-	}
-	if b := r.ensureNamespace(ctx, s, target.NamespaceIn(installed.Objects, s.targetNamespace())); b != nil {
-		s.block = b
-		if b.kind == blockRetry {
-			return ctrl.Result{}, false, b
-		}
-		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, false, nil
-	}
-	next, waiting, err := plan.DriveOne(*cleanup, from, &inst.Status.Plans, r.planPort(ctx, s))
+	port := &cleanupPort{planPort: r.planPort(ctx, s), namespace: target.NamespaceIn(installed.Objects, s.targetNamespace())}
+	out, err := plan.RunCleanup(s.inst, *cleanup, port)
 	switch {
-	case err != nil:
-		return ctrl.Result{}, false, err
-	case waiting:
-		s.block = wait(v1alpha1.ReasonUninstalling, fmt.Sprintf("plan %s: %s", cleanup.Name, next.Message))
-		return ctrl.Result{RequeueAfter: r.pollInterval()}, false, nil
-	case next.State == v1alpha1.PlanFatalError:
-		s.block = wait(v1alpha1.ReasonCleanupFailed, fmt.Sprintf(
-			"plan %s failed: %s; the installation is kept until it completes: fix the cause and run annexctl plan run %s, or abandon it with annexctl plan abandon %s to remove the objects anyway",
-			cleanup.Name, next.Message, cleanup.Name, cleanup.Name))
-		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, false, nil
+	case err != nil || !out.Done && out.Reason == "":
+		return port.res, false, err
+	case out.Abandoned != nil:
+		r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s; uninstalling goes on", cleanup.Name, out.Abandoned.ID))
+	case !out.Done:
+		s.block = wait(out.Reason, out.Message)
+		return ctrl.Result{RequeueAfter: time.Duration(out.Polls) * r.pollInterval()}, false, nil
 	}
 	return ctrl.Result{}, true, nil
+}
+
+// cleanupPort is planPort for the cleanup plan (plan.CleanupPort): what
+// the plan may apply joins the inventory, and the target namespace is
+// there before every pass.
+type cleanupPort struct {
+	planPort
+	namespace []*unstructured.Unstructured
+	res       ctrl.Result
+}
+
+func (p *cleanupPort) Enlist(cleanup plan.Plan) {
+	inst := p.s.inst
+	inst.Status.Inventory, _ = target.UnionRefs(inst.Status.Inventory, p.s.target.Applier().Refs(plan.AllApplied([]plan.Plan{cleanup}), p.s.targetNamespace()))
+	inst.Status.InventoryCount = int32(len(inst.Status.Inventory))
+}
+
+func (p *cleanupPort) Prepare() (bool, error) {
+	b := p.r.ensureNamespace(p.ctx, p.s, p.namespace)
+	if b == nil {
+		return true, nil
+	}
+	p.s.block = b
+	if b.kind == blockRetry {
+		return false, b
+	}
+	p.res = ctrl.Result{RequeueAfter: 30 * p.r.pollInterval()}
+	return false, nil
 }
