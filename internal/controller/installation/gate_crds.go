@@ -3,11 +3,8 @@ package installation
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -24,14 +21,14 @@ import (
 // breaking change (terminal, reason UnsafeCRDChange, naming each CRD,
 // version and field); Warn and Force let it through and the Warnings
 // condition and an Event list what changed; Skip applies the installed
-// CRDs in place of the change's (keepCRDs). The judgement is crdcheck.Judge's
+// CRDs in place of the change's (keepCRDs). The verdict is crdcheck.Gate's
 // (pure); this step only reads the installed CRDs.
 func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, error) {
 	proposed := crdcheck.In(s.change.Objects)
 	prev := s.inst.Status.CRDChanges
 	s.inst.Status.CRDChanges = nil
 	if len(proposed) == 0 {
-		setCRDWarnings(s, "")
+		crdcheck.ShowWarnings(s.inst, "", s.artifact.release.Warnings)
 		return ctrl.Result{}, nil
 	}
 	installed, err := s.target.CRDs(ctx, crdcheck.Names(proposed))
@@ -39,46 +36,19 @@ func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, erro
 		s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the CustomResourceDefinitions installed on %s: %v", clusterName(s.inst.Spec.Cluster), err))
 		return ctrl.Result{}, s.block
 	}
-	ref := s.inst.Spec.Extension + " " + s.choice.Version.Version
-	j, err := crdcheck.Judge(crdcheck.Policy(crdcheck.PolicyOf(s.inst)), proposed, installed)
-	if err != nil {
-		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, fmt.Sprintf("%s: %v; nothing of it was applied; choose another version with spec.version", ref, err))
-		return ctrl.Result{}, nil
-	}
-	if len(j.Refused) == 0 && len(j.Report) == 0 && judgedBefore(s.inst, prev, s.choice.Version.Version) {
-		// An earlier pass of this same change judged it and applied its
-		// CRDs: judged again against them it finds nothing, and what it
-		// let through stays shown (the Warnings condition too).
-		s.inst.Status.CRDChanges = prev
-		return ctrl.Result{}, nil
-	}
-	s.inst.Status.CRDChanges = crdcheck.Status(s.choice.Version.Version, j)
-	if len(j.Refused) > 0 {
-		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, crdcheck.RefusalMessage(ref, j))
-		return ctrl.Result{}, nil
-	}
-	s.keepCRDs(j.Keep)
-	msg := crdcheck.ReportMessage(ref, j)
-	setCRDWarnings(s, msg)
-	if msg != "" {
-		reason := "CRDChangesApplied"
-		if j.Policy == crdcheck.Skip {
-			reason = "CRDChangesSkipped"
+	v := crdcheck.Gate(s.inst, s.choice.Version.Version, prev, proposed, installed)
+	s.inst.Status.CRDChanges = v.Report
+	switch {
+	case v.Refusal != "":
+		s.block = terminal(v1alpha1.ReasonUnsafeCRDChange, v.Refusal)
+	case !v.Resumed:
+		s.keepCRDs(v.Keep)
+		crdcheck.ShowWarnings(s.inst, v.Warning, s.artifact.release.Warnings)
+		if v.Warning != "" {
+			r.event(s, corev1.EventTypeWarning, v.EventReason, v.Warning)
 		}
-		r.event(s, corev1.EventTypeWarning, reason, msg)
 	}
 	return ctrl.Result{}, nil
-}
-
-// judgedBefore reports whether prev, the status.crdChanges inst had when
-// this pass began, is the report of the change to version at inst's
-// generation, which let CRD changes through (Warnings set at this
-// generation): a change that takes more than one pass resumes after its
-// CRDs were applied.
-func judgedBefore(inst *v1alpha1.ExtensionInstallation, prev *v1alpha1.CRDChangeReport, version string) bool {
-	warnings := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionWarnings)
-	return prev != nil && prev.Version == version && prev.Outcome == v1alpha1.CRDChangeApplied &&
-		warnings != nil && warnings.Reason == v1alpha1.ReasonCRDChangeWarnings && warnings.ObservedGeneration == inst.Generation
 }
 
 // keepInstalledCRDs, under spec.upgrade.crdPolicy Skip, applies the
@@ -121,24 +91,5 @@ func (s *scope) keepCRDs(keep map[string]*unstructured.Unstructured) {
 		kept := *s.artifact.release
 		kept.CRDs, kept.Objects = crdcheck.WithKept(kept.CRDs, keep), crdcheck.WithKept(kept.Objects, keep)
 		s.artifact.release = &kept
-	}
-}
-
-// setCRDWarnings shows msg, what the last change did with CRD changes a
-// lenient policy let through, in the Warnings condition, beside the
-// engine's warnings (render sets those first); "" clears it. It stays
-// until the next change is judged.
-func setCRDWarnings(s *scope, msg string) {
-	inst := s.inst
-	var engine []string
-	if s.artifact.release != nil {
-		engine = s.artifact.release.Warnings
-	}
-	switch {
-	case msg != "":
-		setCondition(inst, v1alpha1.ConditionWarnings, metav1.ConditionTrue, v1alpha1.ReasonCRDChangeWarnings,
-			strings.Join(append([]string{msg}, engine...), "; "))
-	case len(engine) == 0:
-		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionWarnings)
 	}
 }
