@@ -63,6 +63,15 @@ type Keeper struct {
 	listed     []Stored
 	superseded []Stored
 	pieces     []string
+	// installed is the installed revision's record, once read.
+	installed *installedRecord
+}
+
+// installedRecord is the record of revision n, found or not.
+type installedRecord struct {
+	n     int64
+	rec   Record
+	found bool
 }
 
 // NewKeeper returns the keeper of inst's records for one reconcile: it
@@ -253,6 +262,26 @@ func (k *Keeper) Trim(ctx context.Context, n int64, limit int) error {
 // Read returns the record of revision n, if it exists.
 func (k *Keeper) Read(ctx context.Context, n int64) (Record, bool, error) {
 	return k.store.Read(ctx, n)
+}
+
+// Installed returns the record of the installation's installed revision
+// (the newest of its status.history), read once per keeper: the render,
+// the gates, the start of a revision and the drift check of a reconcile
+// all need it. found is false on install (no history) and when the record
+// does not exist.
+func (k *Keeper) Installed(ctx context.Context) (rec Record, found bool, err error) {
+	if len(k.inst.Status.History) == 0 {
+		return Record{}, false, nil
+	}
+	n := k.inst.Status.History[0].Number
+	if k.installed == nil || k.installed.n != n {
+		rec, found, err := k.Read(ctx, n)
+		if err != nil {
+			return Record{}, false, err
+		}
+		k.installed = &installedRecord{n: n, rec: rec, found: found}
+	}
+	return k.installed.rec, k.installed.found, nil
 }
 
 // Any reports whether the installation has a record at all.

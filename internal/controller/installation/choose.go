@@ -81,6 +81,3 @@ func (r *Reconciler) stop(s *scope, b *block, res ctrl.Result) (ctrl.Result, err
 	}
 	return res, nil
 }
-
-// decodePackageRecord is plan.DecodePackageRecord, for render.go.
-func decodePackageRecord(data []byte) plan.PackageRecord { return plan.DecodePackageRecord(data) }

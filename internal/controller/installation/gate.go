@@ -70,12 +70,12 @@ func (r *Reconciler) gate(ctx context.Context, s *scope) (ctrl.Result, error) {
 // (internal/gate) against the installed revision's.
 func (r *Reconciler) describeChange(ctx context.Context, s *scope) (ctrl.Result, error) {
 	c := s.change
-	installed, err := r.installedState(ctx, s)
+	installed, _, err := r.records(s).Installed(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	ns := s.targetNamespace()
-	diff := gate.Diff(gate.Derive(slices.Concat(installed.crds, installed.objects), ns), gate.Derive(c.Objects, ns))
+	diff := gate.Diff(gate.Derive(slices.Concat(installed.CRDs, installed.Objects), ns), gate.Derive(c.Objects, ns))
 	s.inst.Status.Change = gate.Describe(c, diff, s.inst.Status.Artifact, s.inst.Status.Change)
 	return ctrl.Result{}, nil
 }

@@ -27,8 +27,8 @@ func (r *Reconciler) requireApproval(ctx context.Context, s *scope) (ctrl.Result
 	c := approval.Change{
 		From: s.change.From, To: s.change.To, Digest: s.change.Digest, PermissionsGrow: pc.PermissionsGrow, Objects: s.change.Objects,
 		Installed: func() ([]*unstructured.Unstructured, error) {
-			installed, err := r.installedState(ctx, s)
-			return slices.Concat(installed.crds, installed.objects), err
+			installed, _, err := r.records(s).Installed(ctx)
+			return slices.Concat(installed.CRDs, installed.Objects), err
 		},
 	}
 	a, err := approval.Check(ctx, r.Client, s.inst, c)

@@ -53,12 +53,12 @@ func resuming(s *scope) bool {
 // pending is superseded: its running plan is marked ABANDONED.
 func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
 	inst := s.inst
-	prev, err := r.installedState(ctx, s)
+	prev, _, err := r.records(s).Installed(ctx)
 	if err != nil {
 		return err
 	}
 	applier, ns, run := s.target.Applier(), s.targetNamespace(), s.artifact.run
-	intent, err := plan.IntentOf(run.namespace, prev.objects, prev.pkg, run.plans, run.params, run.cleanup, func(o *unstructured.Unstructured) string {
+	intent, err := plan.IntentOf(run.namespace, prev.Objects, prev.Package, run.plans, run.params, run.cleanup, func(o *unstructured.Unstructured) string {
 		return target.RefKey(applier.Refs([]*unstructured.Unstructured{o}, ns)[0])
 	})
 	if err != nil {
@@ -233,11 +233,11 @@ func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result,
 		}
 		return ctrl.Result{}, nil
 	}
-	prev, err := r.installedState(ctx, s)
-	if err != nil || !prev.found {
+	prev, found, err := r.records(s).Installed(ctx)
+	if err != nil || !found {
 		return ctrl.Result{}, err
 	}
-	return r.checkDrift(ctx, s, target.Set{Objects: plan.Driftable(prev.objects)})
+	return r.checkDrift(ctx, s, target.Set{Objects: plan.Driftable(prev.Objects)})
 }
 
 // runCleanup runs the installed revision's cleanup plan, if its package

@@ -99,31 +99,3 @@ func ignoreRefused(err error) error {
 	}
 	return err
 }
-
-// installedState is the set and package record of the installed revision.
-type installedState struct {
-	revision int64
-	found    bool
-	crds     []*unstructured.Unstructured // a chart's crds/ folder
-	objects  []*unstructured.Unstructured
-	pkg      []byte
-}
-
-// installedState reads the installed revision's record once per
-// reconcile (render, the start of a revision and the drift check all need
-// it); empty on install.
-func (r *Reconciler) installedState(ctx context.Context, s *scope) (installedState, error) {
-	if len(s.inst.Status.History) == 0 {
-		return installedState{}, nil
-	}
-	n := s.inst.Status.History[0].Number
-	if s.records.installed != nil && s.records.installed.revision == n {
-		return *s.records.installed, nil
-	}
-	set, found, err := r.recordOf(ctx, s.inst, n)
-	if err != nil {
-		return installedState{}, err
-	}
-	s.records.installed = &installedState{revision: n, found: found, crds: set.CRDs, objects: set.Objects, pkg: set.Package}
-	return *s.records.installed, nil
-}

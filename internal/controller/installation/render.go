@@ -139,8 +139,8 @@ func (f *engineFacts) APIVersions() ([]string, error) {
 }
 
 func (f *engineFacts) InstalledParams() (map[string]any, error) {
-	prev, err := f.r.installedState(f.ctx, f.s)
-	return decodePackageRecord(prev.pkg).Params, err
+	prev, _, err := f.r.records(f.s).Installed(f.ctx)
+	return plan.DecodePackageRecord(prev.Package).Params, err
 }
 
 func (f *engineFacts) Serves(gvk schema.GroupVersionKind) (bool, error) {

@@ -65,9 +65,8 @@ type appliedState struct {
 
 // recordsState is this reconcile's part in the revision records.
 type recordsState struct {
-	installed *installedState // the installed revision's record, once read
-	keeper    *record.Keeper  // writes, takes over and deletes the records (records.go)
-	recorded  bool            // this reconcile recorded a revision in the status
+	keeper   *record.Keeper // reads the installed one once, writes, takes over and deletes the records (records.go)
+	recorded bool           // this reconcile recorded a revision in the status
 }
 
 // outcome is how the reconcile ended, beside s.block: what summarize and
