@@ -3,6 +3,7 @@ package record
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -50,5 +51,37 @@ func TestUpToDate(t *testing.T) {
 		if got := UpToDate(tc.inst, tc.version, tc.artifact, tc.valuesDigest); got != tc.want {
 			t.Errorf("%s: UpToDate = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestInstall(t *testing.T) {
+	inst := &v1alpha1.ExtensionInstallation{}
+	inst.Generation, inst.Spec.Extension = 5, "podinfo"
+	inventory := []v1alpha1.ObjectReference{{Version: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "cfg"}}
+	// The first revision: Installed, no longer pending.
+	first := v1alpha1.Revision{Number: 1, Version: "1.0.0"}
+	inst.Status.Pending = &first
+	reason, msg := Install(inst, first, inventory, 2, "")
+	c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionInstalled)
+	if reason != "Installed" || msg != "applied podinfo 1.0.0 (revision 1, 1 objects)" || inst.Status.Pending != nil ||
+		inst.Status.InstalledVersion != "1.0.0" || inst.Status.InventoryCount != 1 ||
+		c == nil || c.Status != metav1.ConditionTrue || c.Message != msg || c.ObservedGeneration != 5 {
+		t.Fatalf("first: %s %q, status %+v", reason, msg, inst.Status)
+	}
+	// Another version is an upgrade; the history keeps the limit, newest
+	// first.
+	Install(inst, v1alpha1.Revision{Number: 2, Version: "1.1.0"}, inventory, 2, "")
+	if reason, _ = Install(inst, v1alpha1.Revision{Number: 3, Version: "1.2.0"}, nil, 2, ""); reason != "Upgraded" {
+		t.Errorf("upgrade: reason %s", reason)
+	}
+	if h := inst.Status.History; len(h) != 2 || h[0].Number != 3 || h[1].Number != 2 || inst.Status.InventoryCount != 0 {
+		t.Errorf("history %+v, inventory %d", h, inst.Status.InventoryCount)
+	}
+	// A reason given is kept; the same version is Installed again.
+	if reason, _ = Install(inst, v1alpha1.Revision{Number: 4, Version: "1.2.0"}, nil, 2, "RolledBack"); reason != "RolledBack" {
+		t.Errorf("given reason: %s", reason)
+	}
+	if reason, _ = Install(inst, v1alpha1.Revision{Number: 5, Version: "1.2.0"}, nil, 2, ""); reason != "Installed" {
+		t.Errorf("same version: %s", reason)
 	}
 }

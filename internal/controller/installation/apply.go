@@ -168,29 +168,11 @@ func (r *Reconciler) createdNamespace(ctx context.Context, s *scope, mayCreate b
 	return nil
 }
 
-// record writes the applied revision into status and has the reconcile
-// tell it in an Event when it ends (reason "" picks Installed or Upgraded).
+// record writes the applied revision into status (record.Install) and
+// has the reconcile tell it in an Event when it ends (reason "" picks
+// Installed or Upgraded).
 func (r *Reconciler) record(s *scope, applied []v1alpha1.ObjectReference, rev v1alpha1.Revision, reason string) {
-	inst := s.inst
-	history := append([]v1alpha1.Revision{rev}, inst.Status.History...)
-	if len(history) > r.historyLimit() {
-		history = history[:r.historyLimit()]
-	}
-	upgraded := inst.Status.InstalledVersion != "" && inst.Status.InstalledVersion != rev.Version
-	inst.Status.History = history
-	inst.Status.Pending = nil
-	s.records.recorded = true
-	inst.Status.InstalledVersion = rev.Version
-	inst.Status.Inventory, inst.Status.InventoryCount = applied, int32(len(applied))
-	s.applied.inventory = applied
-	msg := fmt.Sprintf("applied %s %s (revision %d, %d objects)", inst.Spec.Extension, rev.Version, rev.Number, len(applied))
-	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
-	switch {
-	case reason != "":
-	case upgraded:
-		reason = "Upgraded"
-	default:
-		reason = "Installed"
-	}
+	reason, msg := record.Install(s.inst, rev, applied, r.historyLimit(), reason)
+	s.records.recorded, s.applied.inventory = true, applied
 	s.report.applied = &news.Note{Type: corev1.EventTypeNormal, Reason: reason, Message: msg}
 }
