@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
@@ -90,5 +92,48 @@ func TestRunCleanup(t *testing.T) {
 				t.Errorf("requests marked: %v, want %v", inst.Status.PlanRequests, tc.marked)
 			}
 		})
+	}
+}
+
+func TestAbandonByRequest(t *testing.T) {
+	now := metav1.Unix(1, 0)
+	req := &v1alpha1.PlanRequest{Name: "deploy", ID: "a1"}
+	pending := &v1alpha1.Revision{Number: 2, Plans: []string{"deploy"}}
+	for _, tc := range []struct {
+		name    string
+		state   v1alpha1.PlanState
+		pending *v1alpha1.Revision
+		want    bool // the plan is abandoned
+	}{
+		// A plan that runs in the pending revision stops where it is.
+		{"running", v1alpha1.PlanInProgress, pending, true},
+		{"erring", v1alpha1.PlanError, pending, true},
+		// One that finished, or no revision pending: nothing to abandon.
+		{"complete", v1alpha1.PlanComplete, pending, false},
+		{"nothing pending", v1alpha1.PlanInProgress, nil, false},
+	} {
+		inst := &v1alpha1.ExtensionInstallation{}
+		inst.Status.Pending = tc.pending
+		inst.Status.Plans = []v1alpha1.PlanStatus{{Name: "deploy", Revision: 2, State: tc.state}}
+		got := AbandonByRequest(inst, req, now)
+		if (got != nil) != tc.want {
+			t.Errorf("%s: abandoned %+v, want %v", tc.name, got, tc.want)
+		}
+		if st := StatusOf(inst.Status.Plans, "deploy"); tc.want && (st.State != v1alpha1.PlanAbandoned || st.Message != "abandoned by request a1") {
+			t.Errorf("%s: status %+v", tc.name, st)
+		}
+		// The request is carried out either way.
+		if r := inst.Status.PlanRequests; r == nil || r.Abandon == nil || *r.Abandon != *req {
+			t.Errorf("%s: request not marked: %+v", tc.name, r)
+		}
+	}
+}
+
+func TestFinishedMessage(t *testing.T) {
+	if warning, msg := FinishedMessage(v1alpha1.PlanStatus{Name: "deploy", State: v1alpha1.PlanComplete}); warning || msg != "plan deploy finished: COMPLETE" {
+		t.Errorf("complete: %v %q", warning, msg)
+	}
+	if warning, msg := FinishedMessage(v1alpha1.PlanStatus{Name: "deploy", State: v1alpha1.PlanFatalError, Message: "a: boom"}); !warning || msg != "plan deploy finished: FATAL_ERROR: a: boom" {
+		t.Errorf("fatal: %v %q", warning, msg)
 	}
 }

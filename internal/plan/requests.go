@@ -1,6 +1,10 @@
 package plan
 
-import "github.com/annex-platform/annex/api/v1alpha1"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+)
 
 // Requests a person makes of an installation's plans (spec.plans.run,
 // spec.plans.abandon), carried out once each: status.planRequests records
@@ -43,6 +47,21 @@ func MarkRequest(inst *v1alpha1.ExtensionInstallation, run, abandon *v1alpha1.Pl
 	if abandon != nil {
 		inst.Status.PlanRequests.Abandon = abandon.DeepCopy()
 	}
+}
+
+// AbandonByRequest carries out req, an abandon request, on inst: req is
+// marked carried out, and the plan it names, when it runs in the pending
+// revision, is ABANDONED where it is; its new status is returned. nil:
+// the plan is not running, nothing to abandon.
+func AbandonByRequest(inst *v1alpha1.ExtensionInstallation, req *v1alpha1.PlanRequest, now metav1.Time) *v1alpha1.PlanStatus {
+	MarkRequest(inst, nil, req)
+	st := StatusOf(inst.Status.Plans, req.Name)
+	if st == nil || !Running(st.State) || inst.Status.Pending == nil {
+		return nil
+	}
+	abandoned := Abandon(*st, "abandoned by request "+req.ID, now)
+	SetStatus(&inst.Status.Plans, abandoned)
+	return &abandoned
 }
 
 // ListNeverRun gives every plan of names without a status in inst one,

@@ -166,6 +166,17 @@ func WaitingCondition(p Plan, st v1alpha1.PlanStatus) (reason, message string) {
 	return v1alpha1.ReasonPlanRunning, message
 }
 
+// FinishedMessage is the Event telling that a plan ended in st
+// (COMPLETE, FATAL_ERROR or ABANDONED): a Warning unless it completed,
+// with what it said.
+func FinishedMessage(st v1alpha1.PlanStatus) (warning bool, message string) {
+	message = fmt.Sprintf("plan %s finished: %s", st.Name, st.State)
+	if st.Message != "" {
+		message += ": " + st.Message
+	}
+	return st.State != v1alpha1.PlanComplete, message
+}
+
 // StoppedCondition is the reason and message of an installation whose revision
 // stopped in plan status st (FATAL_ERROR or ABANDONED): what stopped and
 // what to do.

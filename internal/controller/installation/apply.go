@@ -43,7 +43,6 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return r.checkDrift(ctx, s, target.Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, false)})
 	}
 	set := target.Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, true)}
-	applier := s.target.Applier()
 	rev := r.nextRevision(s)
 	// Nothing applied yet (writeIntent adds the planned objects to the
 	// inventory): the objects are created, one request each where reading
@@ -98,15 +97,9 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	failpoint.Hit(failpoint.AfterObjects, s.owner().String())
-	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, applied.Inventory); err != nil {
-		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("pruning objects that left %s %s: %v", inst.Spec.Extension, s.choice.Version.Version, err))
-		return ctrl.Result{}, s.block
-	}
-	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
+	if err := r.recordApplied(ctx, s, rev, set, applied.Inventory); err != nil {
 		return ctrl.Result{}, err
 	}
-	s.showPermissions(set)
-	r.record(s, applied.Inventory, rev, "")
 	s.inst.Status.AdoptedObjects = applied.Adopted
 	r.adopted(s)
 	failpoint.Hit(failpoint.AfterEvent, s.owner().String())
@@ -165,6 +158,23 @@ func (r *Reconciler) createdNamespace(ctx context.Context, s *scope, mayCreate b
 	if exists, err := s.target.NamespaceExists(ctx, ns); err == nil && !exists {
 		return created
 	}
+	return nil
+}
+
+// recordApplied records rev, whose apply left set with inventory, as the
+// installed revision: what left the inventory is pruned first (a failure
+// is retried, with s.block saying what), then the records the history no
+// longer keeps go, and status.permissions shows set's.
+func (r *Reconciler) recordApplied(ctx context.Context, s *scope, rev v1alpha1.Revision, set target.Set, inventory []v1alpha1.ObjectReference) error {
+	if _, err := s.target.Applier().Prune(ctx, s.owner(), s.inst.Status.Inventory, inventory); err != nil {
+		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("pruning objects that left %s %s: %v", s.inst.Spec.Extension, rev.Version, err))
+		return s.block
+	}
+	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
+		return err
+	}
+	s.showPermissions(set)
+	r.record(s, inventory, rev, "")
 	return nil
 }
 

@@ -142,15 +142,15 @@ func (r *Reconciler) planWaits(s *scope, p plan.Plan, st v1alpha1.PlanStatus) (c
 	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, reason, msg)
 	return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
 }
+
+// planFinished counts a plan that ended in st and tells it
+// (plan.FinishedMessage).
 func (r *Reconciler) planFinished(s *scope, st v1alpha1.PlanStatus) {
 	metrics.ObservePlan(s.choice.Version.Engine, st)
 	eventType := "Normal"
-	if st.State != v1alpha1.PlanComplete {
+	warning, msg := plan.FinishedMessage(st)
+	if warning {
 		eventType = "Warning"
-	}
-	msg := fmt.Sprintf("plan %s finished: %s", st.Name, st.State)
-	if st.Message != "" {
-		msg += ": " + st.Message
 	}
 	r.event(s, eventType, "PlanFinished", msg)
 }
@@ -163,17 +163,9 @@ func (r *Reconciler) revisionDone(ctx context.Context, s *scope, rev v1alpha1.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	applier := s.target.Applier()
-	current := applier.Refs(set.Objects, s.targetNamespace())
-	if _, err := applier.Prune(ctx, s.owner(), inst.Status.Inventory, current); err != nil {
-		s.block = retry(v1alpha1.ReasonApplyFailed, fmt.Sprintf("pruning objects that left %s %s: %v", inst.Spec.Extension, rev.Version, err))
-		return ctrl.Result{}, s.block
-	}
-	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
+	if err := r.recordApplied(ctx, s, rev, set, s.target.Applier().Refs(set.Objects, s.targetNamespace())); err != nil {
 		return ctrl.Result{}, err
 	}
-	s.showPermissions(set)
-	r.record(s, current, rev, "")
 	r.adopted(s)
 	return ctrl.Result{}, nil
 }
@@ -203,18 +195,14 @@ func (r *Reconciler) revisionStopped(ctx context.Context, s *scope, rev v1alpha1
 // abandon carries out an abandon request: the named plan, if it runs,
 // stops where it is.
 func (r *Reconciler) abandon(ctx context.Context, s *scope, req *v1alpha1.PlanRequest) (ctrl.Result, error) {
-	inst := s.inst
-	plan.MarkRequest(inst, nil, req)
-	st := plan.StatusOf(inst.Status.Plans, req.Name)
-	if st == nil || !plan.Running(st.State) || inst.Status.Pending == nil {
+	abandoned := plan.AbandonByRequest(s.inst, req, metav1.NewTime(r.now()))
+	if abandoned == nil {
 		r.event(s, "Normal", "PlanAbandoned", fmt.Sprintf("request %s: plan %s is not running; nothing to abandon", req.ID, req.Name))
 		return ctrl.Result{}, nil
 	}
-	abandoned := plan.Abandon(*st, "abandoned by request "+req.ID, metav1.NewTime(r.now()))
-	plan.SetStatus(&inst.Status.Plans, abandoned)
-	metrics.ObservePlan(s.choice.Version.Engine, abandoned)
+	metrics.ObservePlan(s.choice.Version.Engine, *abandoned)
 	r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s", req.Name, req.ID))
-	return r.revisionStopped(ctx, s, *inst.Status.Pending, abandoned)
+	return r.revisionStopped(ctx, s, *s.inst.Status.Pending, *abandoned)
 }
 
 // packageSettled is the reconcile of a package whose plans are finished:
