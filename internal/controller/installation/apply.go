@@ -89,12 +89,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		if b.kind == blockRetry && remediate.CountsAsFailedAttempt(err) && s.artifact.adoption == nil {
 			return r.attemptFailed(ctx, s, b.reason, b.message)
 		}
-		s.block = b
-		setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
-		if s.block.kind == blockRetry {
-			return ctrl.Result{}, s.block
-		}
-		return ctrl.Result{}, nil
+		return r.stop(s, b, ctrl.Result{})
 	}
 	failpoint.Hit(failpoint.AfterObjects, s.owner().String())
 	if err := r.recordApplied(ctx, s, rev, set, applied.Inventory); err != nil {

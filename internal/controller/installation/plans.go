@@ -94,7 +94,8 @@ func (r *Reconciler) advance(ctx context.Context, s *scope) (ctrl.Result, error)
 	case err != nil:
 		return ctrl.Result{}, err
 	case halt == plan.Waits:
-		return r.planWaits(s, p, st)
+		// The Installed condition says what the plan waits for.
+		return r.stop(s, wait(plan.WaitingCondition(p, st)), ctrl.Result{RequeueAfter: r.pollInterval()})
 	case halt == plan.Stopped:
 		return r.revisionStopped(ctx, s, rev, st)
 	}
@@ -133,14 +134,6 @@ func (r *Reconciler) applyOnePass(ctx context.Context, s *scope, p plan.Plan, op
 	}
 	st, stepErr := plan.OnePass(p, func(ref plan.StepRef) error { return steps.Step(ctx, ref) }, func() metav1.Time { return metav1.Now() })
 	return steps.Applied(), &st, stepErr
-}
-
-// planWaits ends a reconcile whose plan waits for a step.
-func (r *Reconciler) planWaits(s *scope, p plan.Plan, st v1alpha1.PlanStatus) (ctrl.Result, error) {
-	reason, msg := plan.WaitingCondition(p, st)
-	s.block = wait(reason, msg)
-	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, reason, msg)
-	return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
 }
 
 // planFinished counts a plan that ended in st and tells it
@@ -184,12 +177,8 @@ func (r *Reconciler) revisionStopped(ctx context.Context, s *scope, rev v1alpha1
 	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
 		return ctrl.Result{}, err
 	}
-	inventory := inst.Status.Inventory
-	r.record(s, inventory, rev, "PlanStopped")
-	reason, msg := plan.StoppedCondition(st)
-	setCondition(inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, reason, msg)
-	s.block = terminal(reason, msg)
-	return ctrl.Result{}, nil
+	r.record(s, inst.Status.Inventory, rev, "PlanStopped")
+	return r.stop(s, terminal(plan.StoppedCondition(st)), ctrl.Result{})
 }
 
 // abandon carries out an abandon request: the named plan, if it runs,

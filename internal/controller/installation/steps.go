@@ -64,18 +64,13 @@ func (r *Reconciler) checkDependencies(ctx context.Context, s *scope) (ctrl.Resu
 // stopAt records b (or err) as why the installation cannot go on: a wait
 // polls, a terminal block stops, a retry or an error backs off.
 func (r *Reconciler) stopAt(s *scope, b *block, err error) (ctrl.Result, error) {
-	if err != nil {
+	switch {
+	case err != nil:
 		return ctrl.Result{}, err
+	case b.kind == blockWait:
+		return r.stop(s, b, ctrl.Result{RequeueAfter: 30 * r.pollInterval()})
 	}
-	s.block = b
-	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, b.reason, b.message)
-	switch b.kind {
-	case blockRetry:
-		return ctrl.Result{}, b
-	case blockWait:
-		return ctrl.Result{RequeueAfter: 30 * r.pollInterval()}, nil
-	}
-	return ctrl.Result{}, nil
+	return r.stop(s, b, ctrl.Result{})
 }
 
 // applyBlock classifies an apply error: ownership conflicts are terminal,
