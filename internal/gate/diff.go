@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
 )
 
 // Access is one permission in flat form: a verb on a resource (or a
@@ -182,6 +184,14 @@ type Summary struct {
 	// AggregatesInto are the labels by which its ClusterRoles flow into
 	// built-in roles.
 	AggregatesInto []string
+}
+
+// Status is status.permissions for s.
+func (s Summary) Status() *v1alpha1.PermissionSummary {
+	return &v1alpha1.PermissionSummary{
+		ClusterWide: s.ClusterWide, Namespaces: s.Namespaces, BoundTo: s.BoundTo,
+		ClusterScoped: int32(s.ClusterScoped), AggregatesInto: s.AggregatesInto,
+	}
 }
 
 // summaryLines bounds Summary.ClusterWide.

@@ -179,4 +179,9 @@ func TestSummarize(t *testing.T) {
 		s.ClusterScoped != want.ClusterScoped || !slices.Equal(s.AggregatesInto, want.AggregatesInto) {
 		t.Errorf("Summarize =\n%+v\nwant\n%+v", s, want)
 	}
+	// status.permissions says the same.
+	if st := s.Status(); !slices.Equal(st.ClusterWide, want.ClusterWide) || !slices.Equal(st.Namespaces, want.Namespaces) ||
+		!slices.Equal(st.BoundTo, want.BoundTo) || st.ClusterScoped != 6 || !slices.Equal(st.AggregatesInto, want.AggregatesInto) {
+		t.Errorf("Status = %+v", st)
+	}
 }

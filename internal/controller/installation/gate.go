@@ -111,9 +111,5 @@ func (r *Reconciler) checkServed(ctx context.Context, s *scope) (ctrl.Result, er
 // showPermissions sets status.permissions from set, the objects of the
 // revision being recorded.
 func (s *scope) showPermissions(set target.Set) {
-	sum := gate.Summarize(gate.Derive(slices.Concat(set.CRDs, set.Objects), s.targetNamespace()))
-	s.inst.Status.Permissions = &v1alpha1.PermissionSummary{
-		ClusterWide: sum.ClusterWide, Namespaces: sum.Namespaces, BoundTo: sum.BoundTo,
-		ClusterScoped: int32(sum.ClusterScoped), AggregatesInto: sum.AggregatesInto,
-	}
+	s.inst.Status.Permissions = gate.Summarize(gate.Derive(slices.Concat(set.CRDs, set.Objects), s.targetNamespace())).Status()
 }
