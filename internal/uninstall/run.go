@@ -34,9 +34,10 @@ type Port interface {
 	Health(refs []v1alpha1.ObjectReference) (target.Health, error)
 	RemoveFinalizers(refs []v1alpha1.ObjectReference) error
 	// DeleteRecords deletes the installation's revision records, and
-	// Release its finalizer.
+	// Release its finalizer: false, with no error, when the installation
+	// was already gone.
 	DeleteRecords() error
-	Release() error
+	Release() (bool, error)
 	// Event tells what the uninstall did.
 	Event(eventType, reason, message string)
 }
@@ -133,7 +134,7 @@ func Run(in Input, port Port) (Halt, error) {
 	removed = true
 	port.Event(corev1.EventTypeNormal, "Uninstalled", fmt.Sprintf("removed %d objects of %s %s",
 		len(inst.Status.Inventory), inst.Spec.Extension, inst.Status.InstalledVersion))
-	if err := port.Release(); err != nil {
+	if released, err := port.Release(); !released || err != nil {
 		return Halt{}, err
 	}
 	return Halt{Done: true}, nil

@@ -62,8 +62,8 @@ func (w *world) RemoveFinalizers(refs []v1alpha1.ObjectReference) error {
 	w.log = append(w.log, "remove finalizers "+names(refs))
 	return w.finalizerErr
 }
-func (w *world) DeleteRecords() error { w.log = append(w.log, "delete records"); return nil }
-func (w *world) Release() error       { w.log = append(w.log, "release"); return nil }
+func (w *world) DeleteRecords() error   { w.log = append(w.log, "delete records"); return nil }
+func (w *world) Release() (bool, error) { w.log = append(w.log, "release"); return true, nil }
 func (w *world) Event(eventType, reason, _ string) {
 	w.log = append(w.log, fmt.Sprintf("event %s %s", eventType, reason))
 }

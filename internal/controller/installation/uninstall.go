@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -133,8 +134,12 @@ func (p *uninstallPort) RemoveFinalizers(refs []v1alpha1.ObjectReference) error 
 
 func (p *uninstallPort) DeleteRecords() error { return p.r.records(p.s).DeleteAll(p.ctx) }
 
-func (p *uninstallPort) Release() error {
-	return client.IgnoreNotFound(p.r.patchMeta(p.ctx, p.s, func() { controllerutil.RemoveFinalizer(p.s.inst, v1alpha1.FinalizerUninstall) }))
+func (p *uninstallPort) Release() (bool, error) {
+	err := p.r.patchMeta(p.ctx, p.s, func() { controllerutil.RemoveFinalizer(p.s.inst, v1alpha1.FinalizerUninstall) })
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func (p *uninstallPort) Event(eventType, reason, message string) {
