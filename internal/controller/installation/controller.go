@@ -13,19 +13,19 @@
 // observe.go records the Events, setup.go wires the watches. Their state
 // is the scope (scope.go); what each step asks of the world, and what it
 // decides, is in a package of its own: the engines' contract in
-// internal/engine, the target cluster in internal/target, revision
-// records in internal/record (Keeper; how revisions are numbered and
-// recorded), plans, their resumable driver and the cleanup plan's run in
-// internal/plan, adoption in internal/adopt, the CRD policy and its
-// gate's verdict in internal/crdcheck, approvals in internal/approval, hooks in
+// internal/engine, the target cluster in internal/target, revision records
+// in internal/record (Keeper; how revisions are numbered and recorded),
+// plans, their resumable driver and the cleanup plan's run in
+// internal/plan, adoption in internal/adopt, the CRD policy and its gate's
+// verdict in internal/crdcheck, approvals in internal/approval, hooks in
 // internal/hookrequest, values sources in internal/valuesfrom, tenancy in
 // internal/tenancy, content scope and each cluster's resolution memo in
 // internal/resolve, the dependencies among a cluster's installations in
-// internal/depend, which events wake which installations in
-// internal/wake, which transitions are news in
-// internal/news, what follows a failed attempt in internal/remediate, the
-// uninstall's order and decisions in internal/uninstall (uninstall.Run), the summary conditions
-// (Ready, Reconciling, Stalled) in internal/readiness. interfaces.go lists the
+// internal/depend, which events wake which installations in internal/wake,
+// which transitions are news in internal/news, what follows a failed
+// attempt in internal/remediate, the uninstall's order and decisions in
+// internal/uninstall (uninstall.Run), the summary conditions (Ready,
+// Reconciling, Stalled) in internal/readiness. interfaces.go lists the
 // controller's interfaces: it never asks which engine made a release.
 package installation
 
