@@ -100,7 +100,7 @@ type Reconciler struct {
 	// Now returns the current time; tests may fix it.
 	Now func() time.Time
 	// CertificateClock is the time webhook certificates are issued and
-	// renewed at (EngineFacts.Now); nil means Now. Tests move it ahead to
+	// renewed at (enginefacts.Of.Now); nil means Now. Tests move it ahead to
 	// see a certificate renewed.
 	CertificateClock func() time.Time
 

@@ -2,24 +2,21 @@ package installation
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/adopt"
 	"github.com/annex-platform/annex/internal/engine"
+	"github.com/annex-platform/annex/internal/enginefacts"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/values"
-	"github.com/annex-platform/annex/internal/valuesfrom"
 )
 
 // render has the chosen version's engine make its release: a chart's
@@ -28,7 +25,15 @@ import (
 // broken artifacts stop here, before anything touches the cluster.
 func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) {
 	inst := s.inst
-	facts := &engineFacts{ctx: ctx, r: r, s: s}
+	clock := r.now
+	if r.CertificateClock != nil {
+		clock = r.CertificateClock
+	}
+	known := &enginefacts.Of{Ctx: ctx, Hub: r.Reader, Installation: inst, Target: s.target, Extensions: s.cluster.Extensions, Clock: clock,
+		Installed: func() (map[string]any, error) {
+			prev, _, err := r.records(s).Installed(ctx)
+			return plan.DecodePackageRecord(prev.Package).Params, err
+		}}
 	rel, err := r.engine(s.choice.Version.Engine).Render(ctx, engine.Input{
 		Artifact:       s.artifact.data,
 		ArtifactDigest: s.artifact.digest,
@@ -38,39 +43,40 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		KubeVersion:    inst.Status.ClusterVersion,
 		// An adoption renders the chart as the release's next helm
 		// upgrade would.
-		IsUpgrade:           inst.Status.InstalledVersion != "" || adopting(inst),
+		IsUpgrade:           inst.Status.InstalledVersion != "" || adopt.Adopting(inst),
 		WatchNamespaces:     inst.Spec.WatchNamespaces,
 		Resources:           inst.Spec.Resources,
 		WebhookCertificates: inst.Spec.WebhookCertificates,
-		Facts:               facts,
+		Facts:               known,
 	})
 	if rel != nil {
 		s.artifact.digest = rel.ArtifactDigest
 		plan.ListNeverRun(inst, rel.PlanNames)
 	}
 	switch {
-	case facts.valuesBlock != nil:
-		return r.stop(s, facts.valuesBlock, ctrl.Result{RequeueAfter: 30 * r.pollInterval()})
-	case facts.apiVersionsErr != nil:
+	case known.ValuesProblem != nil:
+		p := known.ValuesProblem
+		return r.stop(s, waitOrTerminal(p.Wait, p.Reason, p.Message), ctrl.Result{RequeueAfter: 30 * r.pollInterval()})
+	case known.APIVersionsErr != nil:
 		// Not the artifact's fault: the Installed condition stays.
 		s.block = retry(v1alpha1.ReasonRenderFailed, fmt.Sprintf("reading the API versions of %s for .Capabilities.APIVersions: %v",
-			clusterName(inst.Spec.Cluster), facts.apiVersionsErr))
+			clusterName(inst.Spec.Cluster), known.APIVersionsErr))
 		return ctrl.Result{}, s.block
 	}
 	if err != nil {
 		var refused *engine.Error
-		var b *block
+		var noBase *resolve.BaseError
 		switch {
 		case errors.As(err, &refused) && refused.Retry:
 			return r.stop(s, retry(refused.Reason, refused.Message), ctrl.Result{})
-		case errors.As(err, &refused) && adopting(inst):
+		case errors.As(err, &refused) && adopt.Adopting(inst):
 			return r.stop(s, terminal(refused.Reason, fmt.Sprintf(
 				"%s; the chart does not render with the values of Helm release %s (spec.values, copied from it) that spec.adopt names: change spec.values, or fix the release with helm upgrade and adopt it again",
 				refused.Message, inst.Spec.Adopt.Helm.Release)), ctrl.Result{})
 		case errors.As(err, &refused):
 			return r.stop(s, terminal(refused.Reason, refused.Message), ctrl.Result{})
-		case errors.As(err, &b):
-			return r.stop(s, b, ctrl.Result{})
+		case errors.As(err, &noBase):
+			return r.stop(s, waitOrTerminal(noBase.Wait, noBase.Reason, noBase.Message), ctrl.Result{})
 		}
 		return ctrl.Result{}, err
 	}
@@ -105,85 +111,13 @@ func (r *Reconciler) engine(name v1alpha1.Engine) Engine {
 	return r.Engines[v1alpha1.EngineHelm]
 }
 
-// engineFacts answers an engine's questions for one reconcile. A values
-// source that blocks, or API versions that cannot be read, are kept to
-// be reported as the controller's, not the engine's.
-type engineFacts struct {
-	ctx context.Context
-	r   *Reconciler
-	s   *scope
-
-	valuesBlock    *block
-	apiVersionsErr error
-}
-
-func (f *engineFacts) Values() (map[string]any, error) {
-	composed, p, err := valuesfrom.Compose(f.ctx, f.r.Reader, f.s.inst)
-	if p != nil {
-		b := terminal(p.Reason, p.Message)
-		if p.Wait {
-			b = wait(p.Reason, p.Message)
-		}
-		f.valuesBlock = b
-		return nil, b
-	}
-	return composed, err
-}
-
-func (f *engineFacts) APIVersions() ([]string, error) {
-	versions, err := f.s.target.APIVersions(f.ctx)
-	if err != nil {
-		f.apiVersionsErr = err
-	}
-	return versions, err
-}
-
-func (f *engineFacts) InstalledParams() (map[string]any, error) {
-	prev, _, err := f.r.records(f.s).Installed(f.ctx)
-	return plan.DecodePackageRecord(prev.Package).Params, err
-}
-
-func (f *engineFacts) Serves(gvk schema.GroupVersionKind) (bool, error) {
-	answer, err := f.s.target.Serves(f.ctx, gvk)
-	return answer.Served, err
-}
-
-func (f *engineFacts) Secret(namespace, name string) (map[string][]byte, error) {
-	stub := &unstructured.Unstructured{}
-	stub.SetAPIVersion("v1")
-	stub.SetKind("Secret")
-	stub.SetNamespace(namespace)
-	stub.SetName(name)
-	live, err := f.s.target.Applier().Live(f.ctx, namespace, []*unstructured.Unstructured{stub})
-	if err != nil || len(live) == 0 {
-		return nil, err
-	}
-	encoded, _, _ := unstructured.NestedStringMap(live[0].Object, "data")
-	data := make(map[string][]byte, len(encoded))
-	for k, v := range encoded {
-		if data[k], err = base64.StdEncoding.DecodeString(v); err != nil {
-			return nil, fmt.Errorf("secret %s/%s: key %s: %w", namespace, name, k, err)
-		}
-	}
-	return data, nil
-}
-
-func (f *engineFacts) Now() time.Time {
-	if f.r.CertificateClock != nil {
-		return f.r.CertificateClock()
-	}
-	return f.r.now()
-}
-
-func (f *engineFacts) Base(name, versionRange string) (v1alpha1.ExtensionVersion, error) {
-	v, missing := resolve.Base(f.s.cluster.Extensions, name, versionRange)
-	switch {
-	case missing != nil && missing.Wait:
-		return v1alpha1.ExtensionVersion{}, wait(missing.Reason, missing.Message)
-	case missing != nil:
-		return v1alpha1.ExtensionVersion{}, terminal(missing.Reason, missing.Message)
-	}
-	return *v, nil
-}
-
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// waitOrTerminal is a wait block when what is missing may come later (a
+// values source, a base package), a terminal one when the spec must change.
+func waitOrTerminal(later bool, reason, message string) *block {
+	if later {
+		return wait(reason, message)
+	}
+	return terminal(reason, message)
+}
