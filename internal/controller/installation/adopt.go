@@ -1,10 +1,8 @@
 package installation
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,10 +37,6 @@ import (
 //
 // The installation pins nothing itself: annexctl adopt helm writes the
 // chart's version and the release's values into the spec.
-
-// adopting reports whether inst adopts a Helm release on its first
-// install (adopt.Adopting).
-func adopting(inst *v1alpha1.ExtensionInstallation) bool { return adopt.Adopting(inst) }
 
 // adoptRelease reads and checks what spec.adopt names, before anything is
 // written (see the top of this file).
@@ -94,55 +88,25 @@ func (r *Reconciler) adopted(s *scope) {
 	r.event(s, corev1.EventTypeNormal, "Adopted", t.News())
 }
 
-// retireAdopted deletes the storage of the adopted Helm release once the
-// status recording its adoption is written (so that a crash in between
-// leaves a release to adopt again, never an installation without either),
-// and notes it in status.adoptedFrom.storageRemoved.
+// retireAdopted has the tool that installed what was adopted forget it
+// (adopt.Retire) once the status recording its adoption is written (so
+// that a crash in between leaves a release to adopt again, never an
+// installation without either), and notes it in
+// status.adoptedFrom.storageRemoved.
 func (r *Reconciler) retireAdopted(ctx context.Context, s *scope) (ctrl.Result, error) {
-	from := s.inst.Status.AdoptedFrom
-	if from == nil || from.StorageRemoved || len(s.inst.Status.History) == 0 {
+	if from := s.inst.Status.AdoptedFrom; from == nil || from.StorageRemoved || len(s.inst.Status.History) == 0 {
 		return ctrl.Result{}, nil
 	}
 	if err := r.persist(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	if from.Kind == adopt.KindSubscription {
-		return r.retireOperator(ctx, s)
-	}
-	ns := cmp.Or(from.StorageNamespace, from.Namespace)
-	n, err := s.target.Applier().RetireHelmRelease(ctx, ns, from.Name)
+	// persist decoded the server's answer into the status.
+	done, err := adopt.Retire(ctx, s.target.Applier(), s.inst.Status.AdoptedFrom, s.artifact.adoption, s.inst.Status.Inventory)
 	if err != nil {
-		s.block = retry(v1alpha1.ReasonAdoptionRefused, fmt.Sprintf("deleting the storage of adopted Helm release %s/%s: %v", ns, from.Name, err))
-		return ctrl.Result{}, s.block
-	}
-	// persist decoded the server's answer into the status: from is stale.
-	s.inst.Status.AdoptedFrom.StorageRemoved = true
-	r.event(s, corev1.EventTypeNormal, "HelmReleaseRetired", fmt.Sprintf(
-		"deleted the storage of Helm release %s/%s (%d objects): helm list no longer shows it; its last manifest is in the record of revision 1", ns, from.Name, n))
-	return ctrl.Result{}, nil
-}
-
-// retireOperator, once revision 1 of an adopted OLM operator is
-// recorded, takes the operator's objects from OLM (their ownerReferences
-// to the CSV and OLM's olm.owner labels go) and then deletes the
-// Subscription, its InstallPlans and the CSV, so that OLM neither
-// removes nor reinstalls the operator; its custom resources are not
-// touched. It notes it in status.adoptedFrom.storageRemoved.
-func (r *Reconciler) retireOperator(ctx context.Context, s *scope) (ctrl.Result, error) {
-	from := s.inst.Status.AdoptedFrom
-	op := &adopt.Operator{Subscription: from.Name, Namespace: from.Namespace, CSV: from.ClusterServiceVersion}
-	if t := s.artifact.adoption; t != nil && t.Operator != nil {
-		op = t.Operator
-	}
-	n, err := s.target.Applier().RetireOLMOperator(ctx, op, s.inst.Status.Inventory)
-	if err != nil {
-		s.block = retry(v1alpha1.ReasonAdoptionRefused, fmt.Sprintf("taking operator %s over from OLM (Subscription %s/%s, ClusterServiceVersion %s): %v",
-			from.Chart, op.Namespace, op.Subscription, op.CSV, err))
+		s.block = retry(v1alpha1.ReasonAdoptionRefused, err.Error())
 		return ctrl.Result{}, s.block
 	}
 	s.inst.Status.AdoptedFrom.StorageRemoved = true
-	r.event(s, corev1.EventTypeNormal, "OLMRetired", fmt.Sprintf(
-		"removed the ownerReferences to ClusterServiceVersion %s/%s from %d objects, then deleted Subscription %s/%s, its InstallPlans and the CSV: OLM no longer manages operator %s; its custom resources are untouched",
-		op.Namespace, op.CSV, n, op.Namespace, op.Subscription, from.Chart))
+	r.event(s, corev1.EventTypeNormal, done.Reason, done.Message)
 	return ctrl.Result{}, nil
 }
