@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,14 +34,14 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set target.Set) (
 		return ctrl.Result{}, s.block
 	}
 	s.observe(health)
-	found := driftedObjects(drifts)
+	found := target.Drifted(drifts)
 	if len(found) == 0 {
 		inst.Status.Drifted = nil
 		return ctrl.Result{}, nil
 	}
 	if mode == v1alpha1.DriftDetectionWarn {
 		if !equality.Semantic.DeepEqual(found, inst.Status.Drifted) {
-			r.event(s, corev1.EventTypeWarning, "Drifted", "objects differ from the installed revision (driftDetection: Warn): "+describeDrift(found))
+			r.event(s, corev1.EventTypeWarning, "Drifted", "objects differ from the installed revision (driftDetection: Warn): "+target.DescribeDrift(found))
 		}
 		inst.Status.Drifted = found
 		return ctrl.Result{}, nil
@@ -67,32 +66,6 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set target.Set) (
 	inst.Status.AdoptedObjects = corrected.Adopted // those corrected are claimed now
 	s.observe(corrected.Health)
 	metrics.DriftCorrected(inst.Spec.Cluster)
-	r.event(s, corev1.EventTypeNormal, "DriftCorrected", "restored objects that differed from the installed revision: "+describeDrift(found))
+	r.event(s, corev1.EventTypeNormal, "DriftCorrected", "restored objects that differed from the installed revision: "+target.DescribeDrift(found))
 	return ctrl.Result{}, nil
-}
-func driftedObjects(drifts []target.Drift) []v1alpha1.DriftedObject {
-	out := make([]v1alpha1.DriftedObject, 0, len(drifts))
-	for _, d := range drifts {
-		fields := d.Fields
-		if d.Missing {
-			fields = []string{"deleted"}
-		}
-		out = append(out, v1alpha1.DriftedObject{ObjectReference: d.Object, Fields: fields})
-	}
-	return out
-}
-func describeDrift(objs []v1alpha1.DriftedObject) string {
-	parts := make([]string, 0, len(objs))
-	for i, o := range objs {
-		if i == 5 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(objs)-5))
-			break
-		}
-		name := o.Name
-		if o.Namespace != "" {
-			name = o.Namespace + "/" + o.Name
-		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", o.Kind, name, strings.Join(o.Fields, ", ")))
-	}
-	return strings.Join(parts, "; ")
 }
