@@ -14,6 +14,7 @@ import (
 	"github.com/annex-platform/annex/internal/engine/pkg"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/values"
 )
 
 // packageEngine makes releases of Annex packages with internal/engine/pkg:
@@ -89,7 +90,7 @@ func (e packageEngine) load(ctx context.Context, in engine.Input) (*pkg.Package,
 			return nil, "", nil, refused(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("%s extends %s %s, which is not a valid package: %v", in.Ref, name, version.Version, err))
 		}
 		chain = append([]*pkg.Package{base}, chain...)
-		digests = append(digests, digestOf(data))
+		digests = append(digests, values.DigestBytes(data))
 	}
 	merged, warnings, err := pkg.MergeChain(chain)
 	if err != nil {
@@ -98,7 +99,7 @@ func (e packageEngine) load(ctx context.Context, in engine.Input) (*pkg.Package,
 	if len(digests) == 1 {
 		return merged, digests[0], warnings, nil
 	}
-	return merged, digestOf([]byte(strings.Join(digests, ","))), warnings, nil
+	return merged, values.DigestBytes([]byte(strings.Join(digests, ","))), warnings, nil
 }
 
 // packagePlans are a package's plans, rendered with its effective

@@ -2,8 +2,6 @@ package manager
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/controller/installation"
@@ -27,13 +25,6 @@ func engines(f artifactFetcher) map[v1alpha1.Engine]installation.Engine {
 		v1alpha1.EnginePackage: packageEngine{f},
 		v1alpha1.EngineBundle:  bundleEngine{f},
 	}
-}
-
-// digestOf is "sha256:<hex>" of data, as the controller records an
-// artifact's digest.
-func digestOf(data []byte) string {
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // refused is an engine's refusal of an input that fails the same way

@@ -155,10 +155,12 @@ func digestJSON(v any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return digestBytes(raw), nil
+	return DigestBytes(raw), nil
 }
 
-func digestBytes(b []byte) string {
+// DigestBytes is "sha256:<hex>" of b: how a revision records its
+// artifact's digest, and its values' digest of their canonical JSON.
+func DigestBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -234,5 +236,5 @@ func ManifestDigest(crds, objects []*unstructured.Unstructured) (string, error) 
 			buf.WriteByte('\n')
 		}
 	}
-	return digestBytes(buf.Bytes()), nil
+	return DigestBytes(buf.Bytes()), nil
 }

@@ -2,8 +2,6 @@ package installation
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -85,12 +83,6 @@ func applyBlock(err error) *block {
 		return retry(v1alpha1.ReasonHookFailed, err.Error())
 	}
 	return retry(v1alpha1.ReasonApplyFailed, err.Error())
-}
-
-// digestOf returns "sha256:<hex>" of data.
-func digestOf(data []byte) string {
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 func findCondition(inst *v1alpha1.ExtensionInstallation, t string) *metav1.Condition {
