@@ -48,6 +48,7 @@ import (
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/shard"
+	"github.com/annex-platform/annex/internal/wake"
 )
 
 // Reconciler installs, upgrades and uninstalls ExtensionInstallations.
@@ -104,7 +105,7 @@ type Reconciler struct {
 	// see a certificate renewed.
 	CertificateClock func() time.Time
 
-	index *installationIndex   // the cache's installations by cluster; set up by SetupWithManager
+	index *wake.Index          // the cache's installations by cluster; set up by SetupWithManager
 	share *shard.Share         // how many reconciles each managed cluster may have at once; set up by SetupWithManager
 	memos resolve.ClusterMemos // each cluster's resolution problem between reconciles (resolve.go)
 }
@@ -227,7 +228,7 @@ func (r *Reconciler) patchMeta(ctx context.Context, s *scope, mutate func()) err
 // steps observed, and turns blocks into the controller-runtime outcome.
 func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, err error) error {
 	if s.outcome.gone {
-		r.memos.ForgetIfEmpty(s.inst.Spec.Cluster, r.index.on)
+		r.memos.ForgetIfEmpty(s.inst.Spec.Cluster, r.index.On)
 	}
 	if s.outcome.gone || s.outcome.stale {
 		return err

@@ -20,7 +20,7 @@ import (
 
 // loadCluster reads the installations on s's cluster and the Extensions.
 func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
-	others, err := r.index.on(s.inst.Spec.Cluster)
+	others, err := r.index.On(s.inst.Spec.Cluster)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.index = &installationIndex{index}
+	r.index = index
 	r.share = shard.NewShare(r.workers())
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ExtensionInstallation{}, builder.WithPredicates(r.ofShard(), predicate.Or(
@@ -87,15 +87,6 @@ func (r *Reconciler) ofShard() predicate.Funcs {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Fence == nil || r.Fence.Owns(context.Background(), o.(*v1alpha1.ExtensionInstallation).Spec.Cluster)
 	})
-}
-
-// installationIndex is the cache's installations by cluster (wake.Index),
-// which resolve reads.
-type installationIndex struct{ *wake.Index }
-
-// on returns the installations on cluster (wake.Index.On).
-func (x *installationIndex) on(cluster string) ([]*v1alpha1.ExtensionInstallation, error) {
-	return x.On(cluster)
 }
 
 // DefaultWorkers is how many installations reconcile at once when
