@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/verify"
 )
 
 // verify asks who signed the chosen version's artifact, before it is
@@ -34,7 +34,7 @@ func (r *Reconciler) verify(ctx context.Context, s *scope) (ctrl.Result, error) 
 		}
 	}
 	before := s.written.Status.Artifact
-	setArtifact(s.inst, v, outcome)
+	verify.SetArtifact(s.inst, v, outcome)
 	if outcome == nil || outcome.Verified {
 		return ctrl.Result{}, nil
 	}
@@ -47,28 +47,4 @@ func (r *Reconciler) verify(ctx context.Context, s *scope) (ctrl.Result, error) 
 	s.block = terminal(outcome.Reason, outcome.Message)
 	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
 	return ctrl.Result{}, nil
-}
-
-// setArtifact records the artifact of version v and its verification in
-// status.artifact (keeping the digest when the artifact is the same) and
-// the Verified condition: True when a trusted identity signed it, False
-// with the outcome's reason when not, absent when nothing was asked.
-func setArtifact(inst *v1alpha1.ExtensionInstallation, v v1alpha1.ExtensionVersion, outcome *v1alpha1.ArtifactVerification) {
-	a := &v1alpha1.ArtifactStatus{Version: v.Version, URL: v.Source.URL, Verification: outcome}
-	if old := inst.Status.Artifact; old != nil && old.Version == a.Version && old.URL == a.URL {
-		a.Digest = old.Digest
-	}
-	inst.Status.Artifact = a
-	switch {
-	case outcome == nil:
-		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionVerified)
-	case outcome.Provider == v1alpha1.VerificationBuiltin:
-		setCondition(inst, v1alpha1.ConditionVerified, metav1.ConditionTrue, v1alpha1.ReasonVerified,
-			fmt.Sprintf("%s %s comes from the built-in catalog, part of the Annex binary, and is trusted as such", inst.Spec.Extension, v.Version))
-	case outcome.Verified:
-		setCondition(inst, v1alpha1.ConditionVerified, metav1.ConditionTrue, v1alpha1.ReasonVerified,
-			fmt.Sprintf("%s %s is signed by %s (%s)", inst.Spec.Extension, v.Version, outcome.Identity, outcome.Provider))
-	default:
-		setCondition(inst, v1alpha1.ConditionVerified, metav1.ConditionFalse, outcome.Reason, outcome.Message)
-	}
 }
