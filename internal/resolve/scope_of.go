@@ -1,12 +1,37 @@
 package resolve
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/target"
 )
+
+// Content returns the refs of the objects whose scope decides
+// status.content (FirstClusterScoped) for release rel, or false when
+// nothing was rendered to decide from (rel is nil). For a release applied
+// in one pass (a chart) it is the rendered set, Helm hooks included (a
+// hook may create a CRD as well); for one that runs plans across
+// reconciles, PlansContent of the plans this change runs. refs turns
+// objects placed in the target namespace ns into the applier's
+// references.
+func Content(rel *engine.Release, plans []plan.Plan, inventory []v1alpha1.ObjectReference, ns string, refs func([]*unstructured.Unstructured) []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, bool) {
+	switch {
+	case rel.Resumable():
+		return PlansContent(plans, inventory, ns, refs), true
+	case rel == nil:
+		return nil, false
+	}
+	objects := make([]*unstructured.Unstructured, 0, len(rel.CRDs)+len(rel.Objects))
+	for _, o := range slices.Concat(rel.CRDs, rel.Objects) {
+		objects = append(objects, target.WithoutHook(o))
+	}
+	return refs(objects), true
+}
 
 // PlansContent returns the refs of the objects whose scope decides
 // status.content (FirstClusterScoped) for a package's plans: what they

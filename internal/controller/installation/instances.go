@@ -3,7 +3,6 @@ package installation
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,8 +10,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
-	"github.com/annex-platform/annex/internal/target"
 )
 
 // Instances: an installation whose content is namespaced only runs a
@@ -22,8 +21,8 @@ import (
 // resolver decides from status.content, which checkScope records from
 // what was rendered, before anything is applied.
 
-// checkScope records the scope of the rendered content in status.content:
-// its first cluster-scoped object, or none. An instance whose content is
+// checkScope records the scope of the rendered content (resolve.Content)
+// in status.content: its first cluster-scoped object, or none. An instance whose content is
 // namespaced only says so in its Resolved condition. When this
 // installation was resolved as an instance (a version of its own) but its
 // content turns out to be cluster-scoped while another installation of
@@ -33,7 +32,14 @@ import (
 // version (the Resolved condition set here makes the installation wait on
 // the others, so that reconcile comes at once).
 func (r *Reconciler) checkScope(_ context.Context, s *scope) (ctrl.Result, error) {
-	refs, rendered := contentRefs(s)
+	ns := s.targetNamespace()
+	var plans []plan.Plan
+	if s.artifact.run != nil {
+		plans = s.artifact.run.plans
+	}
+	refs, rendered := resolve.Content(s.artifact.release, plans, s.inst.Status.Inventory, ns, func(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference {
+		return s.target.Applier().Refs(objs, ns)
+	})
 	if !rendered {
 		return ctrl.Result{}, nil
 	}
@@ -58,26 +64,4 @@ func (r *Reconciler) checkScope(_ context.Context, s *scope) (ctrl.Result, error
 	s.block = terminal(v1alpha1.ReasonNoMatchingVersion, msg)
 	setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.reason, s.block.message)
 	return ctrl.Result{}, nil
-}
-
-// contentRefs returns the refs of the objects whose scope decides
-// status.content, or false when this reconcile rendered nothing to decide
-// from. For a chart it is the rendered set, Helm hooks included (a hook
-// may create a CRD as well); for a package, resolve.PlansContent.
-func contentRefs(s *scope) ([]v1alpha1.ObjectReference, bool) {
-	ns := s.targetNamespace()
-	refs := func(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference {
-		return s.target.Applier().Refs(objs, ns)
-	}
-	switch {
-	case s.artifact.release.Resumable():
-		return resolve.PlansContent(s.artifact.run.plans, s.inst.Status.Inventory, ns, refs), true
-	case s.artifact.release == nil:
-		return nil, false
-	}
-	objects := make([]*unstructured.Unstructured, 0, len(s.artifact.release.CRDs)+len(s.artifact.release.Objects))
-	for _, o := range slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects) {
-		objects = append(objects, target.WithoutHook(o))
-	}
-	return refs(objects), true
 }

@@ -92,47 +92,6 @@ func TestFirstClusterScoped(t *testing.T) {
 	}
 }
 
-// What decides status.content: a chart's rendered set, hooks included; a
-// package's plans, with what its installed revision holds and the plans do
-// not delete, less the target namespace Annex created.
-func TestContentRefs(t *testing.T) {
-	inst := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "x"}}
-	chart := &scope{inst: inst, target: scopeTarget{}, artifact: artifact{release: &engine.Release{
-		Objects: []*unstructured.Unstructured{
-			object("v1", "ConfigMap", "config", nil),
-			object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", map[string]string{"helm.sh/hook": "pre-install"}),
-		},
-	}}}
-	refs, ok := contentRefs(chart)
-	if got := resolve.FirstClusterScoped(refs); !ok || got == nil || *got != crd {
-		t.Errorf("chart: a CRD created by a hook is content; got %+v", refs)
-	}
-
-	pkgInst := inst.DeepCopy()
-	pkgInst.Status.Inventory = []v1alpha1.ObjectReference{
-		crd, configMap, {Version: "v1", Kind: "Namespace", Name: "team-a"}, clusterRole,
-	}
-	update := plan.Plan{Name: "update", Phases: []plan.Phase{{Name: "p", Steps: []plan.Step{{Name: "s", Tasks: []plan.Task{
-		{Name: "config", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{object("v1", "ConfigMap", "config", nil)}},
-		{Name: "drop", Kind: plan.TaskDelete, Objects: []*unstructured.Unstructured{object("rbac.authorization.k8s.io/v1", "ClusterRole", "widget-reader", nil)}},
-	}}}}}}
-	pkg := &scope{inst: pkgInst, target: scopeTarget{}, artifact: artifact{release: withPlans(), run: &planRun{plans: []plan.Plan{update}}}}
-	refs, ok = contentRefs(pkg)
-	if !ok || len(refs) != 2 || refs[0] != configMap || refs[1] != crd {
-		t.Errorf("package: got %+v, want the plan's ConfigMap and the installed CRD", refs)
-	}
-	// Without a plan to run, the installed revision decides.
-	pkg.artifact.run.plans = nil
-	refs, _ = contentRefs(pkg)
-	if got := resolve.FirstClusterScoped(refs); got == nil || *got != crd {
-		t.Errorf("package without plans: got %+v", refs)
-	}
-	// Nothing rendered (a package whose render stopped): nothing to decide.
-	if _, ok := contentRefs(&scope{inst: inst, target: scopeTarget{}}); ok {
-		t.Error("nothing rendered, yet content to decide from")
-	}
-}
-
 // An instance whose content turns out cluster-scoped is stopped when
 // another installation of the extension, not known to be namespaced only,
 // runs or is resolved to another version; the message names the object
