@@ -14,31 +14,6 @@ import (
 // hooks included; a package's plans (PlansContent); nothing when nothing
 // was rendered.
 func TestContent(t *testing.T) {
-	obj := func(apiVersion, kind, name string, annotations map[string]string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(apiVersion)
-		u.SetKind(kind)
-		u.SetName(name)
-		u.SetAnnotations(annotations)
-		return u
-	}
-	// refs places objects as the applier does: hooks are no inventory,
-	// ConfigMaps in ns.
-	refs := func(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference {
-		var out []v1alpha1.ObjectReference
-		for _, o := range objs {
-			if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {
-				continue
-			}
-			gv := o.GroupVersionKind()
-			ref := v1alpha1.ObjectReference{Group: gv.Group, Version: gv.Version, Kind: gv.Kind, Name: o.GetName()}
-			if gv.Kind == "ConfigMap" {
-				ref.Namespace = "team-a"
-			}
-			out = append(out, ref)
-		}
-		return out
-	}
 	crd := v1alpha1.ObjectReference{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}
 	config := v1alpha1.ObjectReference{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "config"}
 
@@ -65,6 +40,33 @@ func TestContent(t *testing.T) {
 	}
 }
 
+func obj(apiVersion, kind, name string, annotations map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetName(name)
+	u.SetAnnotations(annotations)
+	return u
+}
+
+// refs places objects as the applier does: hooks are no inventory,
+// ConfigMaps in the target namespace team-a.
+func refs(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference {
+	var out []v1alpha1.ObjectReference
+	for _, o := range objs {
+		if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {
+			continue
+		}
+		gv := o.GroupVersionKind()
+		ref := v1alpha1.ObjectReference{Group: gv.Group, Version: gv.Version, Kind: gv.Kind, Name: o.GetName()}
+		if gv.Kind == "ConfigMap" {
+			ref.Namespace = "team-a"
+		}
+		out = append(out, ref)
+	}
+	return out
+}
+
 // noPlans is a PlanSet that offers nothing: the test gives the plans.
 type noPlans struct{}
 
@@ -76,34 +78,14 @@ func (noPlans) Cleanup() (*plan.Plan, []string)                { return nil, nil
 // objects of the installed revision they do not delete, less the target
 // namespace Annex created.
 func TestPlansContent(t *testing.T) {
-	obj := func(apiVersion, kind, name string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(apiVersion)
-		u.SetKind(kind)
-		u.SetName(name)
-		return u
-	}
-	// refs places every object as the applier would: namespaced kinds in ns.
-	refs := func(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference {
-		var out []v1alpha1.ObjectReference
-		for _, o := range objs {
-			gv := o.GroupVersionKind()
-			ref := v1alpha1.ObjectReference{Group: gv.Group, Version: gv.Version, Kind: gv.Kind, Name: o.GetName()}
-			if gv.Kind == "ConfigMap" {
-				ref.Namespace = "team-a"
-			}
-			out = append(out, ref)
-		}
-		return out
-	}
 	crd := v1alpha1.ObjectReference{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}
 	role := v1alpha1.ObjectReference{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "widget-reader"}
 	config := v1alpha1.ObjectReference{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "config"}
 	inventory := []v1alpha1.ObjectReference{crd, config, {Version: "v1", Kind: "Namespace", Name: "team-a"}, role}
 	update := plan.Plan{Name: "update", Phases: []plan.Phase{{Name: "p", Steps: []plan.Step{{Name: "s", Tasks: []plan.Task{
-		{Name: "config", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{obj("v1", "ConfigMap", "config")}},
+		{Name: "config", Kind: plan.TaskApply, Objects: []*unstructured.Unstructured{obj("v1", "ConfigMap", "config", nil)}},
 		// Deleted under another version than the inventory's: still gone.
-		{Name: "drop", Kind: plan.TaskDelete, Objects: []*unstructured.Unstructured{obj("rbac.authorization.k8s.io/v1beta1", "ClusterRole", "widget-reader")}},
+		{Name: "drop", Kind: plan.TaskDelete, Objects: []*unstructured.Unstructured{obj("rbac.authorization.k8s.io/v1beta1", "ClusterRole", "widget-reader", nil)}},
 	}}}}}}
 	got := PlansContent([]plan.Plan{update}, inventory, "team-a", refs)
 	if len(got) != 2 || got[0] != config || got[1] != crd {
