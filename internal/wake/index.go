@@ -27,9 +27,17 @@ type Index struct {
 	store toolscache.Indexer
 }
 
-// NewIndex adds the cluster indexes to the cache's informer for
-// ExtensionInstallations and returns a reader of them.
+// NewIndex adds the field indexes the mapping functions list by
+// (IndexExtension, IndexValuesSource) and the cluster indexes to the
+// cache's informer for ExtensionInstallations, and returns a reader of
+// the latter. Call it once per cache.
 func NewIndex(ctx context.Context, c cache.Cache) (*Index, error) {
+	if err := c.IndexField(ctx, &v1alpha1.ExtensionInstallation{}, IndexExtension, Extension); err != nil {
+		return nil, err
+	}
+	if err := c.IndexField(ctx, &v1alpha1.ExtensionInstallation{}, IndexValuesSource, ValuesSources); err != nil {
+		return nil, err
+	}
 	inf, err := c.GetInformer(ctx, &v1alpha1.ExtensionInstallation{})
 	if err != nil {
 		return nil, err

@@ -32,12 +32,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Hooks == nil {
 		return errors.New("installation controller: Hooks is required")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, wake.IndexExtension, wake.Extension); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ExtensionInstallation{}, wake.IndexValuesSource, wake.ValuesSources); err != nil {
-		return err
-	}
 	index, err := wake.NewIndex(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err
