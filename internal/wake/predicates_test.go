@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"context"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,43 @@ func TestAnnotationsChanged(t *testing.T) {
 			got := AnnotationsChanged().Update(event.UpdateEvent{ObjectOld: withAnnotations(tc.old), ObjectNew: withAnnotations(tc.new)})
 			if got != tc.want {
 				t.Errorf("AnnotationsChanged(%v → %v) = %v, want %v", tc.old, tc.new, got, tc.want)
+			}
+		})
+	}
+}
+
+// shardOf owns the clusters it lists.
+type shardOf map[string]bool
+
+func (s shardOf) Owns(_ context.Context, cluster string) bool { return s[cluster] }
+
+// A manager's shard sees the events of the installations on its clusters
+// only; without shards, every event.
+func TestOfShard(t *testing.T) {
+	on := func(cluster string) *v1alpha1.ExtensionInstallation {
+		inst := &v1alpha1.ExtensionInstallation{}
+		inst.Spec.Cluster = cluster
+		return inst
+	}
+	for _, tc := range []struct {
+		name    string
+		shard   Shard
+		cluster string
+		want    bool
+	}{
+		// One of the shard's clusters.
+		{name: "owned", shard: shardOf{"edge-1": true}, cluster: "edge-1", want: true},
+		// Another shard's.
+		{name: "not owned", shard: shardOf{"edge-1": true}, cluster: "edge-2"},
+		// The hub is a cluster like any other.
+		{name: "hub not owned", shard: shardOf{"edge-1": true}, cluster: ""},
+		// No sharding: every installation.
+		{name: "no shards", cluster: "edge-2", want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := OfShard(tc.shard).Create(event.CreateEvent{Object: on(tc.cluster)})
+			if got != tc.want {
+				t.Errorf("OfShard passes an installation on %q: %v, want %v", tc.cluster, got, tc.want)
 			}
 		})
 	}

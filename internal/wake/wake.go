@@ -284,3 +284,18 @@ func DeletionStarted() predicate.Funcs {
 		},
 	}
 }
+
+// Shard tells whether this manager's shard of managers owns or serves a
+// cluster (internal/shard's Fence).
+type Shard interface {
+	Owns(ctx context.Context, cluster string) bool
+}
+
+// OfShard passes the events of installations whose cluster shard owns
+// or serves; a nil shard passes all. The reconcile checks again, for the
+// cache may lag behind a handover.
+func OfShard(shard Shard) predicate.Funcs {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return shard == nil || shard.Owns(context.Background(), o.(*v1alpha1.ExtensionInstallation).Spec.Cluster)
+	})
+}

@@ -39,7 +39,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.index = index
 	r.share = shard.NewShare(r.workers())
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.ExtensionInstallation{}, builder.WithPredicates(r.ofShard(), predicate.Or(
+		For(&v1alpha1.ExtensionInstallation{}, builder.WithPredicates(wake.OfShard(r.Fence), predicate.Or(
 			predicate.GenerationChangedPredicate{}, wake.AnnotationsChanged(), wake.DeletionStarted(), wake.StartedWaitingOnOthers()))).
 		// A shard that starts serving a cluster (it claimed it, or took it
 		// over), or a cluster reachable again, reconciles every
@@ -72,15 +72,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.Hooks.WakeThrough(c)
 	return nil
-}
-
-// ofShard passes the events of installations whose cluster this
-// manager's shard owns or serves (Fence.Owns); Reconcile checks again,
-// for the cache may lag behind a handover.
-func (r *Reconciler) ofShard() predicate.Funcs {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return r.Fence == nil || r.Fence.Owns(context.Background(), o.(*v1alpha1.ExtensionInstallation).Spec.Cluster)
-	})
 }
 
 // DefaultWorkers is how many installations reconcile at once when
