@@ -146,3 +146,16 @@ func Of(applied *Note, trans []Note) []Note {
 // ReasonBecameReady is the reason of the Event told when an installation
 // becomes Ready.
 const ReasonBecameReady = "Ready"
+
+// RevisionOf is the revision inst is at, which every Event's log line
+// carries: the one being applied (status.pending), else the last
+// recorded, else 0.
+func RevisionOf(inst *v1alpha1.ExtensionInstallation) int64 {
+	switch {
+	case inst.Status.Pending != nil:
+		return inst.Status.Pending.Number
+	case len(inst.Status.History) > 0:
+		return inst.Status.History[0].Number
+	}
+	return 0
+}

@@ -101,3 +101,24 @@ func terminal(reason, message string) *Stop {
 }
 func retry(reason, message string) *Stop { return &Stop{Kind: Retry, Reason: reason, Message: message} }
 func wait(reason, message string) *Stop  { return &Stop{Kind: Wait, Reason: reason, Message: message} }
+
+func TestRevisionOf(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status v1alpha1.ExtensionInstallationStatus
+		want   int64
+	}{
+		// Nothing applied yet.
+		{name: "new", want: 0},
+		// The last recorded revision (history is newest first).
+		{name: "recorded", status: v1alpha1.ExtensionInstallationStatus{History: []v1alpha1.Revision{{Number: 4}, {Number: 3}}}, want: 4},
+		// A revision being applied is the one its Events speak of.
+		{name: "pending", status: v1alpha1.ExtensionInstallationStatus{Pending: &v1alpha1.Revision{Number: 5}, History: []v1alpha1.Revision{{Number: 4}}}, want: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RevisionOf(&v1alpha1.ExtensionInstallation{Status: tc.status}); got != tc.want {
+				t.Errorf("RevisionOf() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -46,23 +46,11 @@ func (r *Reconciler) event(s *scope, eventType, reason, message string) {
 		s.report.told = map[string]bool{}
 	}
 	s.report.told[reason] = true
-	s.report.log.Info(message, "event", reason, "type", eventType, "revision", revisionOf(s.inst), "version", s.inst.Status.InstalledVersion)
+	s.report.log.Info(message, "event", reason, "type", eventType, "revision", news.RevisionOf(s.inst), "version", s.inst.Status.InstalledVersion)
 	if r.Events == nil {
 		return
 	}
 	r.Events.Eventf(s.inst, nil, eventType, reason, "Reconcile", "%s", message)
-}
-
-// revisionOf is the revision an installation is at: the one being
-// applied, else the last recorded, else 0.
-func revisionOf(inst *v1alpha1.ExtensionInstallation) int64 {
-	switch {
-	case inst.Status.Pending != nil:
-		return inst.Status.Pending.Number
-	case len(inst.Status.History) > 0:
-		return inst.Status.History[0].Number
-	}
-	return 0
 }
 
 // begin makes the scope of one reconcile, with a logger carrying the
