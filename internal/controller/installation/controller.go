@@ -13,8 +13,9 @@
 // observe.go records the Events, setup.go wires the watches. Their state
 // is the scope (scope.go); what each step asks of the world, and what it
 // decides, is in a package of its own: the engines' contract in
-// internal/engine, the target cluster in internal/target, revision records
-// in internal/record (Keeper; how revisions are numbered and recorded),
+// internal/engine and what they read in internal/enginefacts, the target
+// cluster in internal/target, revision records in internal/record
+// (Keeper; how revisions are numbered and recorded),
 // plans, their resumable driver and the cleanup plan's run in
 // internal/plan, adoption in internal/adopt, the CRD policy and its gate's
 // verdict in internal/crdcheck, approvals in internal/approval, hooks in
