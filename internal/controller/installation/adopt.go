@@ -12,6 +12,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/adopt"
+	"github.com/annex-platform/annex/internal/fleet"
 )
 
 // Adoption (spec.adopt): the first install of an installation that names
@@ -53,7 +54,7 @@ func (r *Reconciler) adoptRelease(ctx context.Context, s *scope) (ctrl.Result, e
 		Objects:   slices.Concat(s.artifact.release.CRDs, s.artifact.release.Objects),
 		Resumable: s.artifact.release.Resumable(),
 	}
-	t, err := adopt.Plan(ctx, s.target.Applier(), inst, self, clusterName(inst.Spec.Cluster), rendered)
+	t, err := adopt.Plan(ctx, s.target.Applier(), inst, self, fleet.ClusterName(inst.Spec.Cluster), rendered)
 	var no *adopt.Refusal
 	switch {
 	case errors.As(err, &no) && no.Retry:

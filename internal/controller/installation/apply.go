@@ -16,6 +16,7 @@ import (
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/remediate"
 	"github.com/annex-platform/annex/internal/target"
@@ -68,7 +69,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		op = metrics.OpUpgrade
 	}
 	objects, opts := s.artifact.adoption.Objects(set.Objects), target.ApplyOptions{
-		HookTimeout:   timeoutOf(inst),
+		HookTimeout:   readiness.TimeoutOf(inst),
 		TakeOwnership: inst.Spec.TakeOwnership,
 		Create:        first,
 	}.Adopting(s.artifact.adoption)

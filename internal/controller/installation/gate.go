@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/kubeapis"
 	"github.com/annex-platform/annex/internal/plan"
@@ -47,7 +48,7 @@ func (r *Reconciler) gate(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if c == nil {
 		s.inst.Status.Change = nil
 		if err := r.keepInstalledCRDs(ctx, s); err != nil {
-			s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the CustomResourceDefinitions installed on %s: %v", clusterName(s.inst.Spec.Cluster), err))
+			s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the CustomResourceDefinitions installed on %s: %v", fleet.ClusterName(s.inst.Spec.Cluster), err))
 			return ctrl.Result{}, s.block
 		}
 		return ctrl.Result{}, nil
@@ -98,12 +99,12 @@ func (r *Reconciler) checkServed(ctx context.Context, s *scope) (ctrl.Result, er
 	}
 	unserved, err := kubeapis.Check(objs, s.targetNamespace(), func(gvk schema.GroupVersionKind) (kubeapis.Answer, error) { return s.target.Serves(ctx, gvk) })
 	if err != nil {
-		s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the API kinds %s serves: %v", clusterName(s.inst.Spec.Cluster), err))
+		s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the API kinds %s serves: %v", fleet.ClusterName(s.inst.Spec.Cluster), err))
 		return ctrl.Result{}, s.block
 	}
 	if len(unserved) > 0 {
 		s.block = terminal(v1alpha1.ReasonKindNotServed, kubeapis.UnservedMessage(
-			s.inst.Spec.Extension, s.choice.Version.Version, clusterName(s.inst.Spec.Cluster), s.inst.Status.ClusterVersion, unserved))
+			s.inst.Spec.Extension, s.choice.Version.Version, fleet.ClusterName(s.inst.Spec.Cluster), s.inst.Status.ClusterVersion, unserved))
 	}
 	return ctrl.Result{}, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/crdcheck"
+	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/plan"
 )
 
@@ -33,7 +34,7 @@ func (r *Reconciler) checkCRDs(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	installed, err := s.target.CRDs(ctx, crdcheck.Names(proposed))
 	if err != nil {
-		s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the CustomResourceDefinitions installed on %s: %v", clusterName(s.inst.Spec.Cluster), err))
+		s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the CustomResourceDefinitions installed on %s: %v", fleet.ClusterName(s.inst.Spec.Cluster), err))
 		return ctrl.Result{}, s.block
 	}
 	v := crdcheck.Gate(s.inst, s.choice.Version.Version, prev, proposed, installed)

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/values"
@@ -44,7 +45,7 @@ func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, er
 	ref := fmt.Sprintf("%s %s", s.inst.Spec.Extension, s.choice.Version.Version)
 	if lookupErr != nil {
 		return r.stop(s, retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf(
-			"spec.scopedGrants: reading the scope of the resources %s grants from %s: %v", ref, clusterName(s.inst.Spec.Cluster), lookupErr)), ctrl.Result{})
+			"spec.scopedGrants: reading the scope of the resources %s grants from %s: %v", ref, fleet.ClusterName(s.inst.Spec.Cluster), lookupErr)), ctrl.Result{})
 	}
 	if err != nil {
 		return r.stop(s, terminal(v1alpha1.ReasonScopedGrantsRefused, fmt.Sprintf(

@@ -3,25 +3,19 @@ package installation
 import (
 	"context"
 	"fmt"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/target"
 )
 
-func timeoutOf(inst *v1alpha1.ExtensionInstallation) time.Duration {
-	if inst.Spec.Timeout.Duration > 0 {
-		return inst.Spec.Timeout.Duration
-	}
-	return defaultTimeout
-}
-
 // waitHealthy reads the health of the applied objects; it waits, polling,
-// until they are healthy, and reports Stalled after spec.timeout. When
-// this reconcile's apply or drift check has just seen every object, it
-// takes the health from what they saw instead of reading everything again.
+// until they are healthy, and reports Stalled after spec.timeout
+// (readiness.Judge). When this reconcile's apply or drift check has just
+// seen every object, it takes the health from what they saw instead of
+// reading everything again.
 func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var h target.Health
 	if s.applied.health != nil {
@@ -36,32 +30,23 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 	if s.artifact.release.ResourcesTask != "" {
 		s.observeResources(h, s.applied.inventory)
 	}
-	if h.Ready {
+	// A release of plans waited for health step by step: what is not
+	// healthy now broke afterwards, and rolling back plans is not Annex's
+	// to decide.
+	timeout := readiness.TimeoutOf(s.inst)
+	switch readiness.Judge(h.Ready, h.Failed, s.inst.Status.History[0].AppliedAt.Time, r.now(), timeout, s.artifact.release.RollsBack) {
+	case readiness.Healthy:
 		s.outcome.healthy = true
 		s.inst.Status.Failures, s.inst.Status.FailedTarget = 0, nil
 		s.inst.Status.LastHealthyRevision = s.inst.Status.History[0].Number
 		return ctrl.Result{}, nil
-	}
-	since := s.inst.Status.History[0].AppliedAt.Time
-	timeout := timeoutOf(s.inst)
-	if !s.artifact.release.RollsBack {
-		// The release's plans waited for health step by step; what is
-		// not healthy now broke afterwards, and rolling back plans is not
-		// Annex's to decide.
-		s.block = wait(v1alpha1.ReasonWaitingForHealth, h.Summary)
-		if h.Failed || r.now().Sub(since) > timeout {
-			s.block = &block{kind: blockStalled, reason: v1alpha1.ReasonHealthTimeout, message: h.Summary}
-		}
-		return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
-	}
-	if h.Failed || r.now().Sub(since) > timeout {
+	case readiness.AttemptFailed:
 		return r.attemptFailed(ctx, s, v1alpha1.ReasonHealthTimeout, fmt.Sprintf(
 			"not healthy within spec.timeout (%s): %s", timeout, h.Summary))
+	case readiness.Stalled:
+		s.block = &block{kind: blockStalled, reason: v1alpha1.ReasonHealthTimeout, message: h.Summary}
+	default:
+		s.block = wait(v1alpha1.ReasonWaitingForHealth, h.Summary)
 	}
-	s.block = wait(v1alpha1.ReasonWaitingForHealth, h.Summary)
 	return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
 }
-
-// defaultTimeout is the API's default spec.timeout, for objects written
-// before the default existed.
-const defaultTimeout = 5 * time.Minute

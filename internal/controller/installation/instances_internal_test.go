@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -136,7 +137,7 @@ func TestCheckScopeConflict(t *testing.T) {
 	if s.block == nil || s.block.kind != blockTerminal || s.block.reason != v1alpha1.ReasonNoMatchingVersion || s.block.message != want {
 		t.Fatalf("block %+v\nwant %s", s.block, want)
 	}
-	if c := findCondition(self, v1alpha1.ConditionResolved); c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
+	if c := meta.FindStatusCondition(self.Status.Conditions, v1alpha1.ConditionResolved); c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
 		t.Errorf("Resolved %+v", c)
 	}
 
@@ -152,7 +153,7 @@ func TestCheckScopeConflict(t *testing.T) {
 	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil || s.block != nil {
 		t.Fatalf("%v %+v", err, s.block)
 	}
-	if c := findCondition(self, v1alpha1.ConditionResolved); !strings.HasSuffix(c.Message, "a version of its own, apart from the other installations of x: its content is namespaced only") {
+	if c := meta.FindStatusCondition(self.Status.Conditions, v1alpha1.ConditionResolved); !strings.HasSuffix(c.Message, "a version of its own, apart from the other installations of x: its content is namespaced only") {
 		t.Errorf("Resolved %q", c.Message)
 	}
 }

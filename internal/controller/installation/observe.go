@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/depend"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/news"
 )
@@ -59,6 +60,6 @@ func (r *Reconciler) event(s *scope, eventType, reason, message string) {
 // reconcile has them.
 func (r *Reconciler) begin(ctx context.Context, inst *v1alpha1.ExtensionInstallation) (context.Context, *scope) {
 	s := newScope(inst)
-	s.report.log = log.FromContext(ctx).WithValues("installation", nameOf(inst), "cluster", metrics.ClusterLabel(inst.Spec.Cluster))
+	s.report.log = log.FromContext(ctx).WithValues("installation", depend.NameOf(inst), "cluster", metrics.ClusterLabel(inst.Spec.Cluster))
 	return log.IntoContext(ctx, s.report.log), s
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -205,7 +206,7 @@ func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result,
 	last := inst.Status.History[0]
 	s.applied.inventory = inst.Status.Inventory
 	if plan.Unfinished(inst.Status.Plans, last) != nil {
-		if c := findCondition(inst, v1alpha1.ConditionInstalled); c != nil {
+		if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionInstalled); c != nil {
 			s.block = terminal(c.Reason, c.Message)
 		}
 		return ctrl.Result{}, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/annex-platform/annex/internal/adopt"
 	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/enginefacts"
+	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/values"
@@ -60,7 +61,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 	case known.APIVersionsErr != nil:
 		// Not the artifact's fault: the Installed condition stays.
 		s.block = retry(v1alpha1.ReasonRenderFailed, fmt.Sprintf("reading the API versions of %s for .Capabilities.APIVersions: %v",
-			clusterName(inst.Spec.Cluster), known.APIVersionsErr))
+			fleet.ClusterName(inst.Spec.Cluster), known.APIVersionsErr))
 		return ctrl.Result{}, s.block
 	}
 	if err != nil {

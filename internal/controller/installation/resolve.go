@@ -13,7 +13,6 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/depend"
-	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/resolve"
 )
@@ -45,8 +44,6 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 	return nil
 }
 
-func nameOf(inst *v1alpha1.ExtensionInstallation) string { return depend.NameOf(inst) }
-
 // resolve solves every installation on the cluster together and takes this
 // installation's version from the resolution: the cluster's memo answers
 // when nothing the solve reads changed since it last solved.
@@ -69,7 +66,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 			return r.Resolver.Solve(s.cluster.Extensions, problem)
 		})
 	s.inst.Status.RequiredBy = depend.RequiredBy(s.cluster, s.inst)
-	if ex := s.cluster.Resolution.Failed[nameOf(s.inst)]; ex != nil {
+	if ex := s.cluster.Resolution.Failed[depend.NameOf(s.inst)]; ex != nil {
 		s.block = terminal(ex.Reason, ex.Message)
 		if s.inst.Status.InstalledVersion != "" {
 			s.block.message += fmt.Sprintf(" %s %s keeps running as it is.", s.inst.Spec.Extension, s.inst.Status.InstalledVersion)
@@ -77,7 +74,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 		setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.reason, s.block.message)
 		return ctrl.Result{}, nil
 	}
-	sel, ok := s.cluster.Resolution.For(s.inst.Spec.Extension, nameOf(s.inst))
+	sel, ok := s.cluster.Resolution.For(s.inst.Spec.Extension, depend.NameOf(s.inst))
 	if !ok {
 		return ctrl.Result{}, fmt.Errorf("the resolver chose no version of %s and gave no reason", s.inst.Spec.Extension)
 	}
@@ -145,6 +142,3 @@ func (r *Reconciler) holderOf(ctx context.Context, add *v1alpha1.ExtensionInstal
 	}
 	return holder
 }
-
-// clusterName names a cluster in messages (fleet.ClusterName).
-func clusterName(cluster string) string { return fleet.ClusterName(cluster) }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
@@ -83,13 +82,4 @@ func applyBlock(err error) *block {
 		return retry(v1alpha1.ReasonHookFailed, err.Error())
 	}
 	return retry(v1alpha1.ReasonApplyFailed, err.Error())
-}
-
-func findCondition(inst *v1alpha1.ExtensionInstallation, t string) *metav1.Condition {
-	for i := range inst.Status.Conditions {
-		if inst.Status.Conditions[i].Type == t {
-			return &inst.Status.Conditions[i]
-		}
-	}
-	return nil
 }

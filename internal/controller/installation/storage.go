@@ -9,6 +9,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/crdcheck"
+	"github.com/annex-platform/annex/internal/fleet"
 )
 
 // migrateStorage retires the old stored versions of the CRDs the
@@ -28,7 +29,7 @@ func (r *Reconciler) migrateStorage(ctx context.Context, s *scope) (ctrl.Result,
 	}
 	installed, err := s.target.CRDs(ctx, names)
 	if err != nil {
-		s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the CustomResourceDefinitions installed on %s: %v", clusterName(s.inst.Spec.Cluster), err))
+		s.block = retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf("reading the CustomResourceDefinitions installed on %s: %v", fleet.ClusterName(s.inst.Spec.Cluster), err))
 		return ctrl.Result{}, s.block
 	}
 	for _, m := range crdcheck.ToMigrate(names, installed) {

@@ -12,7 +12,9 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/depend"
+	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/news"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/target"
 	"github.com/annex-platform/annex/internal/uninstall"
@@ -59,7 +61,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	if err != nil {
 		s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf(
 			"spec.cluster: cannot reach %s to remove %d objects: %v; the installation is kept until they are removed: check the ManagedCluster and its kubeconfig Secret",
-			clusterName(inst.Spec.Cluster), len(inst.Status.Inventory), err))
+			fleet.ClusterName(inst.Spec.Cluster), len(inst.Status.Inventory), err))
 		return ctrl.Result{}, s.block
 	}
 	installed, haveRecord, err := r.records(s).Uninstalling(ctx)
@@ -68,7 +70,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	port := &uninstallPort{ctx: ctx, r: r, s: s, target: target, installed: setOf(installed)}
 	h, err := uninstall.Run(uninstall.Input{
-		Inst: inst, Installed: port.installed, HaveRecord: haveRecord, Namespace: s.targetNamespace(), Now: r.now(), DefaultTimeout: defaultTimeout,
+		Inst: inst, Installed: port.installed, HaveRecord: haveRecord, Namespace: s.targetNamespace(), Now: r.now(), DefaultTimeout: readiness.DefaultTimeout,
 	}, port)
 	switch {
 	case h.Stop != nil:
@@ -110,7 +112,7 @@ func (p *uninstallPort) Cleanup() (done bool, err error) {
 }
 
 func (p *uninstallPort) RunDeleteHooks(post bool) error {
-	return p.target.Applier().RunDeleteHooks(p.ctx, p.s.owner(), p.s.targetNamespace(), p.installed, post, timeoutOf(p.s.inst))
+	return p.target.Applier().RunDeleteHooks(p.ctx, p.s.owner(), p.s.targetNamespace(), p.installed, post, readiness.TimeoutOf(p.s.inst))
 }
 
 func (p *uninstallPort) Delete(refs []v1alpha1.ObjectReference) (int, error) {
