@@ -567,6 +567,15 @@ type ObjectReference struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
+	// ResourceVersion is, in status.inventory, the object's resourceVersion
+	// when Annex last applied it. Uninstalling and pruning delete an object
+	// of a kind no controller writes back (ConfigMap, Secret,
+	// ServiceAccount, Service, RBAC, ...) with it as a precondition instead
+	// of reading the object first: an object changed since, by anyone, is
+	// read and checked as before. Not an identity: two references to one
+	// object may differ in it.
+	// +optional
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // AdoptedObject is an object an adoption took over without writing it.

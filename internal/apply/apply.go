@@ -535,7 +535,7 @@ func ChartPlan(steps []Step) plan.Plan {
 // resultOf orders the entries of an apply into its Result.
 func resultOf(entries []phasedRef) Result {
 	refs, live := sortInventory(entries)
-	res := Result{Inventory: refs, Health: healthOf(refs, live)}
+	res := Result{Inventory: withResourceVersions(refs, live), Health: healthOf(refs, live)}
 	for _, e := range entries {
 		if e.adopted != nil {
 			res.Adopted = append(res.Adopted, *e.adopted)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +33,8 @@ import (
 // deleteCRDs.
 //
 // Deletes use background propagation and go in reverse phase order; Prune
-// does not wait for objects to disappear. A failure to delete one object
+// does not wait for objects to disappear. An object old holds the
+// resourceVersion of may be deleted without a read first (see doomed). A failure to delete one object
 // does not stop the others; the errors are joined *ObjectErrors.
 func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {
 	var gone []v1alpha1.ObjectReference
@@ -48,7 +50,7 @@ func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha
 	if err != nil {
 		return nil, err
 	}
-	live, err := a.liveOwned(ctx, owner, gone)
+	live, err := a.doomed(ctx, owner, gone)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +60,7 @@ func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha
 	)
 	for _, obj := range inDeleteOrder(live, crds) {
 		ref := refOf(obj)
-		outcome, err := a.deleteOne(ctx, obj)
+		outcome, err := a.deleteOwned(ctx, owner, obj)
 		failpoint.Hit(failpoint.DuringPrune, owner.String())
 		switch {
 		case err != nil:
@@ -98,7 +100,7 @@ func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.
 			targets = append(targets, ref)
 		}
 	}
-	live, err := a.liveOwned(ctx, owner, targets)
+	live, err := a.doomed(ctx, owner, targets)
 	if err != nil {
 		return 0, err
 	}
@@ -124,7 +126,7 @@ func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.
 		stays := make([]bool, len(phaseObjs))
 		forEach(a.workers(), len(phaseObjs), func(i int) {
 			obj := phaseObjs[i]
-			outcome, err := a.deleteOne(ctx, obj)
+			outcome, err := a.deleteOwned(ctx, owner, obj)
 			failpoint.Hit(failpoint.UninstallAfterFirstDelete, owner.String())
 			if err != nil {
 				errs[i] = &ObjectError{Op: "delete", Object: refOf(obj), Err: err}
@@ -203,6 +205,98 @@ func (a *Applier) definedKindsOf(ctx context.Context, refs []v1alpha1.ObjectRefe
 	}
 	return definedKinds(crds), nil
 }
+
+// doomed returns the objects of refs to delete for owner, in the order of
+// refs: those that exist and carry owner's labels (or are, by UID, those
+// of owner.Adopted), read, and — unread — those whose reference holds the
+// resourceVersion Annex applied them at, if no controller writes objects
+// of their kind back (unreadDeletable). An unread one is a stub with no
+// UID; deleteOwned deletes it on condition that it is unchanged since, so
+// that it is still the object Annex wrote with owner's labels.
+func (a *Applier) doomed(ctx context.Context, owner Owner, refs []v1alpha1.ObjectReference) ([]*unstructured.Unstructured, error) {
+	var read []v1alpha1.ObjectReference
+	unread := map[int]*unstructured.Unstructured{}
+	for i, ref := range refs {
+		if ref.ResourceVersion == "" || !unreadDeletable(gvkOf(ref).GroupKind()) {
+			read = append(read, ref)
+			continue
+		}
+		stub := &unstructured.Unstructured{}
+		stub.SetGroupVersionKind(gvkOf(ref))
+		stub.SetNamespace(ref.Namespace)
+		stub.SetName(ref.Name)
+		stub.SetResourceVersion(ref.ResourceVersion)
+		unread[i] = stub
+	}
+	if len(unread) == 0 {
+		return a.liveOwned(ctx, owner, refs)
+	}
+	live, err := a.getAll(ctx, read)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(refs))
+	for i := range refs {
+		if stub, ok := unread[i]; ok {
+			out = append(out, stub)
+			continue
+		}
+		obj := live[0]
+		live = live[1:]
+		if obj != nil && owner.owns(obj) {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// unreadDeletable reports whether objects of gk are, in a running cluster,
+// changed by no one but whoever applies them: no controller writes their
+// status or metadata back, so the resourceVersion they were applied at is
+// still theirs when they are deleted. Kinds with a status (workloads,
+// Ingresses, custom resources, ...) or a field others fill in (webhook
+// configurations' caBundle) are read before they are deleted.
+func unreadDeletable(gk schema.GroupKind) bool {
+	switch gk.Group {
+	case "":
+		switch gk.Kind {
+		case "ConfigMap", "Secret", "ServiceAccount", "Service":
+			return true
+		}
+	case "rbac.authorization.k8s.io":
+		return true
+	case "networking.k8s.io":
+		return gk.Kind == "NetworkPolicy" || gk.Kind == "IngressClass"
+	case "scheduling.k8s.io":
+		return gk.Kind == "PriorityClass"
+	case "storage.k8s.io":
+		return gk.Kind == "StorageClass" || gk.Kind == "CSIDriver"
+	}
+	return false
+}
+
+// deleteOwned deletes obj, one doomed returned, and says what became of
+// it. An unread obj is deleted on condition that its resourceVersion is
+// the one applied; if it changed since, it is read and deleted as a read
+// one is, provided it is still owner's.
+func (a *Applier) deleteOwned(ctx context.Context, owner Owner, obj *unstructured.Unstructured) (deleteOutcome, error) {
+	if obj.GetUID() != "" {
+		return a.deleteOne(ctx, obj)
+	}
+	outcome, err := a.deleteOne(ctx, obj)
+	if !errors.Is(err, errChanged) {
+		return outcome, err
+	}
+	live, err := a.get(ctx, refOf(obj))
+	if err != nil || live == nil || !owner.owns(live) {
+		return deleteAbsent, err
+	}
+	return a.deleteOne(ctx, live)
+}
+
+// errChanged is deleteOne's answer when an unread object's resourceVersion
+// precondition failed: someone changed it since it was applied.
+var errChanged = errors.New("the object changed since it was applied")
 
 // liveOwned reads the objects of refs and returns those that exist and
 // carry owner's labels, in the order of refs.
@@ -296,11 +390,17 @@ func (a *Applier) deleteOne(ctx context.Context, obj *unstructured.Unstructured)
 	if err != nil {
 		return deletePending, err
 	}
-	uid := obj.GetUID()
+	// A read object goes only if it is still the same (its UID); an unread
+	// one only if it is unchanged since it was applied (its resourceVersion).
+	preconditions := &metav1.Preconditions{UID: ptr.To(obj.GetUID())}
+	unread := obj.GetUID() == ""
+	if unread {
+		preconditions = &metav1.Preconditions{ResourceVersion: ptr.To(obj.GetResourceVersion())}
+	}
 	body, err := json.Marshal(metav1.DeleteOptions{
 		TypeMeta:          metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"},
 		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
-		Preconditions:     &metav1.Preconditions{UID: &uid},
+		Preconditions:     preconditions,
 	})
 	if err != nil {
 		return deletePending, err
@@ -308,6 +408,8 @@ func (a *Applier) deleteOne(ctx context.Context, obj *unstructured.Unstructured)
 	answer, err := a.REST.Delete().AbsPath(objectPath(mapping, obj.GetNamespace(), obj.GetName())).
 		SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Raw()
 	switch {
+	case apierrors.IsConflict(err) && unread:
+		return deletePending, errChanged
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err): // Conflict: the UID precondition failed
 		return deleteAbsent, nil
 	case err != nil:

@@ -96,7 +96,7 @@ func TestApplyWithHooks(t *testing.T) {
 		t.Fatalf("ApplyWithHooks: %v", err)
 	}
 	// Hooks are not inventory.
-	if want := []v1alpha1.ObjectReference{settings}; !slices.Equal(inventory, want) {
+	if want := []v1alpha1.ObjectReference{settings}; !slices.Equal(unversioned(inventory), want) {
 		t.Errorf("inventory = %v, want %v", inventory, want)
 	}
 	first := read(t, a, job)
@@ -293,7 +293,7 @@ func TestHooksInTheReleasesNewNamespace(t *testing.T) {
 	}
 	// The namespace is the release's: in the inventory, first of the
 	// steps, before the CRD-less set's hooks.
-	if want := []v1alpha1.ObjectReference{ref("", "v1", "Namespace", "", ns), ref("", "v1", "ConfigMap", ns, "settings")}; !slices.Equal(res.Inventory, want) {
+	if want := []v1alpha1.ObjectReference{ref("", "v1", "Namespace", "", ns), ref("", "v1", "ConfigMap", ns, "settings")}; !slices.Equal(unversioned(res.Inventory), want) {
 		t.Errorf("inventory = %v, want %v", res.Inventory, want)
 	}
 	if steps := res.Plan.Phases[0].Steps; len(steps) == 0 || steps[0].Name != TargetNamespaceStep {
@@ -330,7 +330,7 @@ func TestHookJobDeletedOnceFinished(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ApplyWithHooks: %v", err)
 	}
-	if want := []v1alpha1.ObjectReference{ref("", "v1", "ConfigMap", ns, "settings")}; !slices.Equal(res.Inventory, want) {
+	if want := []v1alpha1.ObjectReference{ref("", "v1", "ConfigMap", ns, "settings")}; !slices.Equal(unversioned(res.Inventory), want) {
 		t.Errorf("inventory = %v, want %v", res.Inventory, want)
 	}
 }

@@ -97,6 +97,18 @@ func refOf(o *unstructured.Unstructured) v1alpha1.ObjectReference {
 	}
 }
 
+// withResourceVersions returns refs with the resourceVersion of each
+// object as live holds it (nil: none), for the inventory (see doomed).
+func withResourceVersions(refs []v1alpha1.ObjectReference, live []*unstructured.Unstructured) []v1alpha1.ObjectReference {
+	out := slices.Clone(refs)
+	for i, obj := range live {
+		if obj != nil {
+			out[i].ResourceVersion = obj.GetResourceVersion()
+		}
+	}
+	return out
+}
+
 func gvkOf(ref v1alpha1.ObjectReference) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: ref.Group, Version: ref.Version, Kind: ref.Kind}
 }

@@ -155,3 +155,13 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// unversioned returns refs without their resourceVersions, to compare an
+// inventory with references written by hand.
+func unversioned(refs []v1alpha1.ObjectReference) []v1alpha1.ObjectReference {
+	out := slices.Clone(refs)
+	for i := range out {
+		out[i].ResourceVersion = ""
+	}
+	return out
+}

@@ -248,10 +248,10 @@ func UnionRefs(old, add []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference,
 	return out, grew
 }
 
-// Identity drops the version: the same object may be recorded under two
-// versions of its kind.
+// Identity drops the version and the resourceVersion: the same object may
+// be recorded under two versions of its kind, and at two resourceVersions.
 func Identity(ref v1alpha1.ObjectReference) v1alpha1.ObjectReference {
-	ref.Version = ""
+	ref.Version, ref.ResourceVersion = "", ""
 	return ref
 }
 
