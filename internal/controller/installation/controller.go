@@ -109,6 +109,7 @@ type Reconciler struct {
 	index *wake.Index          // the cache's installations by cluster; set up by SetupWithManager
 	share *shard.Share         // how many reconciles each managed cluster may have at once; set up by SetupWithManager
 	memos resolve.ClusterMemos // each cluster's resolution problem between reconciles (resolve.go)
+	done  wake.Finalized       // the installations whose uninstall ended here (uninstall.go)
 }
 
 // +kubebuilder:rbac:groups=annex.dev,resources=extensioninstallations,verbs=get;list;watch;create;update;patch;delete
@@ -126,6 +127,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	inst := &v1alpha1.ExtensionInstallation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, inst); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !inst.DeletionTimestamp.IsZero() && r.done.Has(inst.UID, r.now()) {
+		return ctrl.Result{}, nil // a cache that has not seen the finalizer go
 	}
 	leave, admitted, err := r.enter(ctx, inst)
 	if !admitted || err != nil {

@@ -141,6 +141,9 @@ func (p *uninstallPort) Release() (bool, error) {
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
+	if err == nil {
+		p.r.done.Add(p.s.inst.UID, p.r.now())
+	}
 	return err == nil, err
 }
 
