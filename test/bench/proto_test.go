@@ -173,6 +173,14 @@ func protocolUninstall(ctx context.Context, c client.Client, i int) error {
 		return err
 	}
 	for _, o := range objs {
+		if kind := o.GetKind(); kind == "ServiceAccount" || kind == "Service" {
+			// Annex deletes these unread, on condition of the
+			// resourceVersion it applied them at (the inventory's).
+			if err := c.Delete(ctx, o); err != nil {
+				return err
+			}
+			continue
+		}
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(o.GroupVersionKind())
 		if err := c.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
