@@ -33,9 +33,10 @@ import (
 // deleteCRDs.
 //
 // Deletes use background propagation and go in reverse phase order; Prune
-// does not wait for objects to disappear. An object old holds the
-// resourceVersion of may be deleted without a read first (see doomed). A failure to delete one object
-// does not stop the others; the errors are joined *ObjectErrors.
+// does not wait for objects to disappear. An object whose reference in
+// old holds its resourceVersion may be deleted without a read first (see
+// doomed). A failure to delete one object does not stop the others; the
+// errors are joined *ObjectErrors.
 func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {
 	var gone []v1alpha1.ObjectReference
 	for _, ref := range removed(old, current) {
@@ -73,7 +74,8 @@ func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha
 }
 
 // Delete removes the objects of inventory that carry owner's labels (or
-// are, by UID, those of owner.Adopted), and
+// are, by UID, those of owner.Adopted; unchanged since Annex applied
+// them, for those deleted unread: see doomed), and
 // returns how many of them still exist; the caller calls Delete again until
 // that is 0. Objects not labelled for owner are left alone and not counted;
 // CRDs too, unless deleteCRDs.
