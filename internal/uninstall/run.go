@@ -52,10 +52,8 @@ type Input struct {
 	HaveRecord bool
 	// Namespace is the installation's target namespace.
 	Namespace string
-	// Now is the time of this pass; DefaultTimeout the deletion's
-	// timeout when spec.uninstall.timeout is unset.
-	Now            time.Time
-	DefaultTimeout time.Duration
+	// Now is the time of this pass.
+	Now time.Time
 }
 
 // Halt is where one pass of an uninstall ended.
@@ -168,7 +166,7 @@ func waitForDeletion(in Input, port Port, remaining int) Halt {
 	inst := in.Inst
 	msg := fmt.Sprintf("waiting for %d of %d objects to be deleted", remaining, len(inst.Status.Inventory))
 	waiting := Halt{Stop: &news.Stop{Kind: news.Wait, Reason: v1alpha1.ReasonUninstalling, Message: msg}, Polls: 1}
-	timeout := Timeout(inst, in.DefaultTimeout)
+	timeout := Timeout(inst)
 	if in.Now.Sub(inst.DeletionTimestamp.Time) <= timeout {
 		return waiting
 	}

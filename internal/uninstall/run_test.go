@@ -173,7 +173,7 @@ func TestRun(t *testing.T) {
 				now = deleted.Add(time.Hour)
 			}
 			w := tc.world
-			h, err := Run(Input{Inst: inst, Installed: tc.installed, HaveRecord: !tc.noRecord, Namespace: "apps", Now: now, DefaultTimeout: 5 * time.Minute}, &w)
+			h, err := Run(Input{Inst: inst, Installed: tc.installed, HaveRecord: !tc.noRecord, Namespace: "apps", Now: now}, &w)
 			if err != nil {
 				t.Fatal(err)
 			}

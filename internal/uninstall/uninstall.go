@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/target"
 )
 
@@ -70,12 +71,13 @@ func HooksRan(held target.Health) bool {
 	return false
 }
 
-// Timeout is spec.uninstall.timeout, or def when unset.
-func Timeout(inst *v1alpha1.ExtensionInstallation, def time.Duration) time.Duration {
+// Timeout is spec.uninstall.timeout, or readiness.DefaultTimeout when
+// unset.
+func Timeout(inst *v1alpha1.ExtensionInstallation) time.Duration {
 	if t := inst.Spec.Uninstall.Timeout.Duration; t > 0 {
 		return t
 	}
-	return def
+	return readiness.DefaultTimeout
 }
 
 // Lingering returns the objects of h still being deleted (their

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/target"
 )
 
@@ -65,11 +66,11 @@ func TestStartedTimeoutLingering(t *testing.T) {
 	if !Started(inst) {
 		t.Fatal("not Started with Installed=False Uninstalling")
 	}
-	if got := Timeout(inst, 5*time.Minute); got != 5*time.Minute {
+	if got := Timeout(inst); got != readiness.DefaultTimeout {
 		t.Fatalf("Timeout unset = %s, want the default", got)
 	}
 	inst.Spec.Uninstall.Timeout = metav1.Duration{Duration: time.Minute}
-	if got := Timeout(inst, 5*time.Minute); got != time.Minute {
+	if got := Timeout(inst); got != time.Minute {
 		t.Fatalf("Timeout = %s, want spec.uninstall.timeout", got)
 	}
 	cr := v1alpha1.ObjectReference{Group: "example.com", Version: "v1", Kind: "Widget", Namespace: "apps", Name: "w"}

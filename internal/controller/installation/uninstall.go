@@ -70,7 +70,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	port := &uninstallPort{ctx: ctx, r: r, s: s, target: target, installed: setOf(installed)}
 	h, err := uninstall.Run(uninstall.Input{
-		Inst: inst, Installed: port.installed, HaveRecord: haveRecord, Namespace: s.targetNamespace(), Now: r.now(), DefaultTimeout: readiness.DefaultTimeout,
+		Inst: inst, Installed: port.installed, HaveRecord: haveRecord, Namespace: s.targetNamespace(), Now: r.now(),
 	}, port)
 	switch {
 	case h.Stop != nil:
