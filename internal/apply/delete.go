@@ -208,17 +208,17 @@ func (a *Applier) definedKindsOf(ctx context.Context, refs []v1alpha1.ObjectRefe
 	return definedKinds(crds), nil
 }
 
-// doomed returns the objects of refs to delete for owner, in the order of
-// refs: those that exist and carry owner's labels (or are, by UID, those
-// of owner.Adopted), read, and — unread — those whose reference holds the
-// resourceVersion Annex applied them at, if no controller writes objects
-// of their kind back (unreadDeletable). An unread one is a stub with no
-// UID; deleteOwned deletes it on condition that it is unchanged since, so
-// that it is still the object Annex wrote with owner's labels.
+// doomed returns the objects of refs to delete for owner: unread, those
+// whose reference holds the resourceVersion Annex applied them at, if no
+// controller writes objects of their kind back (unreadDeletable); read,
+// the others that exist and carry owner's labels (or are, by UID, those
+// of owner.Adopted). An unread one is a stub with no UID; deleteOwned
+// deletes it on condition that it is unchanged since, so that it is still
+// the object Annex wrote with owner's labels.
 func (a *Applier) doomed(ctx context.Context, owner Owner, refs []v1alpha1.ObjectReference) ([]*unstructured.Unstructured, error) {
 	var read []v1alpha1.ObjectReference
-	unread := map[int]*unstructured.Unstructured{}
-	for i, ref := range refs {
+	var out []*unstructured.Unstructured
+	for _, ref := range refs {
 		if ref.ResourceVersion == "" || !unreadDeletable(gvkOf(ref).GroupKind()) {
 			read = append(read, ref)
 			continue
@@ -228,28 +228,13 @@ func (a *Applier) doomed(ctx context.Context, owner Owner, refs []v1alpha1.Objec
 		stub.SetNamespace(ref.Namespace)
 		stub.SetName(ref.Name)
 		stub.SetResourceVersion(ref.ResourceVersion)
-		unread[i] = stub
+		out = append(out, stub)
 	}
-	if len(unread) == 0 {
-		return a.liveOwned(ctx, owner, refs)
-	}
-	live, err := a.getAll(ctx, read)
+	live, err := a.liveOwned(ctx, owner, read)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*unstructured.Unstructured, 0, len(refs))
-	for i := range refs {
-		if stub, ok := unread[i]; ok {
-			out = append(out, stub)
-			continue
-		}
-		obj := live[0]
-		live = live[1:]
-		if obj != nil && owner.owns(obj) {
-			out = append(out, obj)
-		}
-	}
-	return out, nil
+	return append(out, live...), nil
 }
 
 // unreadDeletable reports whether objects of gk are, in a running cluster,

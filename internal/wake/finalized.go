@@ -46,10 +46,3 @@ func (f *Finalized) Has(uid types.UID, now time.Time) bool {
 	at, ok := f.uids[uid]
 	return ok && now.Sub(at) <= FinalizedFor
 }
-
-// Len is how many UIDs Finalized holds.
-func (f *Finalized) Len() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.uids)
-}

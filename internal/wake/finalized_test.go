@@ -24,7 +24,7 @@ func TestFinalized(t *testing.T) {
 	// Adding forgets what has expired, so the set stays as small as the
 	// uninstalls of the last FinalizedFor.
 	f.Add("b", t0.Add(FinalizedFor+time.Second))
-	if n := f.Len(); n != 1 {
-		t.Errorf("Len = %d after a expired and b was added, want 1", n)
+	if n := len(f.uids); n != 1 {
+		t.Errorf("%d UIDs held after a expired and b was added, want 1", n)
 	}
 }
