@@ -10,8 +10,6 @@ package record
 import (
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/adopt"
+	"github.com/annex-platform/annex/internal/values"
 )
 
 // Format is the format version Encode writes. DecodeIndex reads it and
@@ -244,7 +243,7 @@ func (e *Encoded) addPieces(stream []byte) ([]string, error) {
 	var digests []string
 	for len(data) > 0 {
 		n := min(len(data), PieceSize)
-		p := Piece{Digest: digestOf(data[:n]), Data: data[:n:n]}
+		p := Piece{Digest: values.DigestBytes(data[:n]), Data: data[:n:n]}
 		digests = append(digests, p.Digest)
 		if !containsPiece(e.Pieces, p.Digest) {
 			e.Pieces = append(e.Pieces, p)
@@ -261,11 +260,6 @@ func containsPiece(pieces []Piece, digest string) bool {
 		}
 	}
 	return false
-}
-
-func digestOf(data []byte) string {
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // DecodeIndex reads a record's index. It fails when data is not gzip,
@@ -332,7 +326,7 @@ func readStream(digests []string, load func(digest string) ([]byte, error)) ([]*
 		if err != nil {
 			return nil, fmt.Errorf("reading record piece %s: %w", d, err)
 		}
-		if digestOf(p) != d {
+		if values.DigestBytes(p) != d {
 			return nil, fmt.Errorf("record piece %s: its content does not match its digest", d)
 		}
 		data = append(data, p...)
