@@ -103,8 +103,9 @@ func TestExampleOperator(t *testing.T) {
 	wait("Banner taken in Conflict", bannerReady(c, taken, exampleoperator.ReasonConflict))
 
 	// Upgrade along the channel's edge.
+	upgrade := client.MergeFrom(inst.DeepCopy())
 	inst.Spec.Version = "0.2.0"
-	if err := c.Update(ctx, inst); err != nil {
+	if err := c.Patch(ctx, inst, upgrade); err != nil { // the status may have moved since inst was read
 		t.Fatal(err)
 	}
 	wait("example-operator 0.2.0 Ready", installed("0.2.0"))

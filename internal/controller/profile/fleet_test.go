@@ -145,8 +145,9 @@ func TestOneClusterChangeTouchesOnlyIt(t *testing.T) {
 	// other extension's installations are not written at all.
 	before = installations()
 	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(profile), profile))
+	bump := client.MergeFrom(profile.DeepCopy())
 	profile.Spec.Extensions[0].Version = "1.1.0"
-	must(t, env.Client.Update(ctx, profile))
+	must(t, env.Client.Patch(ctx, profile, bump))
 	var revision int64
 	testenv.Eventually(t, 3*time.Minute, func() error {
 		p := &v1alpha1.ExtensionProfile{}

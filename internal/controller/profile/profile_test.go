@@ -125,8 +125,9 @@ func TestProfile(t *testing.T) {
 	// The cluster stops matching: its installations are uninstalled.
 	mc := &v1alpha1.ManagedCluster{}
 	must(t, env.Client.Get(ctx, client.ObjectKey{Name: "edge"}, mc))
+	relabel := client.MergeFrom(mc.DeepCopy())
 	mc.Labels["env"] = "dev"
-	must(t, env.Client.Update(ctx, mc))
+	must(t, env.Client.Patch(ctx, mc, relabel)) // the profile writes the cluster's notes meanwhile
 	awaitGone(t, ns, "p-tool-edge")
 	if err := edge.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-tool-edge"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("p-tool's ConfigMap must be uninstalled from the cluster that stopped matching (err=%v)", err)

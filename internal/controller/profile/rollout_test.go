@@ -485,14 +485,18 @@ func TestRolloutWindowAndApproval(t *testing.T) {
 	last := clusters[2]
 	mc := &v1alpha1.ManagedCluster{}
 	must(t, env.Client.Get(ctx, client.ObjectKey{Name: last}, mc))
+	// A merge patch, not an update: the profile writes the cluster's
+	// annotations (its notes) while the rollout moves.
+	windows := client.MergeFrom(mc.DeepCopy())
 	mc.Spec.MaintenanceWindows = []v1alpha1.MaintenanceWindow{{Schedule: fmt.Sprintf("%d %d * * *", opens.Minute(), opens.Hour()),
 		Duration: metav1.Duration{Duration: 10 * time.Minute}}}
-	must(t, env.Client.Update(ctx, mc))
+	must(t, env.Client.Patch(ctx, mc, windows))
 	// A step of everyone, approved ahead by bob: the windows decide.
 	p = getProfile(t, ns)
+	edit := client.MergeFrom(p.DeepCopy())
 	p.Spec.Rollout.Steps = []v1alpha1.RolloutStep{{Name: "all"}}
 	p.Spec.Extensions[0].Version = "1.1.0"
-	must(t, alice.Update(ctx, p))
+	must(t, alice.Patch(ctx, p, edit)) // the profile's status moves meanwhile
 	testenv.Eventually(t, time.Until(opens), func() error {
 		ro := getProfile(t, ns).Status.Rollout
 		if ro.Revision != 2 || ro.Counts.WaitingForWindow != 1 || ro.Counts.Done != 2 || len(ro.Waiting) != 1 ||
