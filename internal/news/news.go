@@ -66,6 +66,11 @@ type Stop struct {
 	Reason, Message string
 }
 
+// Error is the message: a stop is also an error, so that a terminal one
+// can be returned as reconcile.TerminalError and a retried one to back
+// off.
+func (s *Stop) Error() string { return s.Message }
+
 // Transitions returns the Events that tell how a reconcile moved an
 // installation from before to after, given how it ended (stop, nil when
 // it did not stop):

@@ -2,8 +2,10 @@
 // installation's target: apply again while spec.upgrade.retries last,
 // then roll an upgrade back to the last healthy revision, or keep or
 // uninstall a failed first install as spec.install.remediation says; and
-// a remediated target is not tried again until the spec changes. The
-// installation controller carries the decisions out (remediation.go).
+// a remediated target is not tried again until the spec changes.
+// Failed and HoldFailed carry the decisions out in that order through a
+// Port, which the installation controller implements with its records
+// and applier (remediation.go).
 package remediate
 
 import (

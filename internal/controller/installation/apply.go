@@ -41,9 +41,9 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	if upToDate(s) {
 		s.applied.inventory = inst.Status.Inventory
-		return r.checkDrift(ctx, s, target.Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, false)})
+		return r.checkDrift(ctx, s, target.Set{CRDs: s.artifact.release.CRDs, Objects: r.withTargetNamespace(ctx, s, s.artifact.release.Objects, false)})
 	}
-	set := target.Set{CRDs: s.artifact.release.CRDs, Objects: r.objectsToApply(ctx, s, true)}
+	set := target.Set{CRDs: s.artifact.release.CRDs, Objects: r.withTargetNamespace(ctx, s, s.artifact.release.Objects, true)}
 	rev := r.nextRevision(s)
 	// Nothing applied yet (writeIntent adds the planned objects to the
 	// inventory): the objects are created, one request each where reading
@@ -87,8 +87,8 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		b := applyBlock(err)
 		// An adoption that fails is retried, never remediated: the
 		// objects are the release's, not Annex's to uninstall.
-		if b.kind == blockRetry && remediate.CountsAsFailedAttempt(err) && s.artifact.adoption == nil {
-			return r.attemptFailed(ctx, s, b.reason, b.message)
+		if b.Kind == blockRetry && remediate.CountsAsFailedAttempt(err) && s.artifact.adoption == nil {
+			return r.attemptFailed(ctx, s, b.Reason, b.Message)
 		}
 		return r.stop(s, b, ctrl.Result{})
 	}
@@ -115,15 +115,6 @@ func (r *Reconciler) nextRevision(s *scope) v1alpha1.Revision {
 // reconcile's inputs (record.UpToDate): nothing is applied again.
 func upToDate(s *scope) bool {
 	return record.UpToDate(s.inst, s.choice.Version.Version, s.artifact.digest, s.artifact.release.ValuesDigest)
-}
-
-// objectsToApply returns the rendered objects, with the target namespace
-// in front when Annex creates it (see createdNamespace). With mayCreate, a
-// target namespace that does not exist yet on the target cluster is
-// added too; only an apply needs that answer, so only an apply pays for
-// the read.
-func (r *Reconciler) objectsToApply(ctx context.Context, s *scope, mayCreate bool) []*unstructured.Unstructured {
-	return r.withTargetNamespace(ctx, s, s.artifact.release.Objects, mayCreate)
 }
 
 // withTargetNamespace returns objects with the target namespace in front

@@ -12,6 +12,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/readiness"
 )
 
 // planRun is what this reconcile's change runs of a release with plans:
@@ -75,8 +76,8 @@ func (r *Reconciler) renderPlans(ctx context.Context, s *scope) (ctrl.Result, er
 // the Installed condition saying why.
 func (r *Reconciler) stop(s *scope, b *block, res ctrl.Result) (ctrl.Result, error) {
 	s.block = b
-	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, b.reason, b.message)
-	if b.kind == blockRetry {
+	readiness.Set(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, b.Reason, b.Message)
+	if b.Kind == blockRetry {
 		return ctrl.Result{}, b
 	}
 	return res, nil

@@ -36,6 +36,7 @@ import (
 	"errors"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -251,7 +252,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, e
 		}
 	}
 	r.announce(s)
-	if err == nil && s.block != nil && s.block.kind == blockTerminal {
+	if err == nil && s.block != nil && s.block.Kind == blockTerminal {
 		return reconcile.TerminalError(s.block)
 	}
 	if err != nil {
@@ -262,7 +263,7 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, result ctrl.Result, e
 
 // persist patches the status if it changed since the last write.
 func (r *Reconciler) persist(ctx context.Context, s *scope) error {
-	if statusEqual(s.written.Status, s.inst.Status) {
+	if equality.Semantic.DeepEqual(s.written.Status, s.inst.Status) {
 		return nil
 	}
 	if err := r.Client.Status().Patch(ctx, s.inst, client.MergeFrom(s.written)); err != nil {

@@ -55,9 +55,9 @@ func (r *Reconciler) checkDrift(ctx context.Context, s *scope, set target.Set) (
 	if err != nil {
 		s.applied.health = nil
 		s.block = cmp.Or(r.permissionBlock(inst, err), applyBlock(err))
-		s.block.message = "correcting drift: " + s.block.message
+		s.block.Message = "correcting drift: " + s.block.Message
 		inst.Status.Drifted = found
-		if s.block.kind == blockRetry {
+		if s.block.Kind == blockRetry {
 			return ctrl.Result{}, s.block
 		}
 		return ctrl.Result{}, nil

@@ -35,9 +35,9 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 			target.ApplyOptions{TakeOwnership: s.inst.Spec.TakeOwnership}.Adopting(s.artifact.adoption))
 		if err != nil {
 			if b := r.permissionBlock(s.inst, err); b != nil {
-				return plan.Failed(t.Name, errors.New(b.message))
+				return plan.Failed(t.Name, errors.New(b.Message))
 			}
-			if applyBlock(err).kind == blockTerminal {
+			if applyBlock(err).Kind == blockTerminal {
 				return plan.Fatal(t.Name, err)
 			}
 			return plan.Failed(t.Name, err)
@@ -92,6 +92,6 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, s *scope, objs []*unst
 		return nil
 	}
 	b := cmp.Or(r.permissionBlock(s.inst, err), applyBlock(err))
-	b.message = fmt.Sprintf("creating the target namespace %s: %s", s.targetNamespace(), b.message)
+	b.Message = fmt.Sprintf("creating the target namespace %s: %s", s.targetNamespace(), b.Message)
 	return b
 }

@@ -46,7 +46,7 @@ func (r *Reconciler) requireApproval(ctx context.Context, s *scope) (ctrl.Result
 	default:
 		s.block = wait(v1alpha1.ReasonApprovalRequired, approval.WaitMessage(s.inst, c, a))
 		if len(a.Refused) > 0 {
-			s.block.reason = v1alpha1.ReasonApprovalRefused
+			s.block.Reason = v1alpha1.ReasonApprovalRefused
 		}
 	}
 	return ctrl.Result{}, nil

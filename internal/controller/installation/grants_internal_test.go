@@ -125,7 +125,7 @@ func TestScopeGrantsOutcomes(t *testing.T) {
 			s := tt.scope
 			_, err := (&Reconciler{}).scopeGrants(t.Context(), s)
 			if tt.blocked {
-				if s.block == nil || s.block.kind != tt.wantKind {
+				if s.block == nil || s.block.Kind != tt.wantKind {
 					t.Fatalf("block %+v, want kind %d", s.block, tt.wantKind)
 				}
 				if (err != nil) != (tt.wantKind == blockRetry) {

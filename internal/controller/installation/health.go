@@ -44,7 +44,7 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 		return r.attemptFailed(ctx, s, v1alpha1.ReasonHealthTimeout, fmt.Sprintf(
 			"not healthy within spec.timeout (%s): %s", timeout, h.Summary))
 	case readiness.Stalled:
-		s.block = &block{kind: blockStalled, reason: v1alpha1.ReasonHealthTimeout, message: h.Summary}
+		s.block = &block{Kind: blockStalled, Reason: v1alpha1.ReasonHealthTimeout, Message: h.Summary}
 	default:
 		s.block = wait(v1alpha1.ReasonWaitingForHealth, h.Summary)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
@@ -52,7 +53,7 @@ func (r *Reconciler) checkScope(_ context.Context, s *scope) (ctrl.Result, error
 	}
 	if first == nil {
 		if c := meta.FindStatusCondition(s.inst.Status.Conditions, v1alpha1.ConditionResolved); c != nil && c.Status == metav1.ConditionTrue {
-			setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, c.Reason, c.Message+fmt.Sprintf(
+			readiness.Set(s.inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, c.Reason, c.Message+fmt.Sprintf(
 				"; a version of its own, apart from the other installations of %s: its content is namespaced only", s.inst.Spec.Extension))
 		}
 		return ctrl.Result{}, nil
@@ -62,6 +63,6 @@ func (r *Reconciler) checkScope(_ context.Context, s *scope) (ctrl.Result, error
 		return ctrl.Result{}, nil
 	}
 	s.block = terminal(v1alpha1.ReasonNoMatchingVersion, msg)
-	setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.reason, s.block.message)
+	readiness.Set(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.Reason, s.block.Message)
 	return ctrl.Result{}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/annex-platform/annex/internal/depend"
 	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/target"
 )
@@ -134,7 +135,7 @@ func TestCheckScopeConflict(t *testing.T) {
 	want := "x 2.0.0 has the cluster-scoped CustomResourceDefinition widgets.example.com, so one version of x serves the whole cluster, " +
 		"and team-a/x runs 1.0.0, team-c/x is resolved to 1.0.0, team-d/x runs 1.5.0; " +
 		"set spec.version of team-b/x, or of team-a/x and team-c/x and team-d/x, so that they share a version. Nothing of x 2.0.0 was applied."
-	if s.block == nil || s.block.kind != blockTerminal || s.block.reason != v1alpha1.ReasonNoMatchingVersion || s.block.message != want {
+	if s.block == nil || s.block.Kind != blockTerminal || s.block.Reason != v1alpha1.ReasonNoMatchingVersion || s.block.Message != want {
 		t.Fatalf("block %+v\nwant %s", s.block, want)
 	}
 	if c := meta.FindStatusCondition(self.Status.Conditions, v1alpha1.ConditionResolved); c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
@@ -149,7 +150,7 @@ func TestCheckScopeConflict(t *testing.T) {
 	}
 	// Namespaced only, apart: it says so.
 	s.artifact.release, s.choice = &engine.Release{}, instance
-	setCondition(self, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "chose x 2.0.0")
+	readiness.Set(self, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "chose x 2.0.0")
 	if _, err := (&Reconciler{}).checkScope(t.Context(), s); err != nil || s.block != nil {
 		t.Fatalf("%v %+v", err, s.block)
 	}

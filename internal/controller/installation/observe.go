@@ -24,20 +24,11 @@ import (
 // rollback, for one, records RolledBack where it happens and then stops
 // on it).
 func (r *Reconciler) announce(s *scope) {
-	for _, n := range news.Of(s.report.applied, news.Transitions(s.report.before, news.StandingOf(s.inst), s.inst.Generation, stopOf(s.block))) {
+	for _, n := range news.Of(s.report.applied, news.Transitions(s.report.before, news.StandingOf(s.inst), s.inst.Generation, s.block)) {
 		if !s.report.told[n.Reason] {
 			r.event(s, n.Type, n.Reason, n.Message)
 		}
 	}
-}
-
-// stopOf is b as internal/news knows it; nil when the reconcile did not
-// stop.
-func stopOf(b *block) *news.Stop {
-	if b == nil {
-		return nil
-	}
-	return &news.Stop{Kind: b.kind, Reason: b.reason, Message: b.message}
 }
 
 // event records an Event on the installation and logs it with the

@@ -261,7 +261,7 @@ func (p *cleanupPort) Prepare() (bool, error) {
 		return true, nil
 	}
 	p.s.block = b
-	if b.kind == blockRetry {
+	if b.Kind == blockRetry {
 		return false, b
 	}
 	p.res = ctrl.Result{RequeueAfter: 30 * p.r.pollInterval()}

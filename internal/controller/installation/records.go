@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/record"
 	"github.com/annex-platform/annex/internal/target"
 )
@@ -70,7 +71,7 @@ func (r *Reconciler) recordRefused(s *scope, rev *v1alpha1.Revision, err error) 
 	s.block = terminal(v1alpha1.ReasonRecordTooLarge, fmt.Sprintf(
 		"cannot record revision %d of %s %s: %v; render less (check spec.values) or choose another version with spec.version",
 		rev.Number, s.inst.Spec.Extension, rev.Version, err))
-	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
+	readiness.Set(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.Reason, s.block.Message)
 	return errRecordRefused
 }
 

@@ -42,11 +42,11 @@ func TestRecordRefused(t *testing.T) {
 				}
 				return
 			}
-			if ignoreRefused(err) != nil || s.block == nil || s.block.kind != blockTerminal || s.block.reason != v1alpha1.ReasonRecordTooLarge {
+			if ignoreRefused(err) != nil || s.block == nil || s.block.Kind != blockTerminal || s.block.Reason != v1alpha1.ReasonRecordTooLarge {
 				t.Fatalf("want a terminal RecordTooLarge block, got %+v (err %v)", s.block, err)
 			}
-			if !strings.Contains(s.block.message, tc.message) || !strings.Contains(s.block.message, "spec.values") {
-				t.Errorf("message %q, want it to contain %q and say what to change", s.block.message, tc.message)
+			if !strings.Contains(s.block.Message, tc.message) || !strings.Contains(s.block.Message, "spec.values") {
+				t.Errorf("message %q, want it to contain %q and say what to change", s.block.Message, tc.message)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/annex-platform/annex/internal/enginefacts"
 	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/values"
 )
@@ -94,7 +95,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		}
 	}
 	if len(rel.Warnings) > 0 {
-		setCondition(inst, v1alpha1.ConditionWarnings, metav1.ConditionTrue, "PackageWarnings", strings.Join(rel.Warnings, "; "))
+		readiness.Set(inst, v1alpha1.ConditionWarnings, metav1.ConditionTrue, "PackageWarnings", strings.Join(rel.Warnings, "; "))
 	} else if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionWarnings); c == nil || c.Reason != v1alpha1.ReasonCRDChangeWarnings {
 		// What the last change did with its CRDs stays until the next
 		// change is judged (checkCRDs).

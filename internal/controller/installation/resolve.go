@@ -14,6 +14,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/depend"
 	"github.com/annex-platform/annex/internal/metrics"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
@@ -69,9 +70,9 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	if ex := s.cluster.Resolution.Failed[depend.NameOf(s.inst)]; ex != nil {
 		s.block = terminal(ex.Reason, ex.Message)
 		if s.inst.Status.InstalledVersion != "" {
-			s.block.message += fmt.Sprintf(" %s %s keeps running as it is.", s.inst.Spec.Extension, s.inst.Status.InstalledVersion)
+			s.block.Message += fmt.Sprintf(" %s %s keeps running as it is.", s.inst.Spec.Extension, s.inst.Status.InstalledVersion)
 		}
-		setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.reason, s.block.message)
+		readiness.Set(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.Reason, s.block.Message)
 		return ctrl.Result{}, nil
 	}
 	sel, ok := s.cluster.Resolution.For(s.inst.Spec.Extension, depend.NameOf(s.inst))
@@ -80,7 +81,7 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 	}
 	s.choice = sel
 	s.inst.Status.ResolvedVersion = sel.Version.Version
-	setCondition(s.inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
+	readiness.Set(s.inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
 		resolve.ChoiceMessage(s.inst.Spec.Extension, s.inst.Status.ClusterVersion, sel))
 	return ctrl.Result{}, nil
 }

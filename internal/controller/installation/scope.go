@@ -2,8 +2,6 @@ package installation
 
 import (
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/adopt"
@@ -91,7 +89,7 @@ type reporting struct {
 }
 
 func newScope(inst *v1alpha1.ExtensionInstallation) *scope {
-	return &scope{inst: inst, written: inst.DeepCopy(), report: reporting{wasReady: isReady(inst), before: news.StandingOf(inst)}}
+	return &scope{inst: inst, written: inst.DeepCopy(), report: reporting{wasReady: readiness.IsReady(inst), before: news.StandingOf(inst)}}
 }
 
 // observe keeps h, the health an apply or drift check has just seen, for
@@ -122,8 +120,13 @@ func (s *scope) targetNamespace() string {
 	return s.inst.Namespace
 }
 
-// blockKind is one of the outcomes of a step that cannot go on
-// (news.Kind: terminal, retry, wait, stalled).
+// block is why an installation is not Ready (news.Stop: its kind —
+// terminal, retry, wait, stalled —, reason and message); it is also an
+// error, so that a terminal block can be returned as
+// reconcile.TerminalError.
+type block = news.Stop
+
+// blockKind is a block's kind.
 type blockKind = news.Kind
 
 const (
@@ -133,41 +136,18 @@ const (
 	blockStalled  = news.Stalled
 )
 
-// block is why an installation is not Ready; it is also an error so that a
-// terminal block can be returned as reconcile.TerminalError.
-type block struct {
-	kind    blockKind
-	reason  string
-	message string
-}
-
-func (b *block) Error() string { return b.message }
-
 func terminal(reason, message string) *block {
-	return &block{kind: blockTerminal, reason: reason, message: message}
+	return &block{Kind: blockTerminal, Reason: reason, Message: message}
 }
 func retry(reason, message string) *block {
-	return &block{kind: blockRetry, reason: reason, message: message}
+	return &block{Kind: blockRetry, Reason: reason, Message: message}
 }
 func wait(reason, message string) *block {
-	return &block{kind: blockWait, reason: reason, message: message}
-}
-
-// setCondition records a condition for the current generation.
-func setCondition(inst *v1alpha1.ExtensionInstallation, conditionType string, status metav1.ConditionStatus, reason, message string) {
-	readiness.Set(inst, conditionType, status, reason, message)
+	return &block{Kind: blockWait, Reason: reason, Message: message}
 }
 
 // summarize computes Ready, Reconciling and Stalled from the outcome of
 // the steps (readiness.Summarize). Ready is never set anywhere else.
 func summarize(s *scope, err error) {
-	readiness.Summarize(s.inst, readiness.Outcome{Suspended: s.outcome.suspended, Healthy: s.outcome.healthy, Stop: stopOf(s.block), Err: err})
+	readiness.Summarize(s.inst, readiness.Outcome{Suspended: s.outcome.suspended, Healthy: s.outcome.healthy, Stop: s.block, Err: err})
 }
-
-func statusEqual(a, b v1alpha1.ExtensionInstallationStatus) bool {
-	return equality.Semantic.DeepEqual(a, b)
-}
-
-// isReady reports whether an installation's Ready condition is True for its
-// current generation.
-func isReady(inst *v1alpha1.ExtensionInstallation) bool { return readiness.IsReady(inst) }

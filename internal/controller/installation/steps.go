@@ -64,7 +64,7 @@ func (r *Reconciler) stopAt(s *scope, b *block, err error) (ctrl.Result, error) 
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
-	case b.kind == blockWait:
+	case b.Kind == blockWait:
 		return r.stop(s, b, ctrl.Result{RequeueAfter: 30 * r.pollInterval()})
 	}
 	return r.stop(s, b, ctrl.Result{})

@@ -74,8 +74,8 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 	}, port)
 	switch {
 	case h.Stop != nil:
-		s.block = &block{kind: h.Stop.Kind, reason: h.Stop.Reason, message: h.Stop.Message}
-		if s.block.kind == blockRetry {
+		s.block = h.Stop
+		if s.block.Kind == blockRetry {
 			return ctrl.Result{}, s.block
 		}
 		return ctrl.Result{RequeueAfter: time.Duration(h.Polls) * r.pollInterval()}, nil
@@ -120,10 +120,7 @@ func (p *uninstallPort) Delete(refs []v1alpha1.ObjectReference) (int, error) {
 }
 
 func (p *uninstallPort) Forbidden(err error) *news.Stop {
-	if b := p.r.permissionBlock(p.s.inst, err); b != nil {
-		return &news.Stop{Kind: b.kind, Reason: b.reason, Message: b.message}
-	}
-	return nil
+	return p.r.permissionBlock(p.s.inst, err)
 }
 
 func (p *uninstallPort) Health(refs []v1alpha1.ObjectReference) (target.Health, error) {

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/verify"
 )
 
@@ -29,7 +30,7 @@ func (r *Reconciler) verify(ctx context.Context, s *scope) (ctrl.Result, error) 
 		if err != nil {
 			s.block = retry(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("verifying the signature of %s %s from %s: %v; Annex tries again: check that the registry and the catalog's spec.verify keys can be read by the manager",
 				s.inst.Spec.Extension, v.Version, v.Source.URL, err))
-			setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
+			readiness.Set(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.Reason, s.block.Message)
 			return ctrl.Result{}, s.block
 		}
 	}
@@ -45,6 +46,6 @@ func (r *Reconciler) verify(ctx context.Context, s *scope) (ctrl.Result, error) 
 		return ctrl.Result{}, nil
 	}
 	s.block = terminal(outcome.Reason, outcome.Message)
-	setCondition(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.reason, s.block.message)
+	readiness.Set(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.Reason, s.block.Message)
 	return ctrl.Result{}, nil
 }
