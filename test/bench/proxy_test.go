@@ -65,8 +65,12 @@ func startProxy(b *testing.B, cfg *rest.Config) *countingProxy {
 	// their requests over one connection instead of dialling a new one
 	// whenever more are in flight than HTTP/1.1 keeps idle.
 	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.note(r)
-		rp.ServeHTTP(w, r)
+		key := p.note(r)
+		sw := &statusWriter{ResponseWriter: w}
+		rp.ServeHTTP(sw, r)
+		if sw.code == http.StatusConflict {
+			p.noteConflict(key)
+		}
 	}))
 	p.srv.EnableHTTP2 = true
 	p.srv.StartTLS()
@@ -131,7 +135,8 @@ func (p *countingProxy) Kinds() map[string]int {
 	return maps.Clone(p.kinds)
 }
 
-func (p *countingProxy) note(r *http.Request) {
+// note counts r and returns its kind.
+func (p *countingProxy) note(r *http.Request) string {
 	key := r.Method + " " + resourceOf(r.URL.Path)
 	q := r.URL.Query()
 	switch {
@@ -143,7 +148,35 @@ func (p *countingProxy) note(r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.kinds[key]++
+	return key
 }
+
+// noteConflict counts a request of kind key the API server answered 409
+// Conflict (for a POST: AlreadyExists; for a PUT: a stale
+// resourceVersion), as the kind "key 409", so a write that bought nothing
+// shows next to the writes of its kind.
+func (p *countingProxy) noteConflict(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.kinds[key+" 409"]++
+}
+
+// statusWriter remembers the status code of the response it writes.
+// Unwrap lets http.ResponseController reach the ResponseWriter's Flush, so
+// watches still stream.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // resourceOf returns the resource (and subresource) of an API path, e.g.
 // "deployments" for /apis/apps/v1/namespaces/x/deployments/y and

@@ -119,11 +119,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		data[rev.number] = rev.data
 	}
 	now := time.Now()
-	unseen := r.wrote.unseen(p.Name, installations.Items, now)
-	for i := range clusters {
-		clusters[i].unseen = unseen[clusters[i].name]
+	unseenClusters, unseen := map[string]bool{}, map[string]bool{}
+	for key, c := range r.wrote.unseen(p.Name, installations.Items, now) {
+		unseenClusters[c] = true
+		if key.Namespace == ns {
+			unseen[key.Name] = true
+		}
 	}
-	view := revisionView{data: data, catalog: catalog, now: now, adopt: revs[0].number, newest: newest, memo: versionMemo{}}
+	for i := range clusters {
+		clusters[i].unseen = unseenClusters[clusters[i].name]
+	}
+	view := revisionView{data: data, catalog: catalog, now: now, adopt: revs[0].number, newest: newest, memo: versionMemo{}, unseen: unseen}
 	views := observe(p, profiles.Items, clusters, installations.Items, view, newest,
 		func(c cluster) (rollout.WindowState, error) { return rollout.Window(c.windows, now) })
 	approvals, err := r.stepApprovals(ctx, p, revs[len(revs)-1])

@@ -60,6 +60,15 @@ type revisionView struct {
 	// each cluster's Kubernetes version gets.
 	newest int64
 	memo   versionMemo
+	// unseen are the installations (by name, in the profile's namespace)
+	// this manager wrote and the cache does not show yet
+	// (installationsWritten). One created a moment ago and not listed
+	// yet is there: it is not created again (the API server would answer
+	// AlreadyExists). One deleted and still listed as it was is not
+	// deleted again. An update is sent again on a stale object, as
+	// before: it is retried on the newer object (act), which the next
+	// move may have to change.
+	unseen map[string]bool
 }
 
 // revisionOf is the revision inst was last written from.
@@ -168,6 +177,7 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 			}
 			continue
 		}
+		pending := false // an installation created and not listed yet
 		for _, rext := range data.Extensions {
 			ext := rext.ProfileExtension
 			name := fleet.InstallationName(ext.Name, c.name)
@@ -192,6 +202,10 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 				continue
 			}
 			switch {
+			case existing == nil && revs.unseen[name]:
+				// Created by this manager a moment ago; the cache is
+				// behind. The cluster holds it.
+				pending = true
 			case existing != nil && existing.DeletionTimestamp.IsZero() && existing.Labels[v1alpha1.LabelProfile] != "" &&
 				existing.Labels[v1alpha1.LabelProfile] != p.Name:
 				// Another profile held it and lost it to this one.
@@ -216,7 +230,7 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 			// leaves as it is, is not written: the cluster's record says
 			// which revision it runs.
 		}
-		if moved && (len(onCluster[c.name]) > 0 || takesOne(out.actions, c.name)) {
+		if moved && (len(onCluster[c.name]) > 0 || pending || takesOne(out.actions, c.name)) {
 			// A cluster left holding nothing of p has no record: it would
 			// not be read (observe), and it would be moved again.
 			records = append(records, action{kind: actRecordRevision, want: want{cluster: c.name}, record: clusterRecord{
@@ -225,7 +239,7 @@ func decide(p *v1alpha1.ExtensionProfile, all []v1alpha1.ExtensionProfile, clust
 	}
 	for i := range installations {
 		inst := &installations[i]
-		if inst.Labels[v1alpha1.LabelProfile] == p.Name && !wanted[inst.Name] && inst.DeletionTimestamp.IsZero() {
+		if inst.Labels[v1alpha1.LabelProfile] == p.Name && !wanted[inst.Name] && inst.DeletionTimestamp.IsZero() && !revs.unseen[inst.Name] {
 			out.actions = append(out.actions, action{kind: actRemove, name: inst.Name, existing: inst})
 		}
 	}

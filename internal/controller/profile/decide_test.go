@@ -89,6 +89,16 @@ func TestDecide(t *testing.T) {
 		moves: map[string]int64{"edge": 3}}
 	toNothing := revisionView{data: map[int64]*v1alpha1.ProfileRevisionData{1: wantedRevision(&twoEnforced, nil)},
 		moves: map[string]int64{"edge": 0}}
+	// The cache behind this manager's own writes: the cluster runs
+	// revision 1 (its record, remembered), and the installations the
+	// reconcile before wrote are not listed yet, or listed as they were.
+	atOne := cluster{name: "edge", labels: map[string]string{"env": "prod"}, revision: 1}
+	behind := func(p *v1alpha1.ExtensionProfile) *revisionView {
+		return &revisionView{data: map[int64]*v1alpha1.ProfileRevisionData{1: wantedRevision(p, nil)},
+			unseen: map[string]bool{"hello-edge": true, "hello-lab": true}}
+	}
+	movedBehind := behind(&enforced)
+	movedBehind.moves = map[string]int64{"edge": 1}
 	for _, tc := range []struct {
 		name     string
 		p        v1alpha1.ExtensionProfile
@@ -150,6 +160,24 @@ func TestDecide(t *testing.T) {
 		{name: "moved to nothing", p: twoEnforced, clusters: []cluster{moved},
 			existing: []v1alpha1.ExtensionInstallation{enforcedInst("hello-edge", "hello")},
 			view:     &toNothing, want: []string{"remove:hello-edge"}},
+		// Created a moment ago and not in the cache yet: not created again
+		// (AlreadyExists), Default or Enforced; a cluster moved meanwhile
+		// still gets its record, as it holds the installation. Deleted
+		// and still listed: not deleted again. An update is: the cache's
+		// object may be older than the write, and the update is retried
+		// on the newer one.
+		{name: "enforced created, cache behind", p: enforced, clusters: []cluster{atOne}, view: behind(&enforced), want: nil},
+		{name: "default created, cache behind", p: base, clusters: []cluster{atOne}, view: behind(&base), want: nil},
+		{name: "created, cache behind, moved", p: enforced, clusters: []cluster{atOne}, view: movedBehind, want: []string{"revision:edge@1"}},
+		{name: "removed, cache behind", p: base, clusters: []cluster{dev},
+			existing: []v1alpha1.ExtensionInstallation{inst("hello-lab", "base", "lab", "hello")}, view: behind(&base), want: nil},
+		{name: "enforced updated, cache behind", p: enforced, clusters: []cluster{atOne},
+			existing: []v1alpha1.ExtensionInstallation{edited}, view: behind(&enforced), want: []string{"update:hello-edge"}},
+		// The same cluster with the cache caught up on nothing unseen:
+		// the missing installation is created (an Enforced one someone
+		// deleted).
+		{name: "enforced missing, cache caught up", p: enforced, clusters: []cluster{atOne},
+			view: &revisionView{data: map[int64]*v1alpha1.ProfileRevisionData{1: wantedRevision(&enforced, nil)}}, want: []string{"create:hello-edge"}},
 		// Equal priority: the first name wins, whichever is reconciled.
 		{name: "tie", p: profileOf("zeta", 0, v1alpha1.ProfileModeDefault, "hello"), others: []v1alpha1.ExtensionProfile{profileOf("alpha", 0, v1alpha1.ProfileModeDefault, "hello")},
 			clusters: []cluster{prod}, want: nil, conflicts: 1},

@@ -190,9 +190,15 @@ func (w *recordsWritten) newest(profile, cluster string, annotations map[string]
 // before it; the cluster's old installations, Ready at their old
 // generation, would then pass for the new revision being Ready, and a
 // step be judged done before its clusters ran it. A cluster with a write
-// the cache does not show is Progressing (observe). Only writes in
-// flight are kept: an entry goes once the cache shows it, or after
-// writeSeenWithin if it never does (its object was deleted meanwhile).
+// the cache does not show is Progressing (observe), and an installation
+// created or deleted is not created or deleted again (decide): to a
+// reconcile whose cache is behind its own creates, an installation created
+// a moment ago looks missing, and creating it again only buys an
+// AlreadyExists (318 of them in a two-shard fleet simulation of 10,000
+// installations). Only
+// writes in flight are kept: an entry goes once the cache shows it, or
+// after writeSeenWithin if it never does (its object was deleted
+// meanwhile).
 type installationsWritten struct {
 	mu     sync.Mutex
 	writes map[string]map[types.NamespacedName]installationWrite // by profile
@@ -236,10 +242,10 @@ func (w *installationsWritten) add(profile string, inst *v1alpha1.ExtensionInsta
 	w.writes[profile][types.NamespacedName{Namespace: inst.Namespace, Name: inst.Name}] = write
 }
 
-// unseen returns the clusters on which profile wrote an installation that
-// installations (the cache's list of the profile's namespace) do not show
-// yet, and forgets the writes they show.
-func (w *installationsWritten) unseen(profile string, installations []v1alpha1.ExtensionInstallation, now time.Time) map[string]bool {
+// unseen returns the installations profile wrote that installations
+// (the cache's list of the profile's namespace) do not show yet, each with
+// its cluster, and forgets the writes they show.
+func (w *installationsWritten) unseen(profile string, installations []v1alpha1.ExtensionInstallation, now time.Time) map[types.NamespacedName]string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	writes := w.writes[profile]
@@ -253,16 +259,16 @@ func (w *installationsWritten) unseen(profile string, installations []v1alpha1.E
 			cached[key] = &installations[i]
 		}
 	}
-	var out map[string]bool
+	var out map[types.NamespacedName]string
 	for key, write := range writes {
 		if write.shownBy(cached[key]) || now.Sub(write.at) > writeSeenWithin {
 			delete(writes, key)
 			continue
 		}
 		if out == nil {
-			out = map[string]bool{}
+			out = map[types.NamespacedName]string{}
 		}
-		out[write.cluster] = true
+		out[key] = write.cluster
 	}
 	if len(writes) == 0 {
 		delete(w.writes, profile)

@@ -24,7 +24,7 @@ func TestInstallationsWritten(t *testing.T) {
 		i.Generation, i.UID = generation, types.UID("uid-"+name)
 		return i
 	}
-	clusters := func(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
+	clusters := func(m map[types.NamespacedName]string) []string { return slices.Compact(slices.Sorted(maps.Values(m))) }
 
 	var w installationsWritten
 	updated := object("a-edge", "edge", 3)
@@ -37,8 +37,15 @@ func TestInstallationsWritten(t *testing.T) {
 	w.wrote("other", &other, now)
 
 	before := []v1alpha1.ExtensionInstallation{object("a-edge", "edge", 2), object("a-far", "far", 2)}
-	if got := clusters(w.unseen("base", before, now)); !slices.Equal(got, []string{"core", "edge", "far"}) {
+	unseen := w.unseen("base", before, now)
+	if got := clusters(unseen); !slices.Equal(got, []string{"core", "edge", "far"}) {
 		t.Fatalf("before the cache shows anything: unseen %v, want core, edge, far", got)
+	}
+	// Each write is named, for decide not to write it again.
+	for _, name := range []string{"a-core", "a-edge", "a-far"} {
+		if _, ok := unseen[types.NamespacedName{Name: name}]; !ok {
+			t.Errorf("before the cache shows anything: unseen %v, want %s among them", unseen, name)
+		}
 	}
 	deleting := object("a-far", "far", 2)
 	deleting.DeletionTimestamp = &metav1.Time{Time: now}
