@@ -226,6 +226,11 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	track := trackInstallations(b, hub)
 	ro := trackRollout(b, hub)
 	phaseTimeout := 5*time.Minute + time.Duration(installations)*100*time.Millisecond
+	if size.large {
+		// Each cluster's large installation creates 8 CRDs on a member
+		// API server that many clusters share: 200 took 229 s.
+		phaseTimeout += time.Duration(size.clusters) * time.Second
+	}
 
 	// 1. One profile of E extensions to every cluster.
 	profile := &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: fleetProfile}, Spec: v1alpha1.ExtensionProfileSpec{
