@@ -63,14 +63,15 @@ bench-system: envtest-assets ## Annex vs a raw client, Annex's requests without 
 	go tool benchstat bin/bench-system.raw | tee bin/bench-system.txt
 
 # The fleet simulation's size: `make bench-fleet CLUSTERS=100 EXTENSIONS=10
-# MEMBERS=4 SHARDS=2` (defaults 1000, 10, 4, 1). Not set globally: `make run CLUSTERS=2`
+# MEMBERS=4 SHARDS=2` (defaults 1000, 10, 4, 1; LARGE=1 makes extension 0 a
+# kube-prometheus-stack-sized chart). Not set globally: `make run CLUSTERS=2`
 # means something else.
 FLEET_COUNT ?= 1
 
 .PHONY: bench-fleet
-bench-fleet: envtest-assets ## The fleet simulation: a real hub and `annex manager`, CLUSTERS (1000) ManagedClusters over MEMBERS (4) member API servers, a profile of EXTENSIONS (10), SHARDS (1) managers each serving a shard of the clusters; rollout, version bump, values change, manager SIGKILL, a member down, then staged rollouts (PHASES=5 stops before them; FLEET_COUNT runs; table in bin/bench-fleet.txt).
+bench-fleet: envtest-assets ## The fleet simulation: a real hub and `annex manager`, CLUSTERS (1000) ManagedClusters over MEMBERS (4) member API servers, a profile of EXTENSIONS (10), SHARDS (1) managers each serving a shard of the clusters, LARGE=1 for a chart of 873 KiB (most of it CRDs) as extension 0; rollout, version bump, values change, manager SIGKILL, a member down, then staged rollouts (PHASES=5 stops before them, PHASES=1 after the rollout and the hub bytes; FLEET_COUNT runs; table in bin/bench-fleet.txt).
 	@mkdir -p bin
-	ANNEX_FLEET_CLUSTERS=$(or $(CLUSTERS),1000) ANNEX_FLEET_EXTENSIONS=$(or $(EXTENSIONS),10) ANNEX_FLEET_MEMBERS=$(or $(MEMBERS),4) ANNEX_FLEET_SHARDS=$(or $(SHARDS),1) ANNEX_FLEET_PHASES=$(PHASES) \
+	ANNEX_FLEET_CLUSTERS=$(or $(CLUSTERS),1000) ANNEX_FLEET_EXTENSIONS=$(or $(EXTENSIONS),10) ANNEX_FLEET_MEMBERS=$(or $(MEMBERS),4) ANNEX_FLEET_SHARDS=$(or $(SHARDS),1) ANNEX_FLEET_PHASES=$(PHASES) ANNEX_FLEET_LARGE=$(LARGE) \
 	  go test -run '^$$' -bench '^BenchmarkFleetScale$$' -benchtime 1x -count $(FLEET_COUNT) -timeout 240m ./test/bench/ | tee bin/bench-fleet.raw
 	go tool benchstat bin/bench-fleet.raw | tee bin/bench-fleet.txt
 

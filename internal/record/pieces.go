@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 
@@ -19,16 +20,42 @@ import (
 // namespace, holding bytes whose sha256 is <hex>, with one owner reference
 // per installation whose records use it: Kubernetes' garbage collector
 // removes it when all of them are gone, and Annex releases it when their
-// records stop using it. A piece owned by maxPieceOwners installations is
-// not shared further: the next installation keeps a private copy,
-// annex.piece.<hex>.<its UID>, so that the owner list stays small.
+// records stop using it. A copy owned by maxPieceOwners installations is
+// not shared further, so that its owner list stays small: the next
+// installation uses the shared copy of its bucket, then of its bucket at
+// the next level (pieceLevels: annex.piece.<hex>.<width>-<bucket>, the
+// bucket a hash of its UID), and only when those are full too a private
+// copy, annex.piece.<hex>.<its UID>. A fleet of N installations of one
+// chart in one namespace stores about 1 + N/maxPieceOwners copies of each
+// piece up to the first level's capacity, not N − maxPieceOwners.
 
-const maxPieceOwners = 500
+// maxPieceOwners is a variable for tests, which lower it to reach the
+// buckets with a few installations.
+var maxPieceOwners = 500
+
+// pieceLevels are the widths of the levels of shared copies after the
+// first: 16 buckets, then 256. Together with the first copy they hold
+// (1 + 16 + 256) × maxPieceOwners owners before a private copy is made.
+var pieceLevels = []uint32{16, 256}
 
 func pieceName(digest string) string { return "annex.piece." + strings.TrimPrefix(digest, "sha256:") }
 
 func privatePieceName(digest string, uid types.UID) string {
 	return pieceName(digest) + "." + string(uid)
+}
+
+// pieceCopies are the names of the copies of a piece an installation may
+// own, in the order it tries them: the first shared copy, its bucket's at
+// each level, its private copy.
+func pieceCopies(digest string, uid types.UID) []string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	sum := h.Sum32()
+	names := []string{pieceName(digest)}
+	for _, width := range pieceLevels {
+		names = append(names, fmt.Sprintf("%s.%d-%d", pieceName(digest), width, sum%width))
+	}
+	return append(names, privatePieceName(digest, uid))
 }
 
 // maxPieceAttempts bounds the read-modify-write of a piece's owners when
@@ -50,8 +77,9 @@ func (s *Store) Attach(ctx context.Context, pieces []Piece) error {
 
 func (s *Store) attachPiece(ctx context.Context, p Piece) error {
 	inst := s.inst
-	key := client.ObjectKey{Namespace: inst.Namespace, Name: pieceName(p.Digest)}
-	for range maxPieceAttempts {
+	copies := pieceCopies(p.Digest, inst.UID)
+	for i, attempts := 0, 0; attempts < maxPieceAttempts; attempts++ {
+		key := client.ObjectKey{Namespace: inst.Namespace, Name: copies[i]}
 		sec := &corev1.Secret{}
 		err := s.reader.Get(ctx, key, sec)
 		switch {
@@ -70,9 +98,10 @@ func (s *Store) attachPiece(ctx context.Context, p Piece) error {
 		if ownedBy(sec, inst.UID) {
 			return nil
 		}
-		if len(sec.OwnerReferences) >= maxPieceOwners {
-			err := s.client.Create(ctx, s.newPiece(privatePieceName(p.Digest, inst.UID), p))
-			return client.IgnoreAlreadyExists(err)
+		if len(sec.OwnerReferences) >= maxPieceOwners && i < len(copies)-1 {
+			i++ // full: the next copy, not counted as an attempt
+			attempts--
+			continue
 		}
 		patch := client.MergeFromWithOptions(sec.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		sec.OwnerReferences = append(sec.OwnerReferences, s.owner())
@@ -82,7 +111,7 @@ func (s *Store) attachPiece(ctx context.Context, p Piece) error {
 		}
 		return err
 	}
-	return fmt.Errorf("Secret %s/%s kept changing while Annex added %s to its owners", key.Namespace, key.Name, inst.Name)
+	return fmt.Errorf("the copies of Secret %s/%s kept changing while Annex added %s to their owners", inst.Namespace, pieceName(p.Digest), inst.Name)
 }
 
 func (s *Store) newPiece(name string, p Piece) *corev1.Secret {
@@ -109,15 +138,33 @@ func ownedBy(sec *corev1.Secret, uid types.UID) bool {
 	return slices.ContainsFunc(sec.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == uid })
 }
 
-// releasePiece removes the installation from the owners of a piece it
-// uses (shared or private), deleting the piece when no owner is left. A
-// piece already gone is released.
+// releasePiece removes the installation from the owners of the copies
+// of a piece it uses (usually one: a second when it joined a copy that
+// had room again, or a shared one after a private copy written before
+// the buckets), deleting a copy when no owner is left. A piece already
+// gone is released.
 func (s *Store) releasePiece(ctx context.Context, digest string) error {
+	for _, name := range pieceCopies(digest, s.inst.UID) {
+		if err := s.releaseCopy(ctx, digest, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) releaseCopy(ctx context.Context, digest, name string) error {
 	inst := s.inst
 	for range maxPieceAttempts {
-		sec, err := s.ownedPiece(ctx, digest)
-		if sec == nil || err != nil {
+		sec := &corev1.Secret{}
+		err := s.reader.Get(ctx, client.ObjectKey{Namespace: inst.Namespace, Name: name}, sec)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
 			return err
+		}
+		if !ownedBy(sec, inst.UID) {
+			return nil
 		}
 		if len(sec.OwnerReferences) == 1 {
 			err = s.client.Delete(ctx, sec, client.Preconditions{ResourceVersion: &sec.ResourceVersion})
@@ -138,13 +185,8 @@ func (s *Store) releasePiece(ctx context.Context, digest string) error {
 	return fmt.Errorf("the record piece %s kept changing while Annex released it for %s", digest, inst.Name)
 }
 
-// ownedPiece returns the copy of a piece the installation owns, or nil.
-func (s *Store) ownedPiece(ctx context.Context, digest string) (*corev1.Secret, error) {
-	return s.pieceCopy(ctx, digest, func(sec *corev1.Secret) (bool, error) { return ownedBy(sec, s.inst.UID), nil })
-}
-
-// loadPiece reads the data of a piece: the shared copy, or the
-// installation's own.
+// loadPiece reads the data of a piece: the first copy of pieceCopies
+// that exists.
 func (s *Store) loadPiece(ctx context.Context, digest string) ([]byte, error) {
 	sec, err := s.pieceCopy(ctx, digest, func(sec *corev1.Secret) (bool, error) { return true, checkPiece(sec, digest) })
 	if err != nil {
@@ -156,12 +198,12 @@ func (s *Store) loadPiece(ctx context.Context, digest string) ([]byte, error) {
 	return sec.Data["piece"], nil
 }
 
-// pieceCopy reads the copies of a piece that exist, the shared one first,
-// then the installation's own, and returns the first that take accepts;
+// pieceCopy reads the copies of a piece the installation may use that
+// exist, in pieceCopies' order, and returns the first that take accepts;
 // nil when it accepts none. An error reading a copy or from take ends the
 // search.
 func (s *Store) pieceCopy(ctx context.Context, digest string, take func(*corev1.Secret) (bool, error)) (*corev1.Secret, error) {
-	for _, name := range []string{pieceName(digest), privatePieceName(digest, s.inst.UID)} {
+	for _, name := range pieceCopies(digest, s.inst.UID) {
 		sec := &corev1.Secret{}
 		err := s.reader.Get(ctx, client.ObjectKey{Namespace: s.inst.Namespace, Name: name}, sec)
 		if apierrors.IsNotFound(err) {

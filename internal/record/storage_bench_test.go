@@ -9,8 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/testenv"
 )
 
 // BenchmarkRecordStorage measures the hub storage (Secret data bytes) that
@@ -179,4 +186,67 @@ func benchCRDs(b *testing.B) []*unstructured.Unstructured {
 		}})
 	}
 	return out
+}
+
+// BenchmarkPieceFleet measures, against a real API server, the Secret
+// bytes that the installations of one chart on a fleet of 1,000 clusters
+// (one installation per cluster, all in one namespace) store for the
+// piece holding the chart's CRDs, which are the same on every cluster:
+// benchCRDs (about 4.5 MB of JSON, one piece of about 240 KB). "before" is
+// sharing without the buckets (the first copy, then a private copy per
+// installation past maxPieceOwners); "after" is pieceCopies' buckets.
+// The fleet's size is ANNEX_BENCH_PIECE_FLEET (default 1000).
+func BenchmarkPieceFleet(b *testing.B) {
+	fleet := 1000
+	if v := os.Getenv("ANNEX_BENCH_PIECE_FLEET"); v != "" {
+		if _, err := fmt.Sscan(v, &fleet); err != nil || fleet < 1 {
+			b.Fatalf("ANNEX_BENCH_PIECE_FLEET=%q: want a positive number", v)
+		}
+	}
+	enc, err := Encode(Record{Revision: 1, CRDs: benchCRDs(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(enc.Pieces) < 1 {
+		b.Fatal("the CRDs are not in pieces")
+	}
+	piece := enc.Pieces[0]
+	for _, variant := range []struct {
+		name   string
+		levels []uint32
+	}{{"before", nil}, {"after", pieceLevels}} {
+		b.Run(variant.name, func(b *testing.B) {
+			defer func(l []uint32) { pieceLevels = l }(pieceLevels)
+			pieceLevels = variant.levels
+			for range b.N {
+				env := testenv.Start(b)
+				for i := range fleet {
+					inst := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: "default",
+						Name: fmt.Sprintf("kps-cluster-%04d", i), UID: types.UID(fmt.Sprintf("0b8ad0d0-0000-4000-8000-%012d", i))}}
+					if err := NewStore(env.Client, env.Client, inst).Attach(b.Context(), []Piece{piece}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var list corev1.SecretList
+				if err := env.Client.List(b.Context(), &list, client.InNamespace("default")); err != nil {
+					b.Fatal(err)
+				}
+				copies, size := 0, 0
+				for i := range list.Items {
+					if list.Items[i].Type == v1alpha1.RecordPieceSecretType {
+						data, err := json.Marshal(&list.Items[i])
+						if err != nil {
+							b.Fatal(err)
+						}
+						copies++
+						size += len(data)
+					}
+				}
+				b.ReportMetric(float64(copies), "copies")
+				b.ReportMetric(float64(size)/float64(fleet), "B/inst")
+				b.ReportMetric(float64(len(piece.Data)), "piece-B")
+				b.Logf("%d installations: %d copies of a %d KiB piece, %.1f KiB per installation (Secrets' JSON)", fleet, copies, len(piece.Data)>>10, float64(size)/1024/float64(fleet))
+			}
+		})
+	}
 }

@@ -29,13 +29,14 @@ const (
 )
 
 // fleetRolloutCharts are the chart versions of ext the rollout phases
-// need: rolloutVersion and rolloutMC50Version render fleetChart, and
+// need, of chart (fleetChart or fleetLargeChart): rolloutVersion and
+// rolloutMC50Version render it, and
 // brokenVersion scales its Deployment to one replica, which never
 // becomes Available because no controller runs on the member API servers.
-func fleetRolloutCharts(ext string) []helmrepo.Chart {
-	broken := fleetChart(ext, brokenVersion)
+func fleetRolloutCharts(ext string, chart func(name, version string) helmrepo.Chart) []helmrepo.Chart {
+	broken := chart(ext, brokenVersion)
 	broken.Files["templates/deployment.yaml"] = strings.Replace(broken.Files["templates/deployment.yaml"], "replicas: 0", "replicas: 1", 1)
-	return []helmrepo.Chart{fleetChart(ext, rolloutVersion), fleetChart(ext, rolloutMC50Version), broken}
+	return []helmrepo.Chart{chart(ext, rolloutVersion), chart(ext, rolloutMC50Version), broken}
 }
 
 // rolloutSteps is the strategy: 1 %, then 10 % of the rest, then

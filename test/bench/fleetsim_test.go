@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +23,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -42,18 +45,26 @@ const (
 	fleetShardsEnv     = "ANNEX_FLEET_SHARDS"
 	// fleetPhasesEnv set to 5 stops the simulation after phase 5 (the
 	// member outage), before the staged rollouts of phases 6–8, which at
-	// 1,000 clusters take about as long again.
+	// 1,000 clusters take about as long again; set to 1, after phase 1
+	// (every installation Ready, the hub's bytes measured).
 	fleetPhasesEnv = "ANNEX_FLEET_PHASES"
 )
 
 // fleetSize is one size of the simulation: clusters over members, each
-// given extensions, served by shards managers (1: one unsharded manager).
-type fleetSize struct{ clusters, extensions, members, shards int }
+// given extensions, served by shards managers (1: one unsharded manager);
+// large makes extension 0 the large chart (fleetLargeChart).
+type fleetSize struct {
+	clusters, extensions, members, shards int
+	large                                 bool
+}
 
 func (s fleetSize) String() string {
 	name := fmt.Sprintf("C%d-E%d-M%d", s.clusters, s.extensions, s.members)
 	if s.shards > 1 {
 		name += fmt.Sprintf("-S%d", s.shards)
+	}
+	if s.large {
+		name += "-L"
 	}
 	return name
 }
@@ -82,6 +93,7 @@ func fleetSizeFromEnv(b *testing.B) fleetSize {
 		}
 		*field = n
 	}
+	s.large = fleetLarge(b)
 	if s.extensions < 3 {
 		// The phases change extensions 0 (version), 1 (values) and 2
 		// (values during the outage); with fewer, they share.
@@ -145,12 +157,20 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	hub := testenv.Start(b)
 	c, err := client.New(unlimited(hub.Config), client.Options{Scheme: hub.Scheme})
 	must(b, err)
+	// Extension 0 is the large chart when size.large; the others are
+	// small.
+	first := fleetChart
+	if size.large {
+		first = fleetLargeChart
+		b.Logf("%s is the large chart (%s=1): %d KiB of chart files", fleetExtension(0), fleetLargeEnv, chartBytes(first(fleetExtension(0), "1.0.0"))>>10)
+	}
 	var charts []helmrepo.Chart
-	for i := range size.extensions {
+	charts = append(charts, first(fleetExtension(0), "1.0.0"))
+	for i := 1; i < size.extensions; i++ {
 		charts = append(charts, fleetChart(fleetExtension(i), "1.0.0"))
 	}
-	charts = append(charts, fleetChart(fleetExtension(0), "1.1.0"))
-	charts = append(charts, fleetRolloutCharts(fleetExtension(0))...)
+	charts = append(charts, first(fleetExtension(0), "1.1.0"))
+	charts = append(charts, fleetRolloutCharts(fleetExtension(0), first)...)
 	repo := helmrepo.NewServer(b, charts...)
 	must(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNamespace}}))
 	must(b, c.Create(ctx, &v1alpha1.Catalog{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
@@ -206,6 +226,11 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	track := trackInstallations(b, hub)
 	ro := trackRollout(b, hub)
 	phaseTimeout := 5*time.Minute + time.Duration(installations)*100*time.Millisecond
+	if size.large {
+		// Each cluster's large installation creates 8 CRDs on a member
+		// API server that many clusters share: 200 took 229 s.
+		phaseTimeout += time.Duration(size.clusters) * time.Second
+	}
 
 	// 1. One profile of E extensions to every cluster.
 	profile := &v1alpha1.ExtensionProfile{ObjectMeta: metav1.ObjectMeta{Name: fleetProfile}, Spec: v1alpha1.ExtensionProfileSpec{
@@ -235,6 +260,25 @@ func benchFleetScale(b *testing.B, size fleetSize) {
 	bytes, kinds := hubBytes(b, c)
 	b.ReportMetric(float64(bytes)/float64(installations), "hub-B/inst")
 	b.Logf("   hub objects in namespace %s: %s (JSON bytes as listed, managedFields included)", fleetNamespace, kinds)
+	if size.large {
+		large, largeKinds := hubBytesOf(b, c, func(ext string) bool { return ext == fleetExtension(0) })
+		b.ReportMetric(float64(large)/float64(size.clusters), "hub-B/large-inst")
+		b.Logf("   of which the large chart's %d installations: %s (%.1f KiB per installation)", size.clusters, largeKinds, float64(large)/1024/float64(size.clusters))
+	}
+	if db, err := etcdSize(hub); err != nil {
+		b.Logf("   hub etcd size: %v", err)
+	} else {
+		b.ReportMetric(db/(1<<20), "etcd-MiB")
+		b.Logf("   hub etcd database: %.1f MiB (apiserver_storage_size_bytes: the file, history not yet compacted included)", db/(1<<20))
+	}
+	if os.Getenv(fleetPhasesEnv) == "1" {
+		b.ReportMetric(mgr.Peak(b), "peak-MiB")
+		b.ReportMetric(mgr.CPU(b).Seconds(), "cpu-s")
+		b.ReportMetric(float64(installations), "installations")
+		b.Logf("%s=1: phases 2–8 not run; manager: peak RSS %.1f MiB, %.1f CPU seconds%s; loadavg %s",
+			fleetPhasesEnv, mgr.Peak(b), mgr.CPU(b).Seconds(), mgr.Describe(b), loadavg())
+		return
+	}
 
 	// 2. A version bump of one extension.
 	bumped := fleetExtension(0)
@@ -652,31 +696,99 @@ func formatWrites(before, after map[string]int) string {
 // list returns them, and says how they split.
 func hubBytes(b *testing.B, c client.Client) (int, string) {
 	b.Helper()
-	lists := []struct {
-		name string
-		list client.ObjectList
-	}{
-		{"installations", &v1alpha1.ExtensionInstallationList{}},
-		{"secrets", &corev1.SecretList{}},
-		{"hookrequests", &v1alpha1.HookRequestList{}},
-		{"events", &eventsv1.EventList{}},
+	return hubBytesOf(b, c, nil)
+}
+
+// hubBytesOf is hubBytes for the installations of the extensions of
+// which ext is true (every object of the namespace when ext is nil):
+// theirs, the records and pieces they own (a piece
+// they share with others counts whole), the HookRequests for them and
+// the Events about them. Secrets split into records, pieces (shared
+// copies and the private ones of installations past a shared copy's
+// owner limit) and other Secrets.
+func hubBytesOf(b *testing.B, c client.Client, ext func(string) bool) (int, string) {
+	b.Helper()
+	ctx := context.Background()
+	in := client.InNamespace(fleetNamespace)
+	names, uids := map[string]bool{}, map[types.UID]bool{}
+	sizes := map[string]int{}
+	counts := map[string]int{}
+	add := func(kind string, obj any) {
+		data, err := json.Marshal(obj)
+		must(b, err)
+		sizes[kind] += len(data)
+		counts[kind]++
+	}
+	var insts v1alpha1.ExtensionInstallationList
+	must(b, c.List(ctx, &insts, in))
+	for i := range insts.Items {
+		if ext == nil || ext(insts.Items[i].Spec.Extension) {
+			names[insts.Items[i].Name], uids[insts.Items[i].UID] = true, true
+			add("installations", &insts.Items[i])
+		}
+	}
+	owned := func(refs []metav1.OwnerReference) bool {
+		return ext == nil || slices.ContainsFunc(refs, func(o metav1.OwnerReference) bool { return uids[o.UID] })
+	}
+	var secrets corev1.SecretList
+	must(b, c.List(ctx, &secrets, in))
+	for i := range secrets.Items {
+		sec := &secrets.Items[i]
+		if !owned(sec.OwnerReferences) {
+			continue
+		}
+		switch {
+		case sec.Type == v1alpha1.RevisionSecretType:
+			add("records", sec)
+		case sec.Type == v1alpha1.RecordPieceSecretType && strings.Count(sec.Name, ".") == 2:
+			add("shared pieces", sec)
+		case sec.Type == v1alpha1.RecordPieceSecretType:
+			add("private pieces", sec)
+		default:
+			add("other secrets", sec)
+		}
+	}
+	var hooks v1alpha1.HookRequestList
+	must(b, c.List(ctx, &hooks, in))
+	for i := range hooks.Items {
+		if ext == nil || names[hooks.Items[i].Spec.Installation] {
+			add("hookrequests", &hooks.Items[i])
+		}
+	}
+	var events eventsv1.EventList
+	must(b, c.List(ctx, &events, in))
+	for i := range events.Items {
+		if ext == nil || uids[events.Items[i].Regarding.UID] || names[events.Items[i].Regarding.Name] {
+			add("events", &events.Items[i])
+		}
 	}
 	total := 0
 	summary := ""
-	for _, l := range lists {
-		must(b, c.List(context.Background(), l.list, client.InNamespace(fleetNamespace)))
-		items, err := meta.ExtractList(l.list)
-		must(b, err)
-		size := 0
-		for _, item := range items {
-			data, err := json.Marshal(item)
-			must(b, err)
-			size += len(data)
-		}
-		total += size
-		summary += fmt.Sprintf("%s %d (%d KiB) ", l.name, len(items), size/1024)
+	for _, kind := range []string{"installations", "records", "shared pieces", "private pieces", "other secrets", "hookrequests", "events"} {
+		total += sizes[kind]
+		summary += fmt.Sprintf("%s %d (%d KiB) ", kind, counts[kind], sizes[kind]/1024)
 	}
 	return total, summary
+}
+
+// etcdSize is the size of the hub's etcd database as its API server
+// last measured it (apiserver_storage_size_bytes, every 30 s or so).
+func etcdSize(hub *testenv.Env) (float64, error) {
+	cs, err := kubernetes.NewForConfig(hub.Config)
+	if err != nil {
+		return 0, err
+	}
+	data, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "apiserver_storage_size_bytes{"); ok {
+			_, value, _ := strings.Cut(rest, "} ")
+			return strconv.ParseFloat(strings.TrimSpace(value), 64)
+		}
+	}
+	return 0, errors.New("the hub's API server reports no apiserver_storage_size_bytes")
 }
 
 // tcpGate forwards TCP connections from an address on 127.0.0.1 to a
