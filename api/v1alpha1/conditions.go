@@ -179,7 +179,9 @@ const (
 	RevisionSecretType = "annex.dev/revision"
 	// RecordPieceSecretType is the type of the Secrets holding the pieces
 	// of large records, named annex.piece.<sha256 hex> after their content
-	// and owned by every installation whose records use them.
+	// and owned by every installation whose records use them; past 500
+	// owners, by the copies annex.piece.<hex>.16-<n> and .256-<n> (a
+	// bucket of the installation's UID), then annex.piece.<hex>.<UID>.
 	RecordPieceSecretType = "annex.dev/record-piece"
 	// AnnotationDigest on a record piece is the sha256 digest of its data.
 	AnnotationDigest = "annex.dev/digest"
