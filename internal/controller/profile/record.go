@@ -195,10 +195,9 @@ func (w *recordsWritten) newest(profile, cluster string, annotations map[string]
 // reconcile whose cache is behind its own creates, an installation created
 // a moment ago looks missing, and creating it again only buys an
 // AlreadyExists (318 of them in a two-shard fleet simulation of 10,000
-// installations). Only
-// writes in flight are kept: an entry goes once the cache shows it, or
-// after writeSeenWithin if it never does (its object was deleted
-// meanwhile).
+// installations). Only writes in flight are kept: an entry goes once the
+// cache shows it, or after writeSeenWithin if it never does (its object
+// was deleted meanwhile).
 type installationsWritten struct {
 	mu     sync.Mutex
 	writes map[string]map[types.NamespacedName]installationWrite // by profile
