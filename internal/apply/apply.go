@@ -68,6 +68,10 @@ type Applier struct {
 	// cluster's pods/exec subresource. Tests may substitute it where no
 	// kubelet answers.
 	Exec PodExec
+
+	// noCollectionDelete holds the resources (schema.GroupResource) whose
+	// collections this cluster refused to delete (deleteSelected).
+	noCollectionDelete sync.Map
 }
 
 // New returns an Applier for the cluster cfg points at, with a RESTMapper
@@ -162,6 +166,18 @@ func (o Owner) adoptedAs(obj *unstructured.Unstructured) *v1alpha1.AdoptedObject
 		}
 	}
 	return nil
+}
+
+// mayHaveAdopted reports whether ref names an object of o.Adopted: one
+// Annex may not have written, which carries no labels to select it by.
+func (o Owner) mayHaveAdopted(ref v1alpha1.ObjectReference) bool {
+	for i := range o.Adopted {
+		a := o.Adopted[i].ObjectReference
+		if a.Group == ref.Group && a.Kind == ref.Kind && a.Namespace == ref.Namespace && a.Name == ref.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // holder returns "namespace/name" of the installation obj belongs to: the

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -33,9 +35,8 @@ import (
 // deleteCRDs.
 //
 // Deletes use background propagation and go in reverse phase order; Prune
-// does not wait for objects to disappear. An object whose reference in
-// old holds its resourceVersion may be deleted without a read first (see
-// doomed). A failure to delete one object does not stop the others; the
+// does not wait for objects to disappear. Objects are deleted without a
+// read first, on conditions the server checks (see doomed). A failure to delete one object does not stop the others; the
 // errors are joined *ObjectErrors.
 func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {
 	var gone []v1alpha1.ObjectReference
@@ -74,23 +75,26 @@ func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha
 }
 
 // Delete removes the objects of inventory that carry owner's labels (or
-// are, by UID, those of owner.Adopted; unchanged since Annex applied
-// them, for those deleted unread: see doomed), and
-// returns how many of them still exist; the caller calls Delete again until
-// that is 0. Objects not labelled for owner are left alone and not counted;
-// CRDs too, unless deleteCRDs.
+// are, by UID, those of owner.Adopted; for some kinds, unchanged since
+// Annex applied them: see doomed), and returns how many of them may still
+// exist: those its deletes found waiting, and those of the phases it did
+// not reach (not read, so an object already gone or not owner's counts
+// there too); the caller calls Delete again until that is 0. Objects not
+// labelled for owner are left alone and, once their phase is reached, not
+// counted; CRDs too, unless deleteCRDs.
 //
 // Objects go in reverse phase order: webhook configurations, custom
 // resources, everything else, RBAC — once the Pods of the inventory's
-// workloads are gone too (see workloadPods) —, namespaces, and CRDs last. Delete issues the deletes (background
-// propagation) of one phase, Workers at a time, and moves to the next only
-// when that phase's objects are gone, so that an operator still runs while its custom
-// resources are finalized. An object counts as gone when the server says
-// its delete removed it at once; one that waits for finalizers is read
-// again by the next call. Once everything is gone, CRDs kept (deleteCRDs
-// false) lose owner's labels: they belong to no installation any more,
-// and the next one to apply them takes them. Errors are joined
-// *ObjectErrors.
+// workloads are gone too (see workloadPods) —, namespaces, and CRDs last.
+// Delete issues the deletes (background propagation) of one phase,
+// Workers at a time, and moves to the next only when that phase's objects
+// are gone, so that an operator still runs while its custom resources are
+// finalized. An object counts as gone when the server says its delete
+// removed it at once; one that waits for finalizers is deleted again by
+// the next call, which the server answers without changing it. Once
+// everything is gone, CRDs kept (deleteCRDs false) lose owner's labels:
+// they belong to no installation any more, and the next one to apply them
+// takes them. Errors are joined *ObjectErrors.
 func (a *Applier) Delete(ctx context.Context, owner Owner, inventory []v1alpha1.ObjectReference, deleteCRDs bool) (remaining int, err error) {
 	crds, err := a.definedKindsOf(ctx, inventory)
 	if err != nil {
@@ -208,18 +212,20 @@ func (a *Applier) definedKindsOf(ctx context.Context, refs []v1alpha1.ObjectRefe
 	return definedKinds(crds), nil
 }
 
-// doomed returns the objects of refs to delete for owner: unread, those
-// whose reference holds the resourceVersion Annex applied them at, if no
-// controller writes objects of their kind back (unreadDeletable); read,
-// the others that exist and carry owner's labels (or are, by UID, those
-// of owner.Adopted). An unread one is a stub with no UID; deleteOwned
-// deletes it on condition that it is unchanged since, so that it is still
-// the object Annex wrote with owner's labels.
+// doomed returns the objects of refs to delete for owner, none of them
+// read: stubs (no UID) that deleteOwned deletes only if they are still
+// owner's. A stub with a resourceVersion, for a reference that holds the
+// one Annex applied the object at and a kind no controller writes back
+// (unreadDeletable), is deleted on condition that the object is unchanged
+// since; one without is deleted by selection (deleteSelected: the server
+// deletes it only if it carries owner's labels). Only the objects of
+// owner.Adopted, which Annex has not written and which carry no labels,
+// are read first, and returned if they are the adopted ones (by UID).
 func (a *Applier) doomed(ctx context.Context, owner Owner, refs []v1alpha1.ObjectReference) ([]*unstructured.Unstructured, error) {
 	var read []v1alpha1.ObjectReference
 	var out []*unstructured.Unstructured
 	for _, ref := range refs {
-		if ref.ResourceVersion == "" || !unreadDeletable(gvkOf(ref).GroupKind()) {
+		if owner.mayHaveAdopted(ref) {
 			read = append(read, ref)
 			continue
 		}
@@ -227,7 +233,9 @@ func (a *Applier) doomed(ctx context.Context, owner Owner, refs []v1alpha1.Objec
 		stub.SetGroupVersionKind(gvkOf(ref))
 		stub.SetNamespace(ref.Namespace)
 		stub.SetName(ref.Name)
-		stub.SetResourceVersion(ref.ResourceVersion)
+		if unreadDeletable(gvkOf(ref).GroupKind()) {
+			stub.SetResourceVersion(ref.ResourceVersion)
+		}
 		out = append(out, stub)
 	}
 	live, err := a.liveOwned(ctx, owner, read)
@@ -267,8 +275,11 @@ func unreadDeletable(gk schema.GroupKind) bool {
 // the one applied; if it changed since, it is read and deleted as a read
 // one is, provided it is still owner's.
 func (a *Applier) deleteOwned(ctx context.Context, owner Owner, obj *unstructured.Unstructured) (deleteOutcome, error) {
-	if obj.GetUID() != "" {
+	switch {
+	case obj.GetUID() != "":
 		return a.deleteOne(ctx, obj)
+	case obj.GetResourceVersion() == "":
+		return a.deleteSelected(ctx, owner, obj)
 	}
 	outcome, err := a.deleteOne(ctx, obj)
 	if !errors.Is(err, errChanged) {
@@ -279,6 +290,82 @@ func (a *Applier) deleteOwned(ctx context.Context, owner Owner, obj *unstructure
 		return deleteAbsent, err
 	}
 	return a.deleteOne(ctx, live)
+}
+
+// deleteSelected deletes obj, an unread stub, if it carries owner's
+// labels, in one request: a delete of the collection of obj's kind
+// selected by obj's name and owner's labels, so that the server checks
+// the labels as it deletes (what a read and a delete on condition of the
+// UID read would do in two). Where the target cluster refuses a delete
+// of a collection (the identity may delete but not deletecollection, or
+// an aggregated API does not serve it), obj is read and deleted as a read
+// one is, and later objects of its resource go that way at once.
+func (a *Applier) deleteSelected(ctx context.Context, owner Owner, obj *unstructured.Unstructured) (deleteOutcome, error) {
+	gvk := obj.GroupVersionKind()
+	mapping, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return deleteAbsent, nil // the kind is gone, and its objects with it
+	}
+	if err != nil {
+		return deletePending, err
+	}
+	gr := mapping.Resource.GroupResource()
+	if _, refused := a.noCollectionDelete.Load(gr); !refused {
+		outcome, err := a.deleteCollection(ctx, owner, mapping, obj)
+		if !apierrors.IsForbidden(err) && !apierrors.IsMethodNotSupported(err) {
+			return outcome, err
+		}
+		a.noCollectionDelete.Store(gr, true)
+	}
+	live, err := a.get(ctx, refOf(obj))
+	if err != nil || live == nil || !owner.owns(live) {
+		return deleteAbsent, err
+	}
+	return a.deleteOne(ctx, live)
+}
+
+// deleteCollection sends deleteSelected's request, with background
+// propagation as deleteOne's, and says what became of obj from the
+// objects the server answers it selected: none, absent (gone, or not
+// owner's); one with finalizers, or being deleted already, or a Pod (which
+// stops within its grace period), pending; otherwise removed.
+func (a *Applier) deleteCollection(ctx context.Context, owner Owner, mapping *meta.RESTMapping, obj *unstructured.Unstructured) (deleteOutcome, error) {
+	body, err := json.Marshal(metav1.DeleteOptions{
+		TypeMeta:          metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"},
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+	})
+	if err != nil {
+		return deletePending, err
+	}
+	answer, err := a.REST.Delete().AbsPath(objectPath(mapping, obj.GetNamespace(), "")).
+		Param("labelSelector", labels.SelectorFromSet(owner.labels()).String()).
+		Param("fieldSelector", fields.OneTermEqualSelector("metadata.name", obj.GetName()).String()).
+		SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Raw()
+	switch {
+	case apierrors.IsNotFound(err):
+		return deleteAbsent, nil // the kind is not served any more
+	case err != nil:
+		return deletePending, err
+	}
+	var selected struct {
+		Items []struct {
+			Metadata struct {
+				DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+				Finalizers        []string     `json:"finalizers"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(answer, &selected); err != nil {
+		return deletePending, fmt.Errorf("reading the answer to the delete: %w", err)
+	}
+	if len(selected.Items) == 0 {
+		return deleteAbsent, nil
+	}
+	m := selected.Items[0].Metadata
+	if m.DeletionTimestamp != nil || len(m.Finalizers) > 0 || mapping.GroupVersionKind.GroupKind() == (schema.GroupKind{Kind: "Pod"}) {
+		return deletePending, nil
+	}
+	return deleteRemoved, nil
 }
 
 // errChanged is deleteOne's answer when an unread object's resourceVersion

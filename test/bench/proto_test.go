@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -161,8 +162,11 @@ func protocolInstall(ctx context.Context, c client.Client, i int) error {
 }
 
 // protocolUninstall sends Annex's requests for uninstalling app i: the
-// user's delete, a read and a delete of each object, the list and delete
-// of the record, the finalizer's removal and the event.
+// user's delete, a delete of each object (by resourceVersion for kinds
+// no controller writes back, by selection of its name and Annex's labels
+// for the others), a list of the namespace's Pods before the
+// ServiceAccount goes, the list and delete of the record, the event and
+// the finalizer's removal.
 func protocolUninstall(ctx context.Context, c client.Client, i int) error {
 	inst := installation(i)
 	if err := c.Delete(ctx, inst); err != nil {
@@ -172,8 +176,18 @@ func protocolUninstall(ctx context.Context, c client.Client, i int) error {
 	if err != nil {
 		return err
 	}
+	slices.SortStableFunc(objs, func(x, y *unstructured.Unstructured) int {
+		return cmp.Compare(boolInt(x.GetKind() == "ServiceAccount"), boolInt(y.GetKind() == "ServiceAccount"))
+	})
 	for _, o := range objs {
-		if kind := o.GetKind(); kind == "ServiceAccount" || kind == "Service" {
+		switch o.GetKind() {
+		case "ServiceAccount":
+			// RBAC goes once the workloads' Pods are gone.
+			if err := c.List(ctx, &corev1.PodList{}, client.InNamespace(o.GetNamespace())); err != nil {
+				return err
+			}
+			fallthrough
+		case "Service":
 			// Annex deletes these unread, on condition of the
 			// resourceVersion it applied them at (the inventory's).
 			if err := c.Delete(ctx, o); err != nil {
@@ -181,12 +195,8 @@ func protocolUninstall(ctx context.Context, c client.Client, i int) error {
 			}
 			continue
 		}
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(o.GroupVersionKind())
-		if err := c.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
-			return err
-		}
-		if err := c.Delete(ctx, live, client.Preconditions{UID: ptrTo(live.GetUID())}); err != nil {
+		if err := c.DeleteAllOf(ctx, o, client.InNamespace(o.GetNamespace()), client.MatchingLabels(o.GetLabels()),
+			client.MatchingFields{"metadata.name": o.GetName()}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 			return err
 		}
 	}
@@ -244,4 +254,9 @@ func protocolEvent(inst *v1alpha1.ExtensionInstallation, reason, msg string) *co
 // digest is the text of a sha256 digest, made of c.
 func digest(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
 
-func ptrTo(uid types.UID) *types.UID { return &uid }
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
