@@ -572,8 +572,9 @@ type ObjectReference struct {
 	// of a kind no controller writes back (ConfigMap, Secret,
 	// ServiceAccount, Service, RBAC, ...) with it as a precondition instead
 	// of reading the object first: an object changed since, by anyone, is
-	// read and checked as before. Not an identity: two references to one
-	// object may differ in it.
+	// read and checked as before (objects of other kinds are deleted
+	// unread too, selected by their name and the installation's labels).
+	// Not an identity: two references to one object may differ in it.
 	// +optional
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
