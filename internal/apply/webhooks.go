@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -225,8 +227,10 @@ func isWorkload(ref v1alpha1.ObjectReference) bool {
 // them after their workload is gone, and they keep running until they
 // have stopped; their ServiceAccount's RBAC stays until then, so that an
 // operator shutting down is not refused its own Lease. A Pod that has
-// finished, or whose grace period ended more than podStopSlack ago (its
-// node is gone, say), is not waited for.
+// finished (the server leaves it out of the list), or whose grace period
+// ended more than podStopSlack ago (its node is gone, say), is not waited
+// for. Only the Pods' metadata is listed: a namespace of many Pods costs
+// their metadata, not their specs and statuses.
 func (a *Applier) workloadPods(ctx context.Context, inventory []v1alpha1.ObjectReference) (int, error) {
 	byNamespace := map[string][]v1alpha1.ObjectReference{}
 	for _, ref := range inventory {
@@ -236,14 +240,13 @@ func (a *Applier) workloadPods(ctx context.Context, inventory []v1alpha1.ObjectR
 	}
 	n, now := 0, time.Now()
 	for ns, workloads := range byNamespace {
-		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion("v1")
-		list.SetKind("PodList")
-		if err := a.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := a.Client.List(ctx, list, client.InNamespace(ns), client.MatchingFieldsSelector{Selector: unfinished}); err != nil {
 			return 0, err
 		}
 		for _, pod := range list.Items {
-			if ownedByAny(pod.GetOwnerReferences(), workloads) && stillRunning(&pod, now) {
+			if ownedByAny(pod.OwnerReferences, workloads) && stillRunning(pod.DeletionTimestamp, now) {
 				n++
 			}
 		}
@@ -251,19 +254,20 @@ func (a *Applier) workloadPods(ctx context.Context, inventory []v1alpha1.ObjectR
 	return n, nil
 }
 
+// unfinished selects the Pods that have not finished.
+var unfinished = fields.AndSelectors(
+	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))
+
 // podStopSlack is how long after the end of its grace period a Pod being
 // deleted is still waited for.
 const podStopSlack = time.Minute
 
-// stillRunning reports whether pod may still run at now: it has not
-// finished, and it is not being deleted or its grace period (which
-// metadata.deletionTimestamp ends) ended less than podStopSlack ago.
-func stillRunning(pod *unstructured.Unstructured, now time.Time) bool {
-	phase, _, _ := unstructured.NestedString(pod.Object, "status", "phase")
-	if phase == "Succeeded" || phase == "Failed" {
-		return false
-	}
-	deleted := pod.GetDeletionTimestamp()
+// stillRunning reports whether an unfinished Pod deleted at deleted (nil:
+// not deleted) may still run at now: it is not being deleted, or its grace
+// period (which metadata.deletionTimestamp ends) ended less than
+// podStopSlack ago.
+func stillRunning(deleted *metav1.Time, now time.Time) bool {
 	return deleted == nil || now.Before(deleted.Add(podStopSlack))
 }
 
