@@ -295,11 +295,12 @@ func (a *Applier) deleteOwned(ctx context.Context, owner Owner, obj *unstructure
 // deleteSelected deletes obj, an unread stub, if it carries owner's
 // labels, in one request: a delete of the collection of obj's kind
 // selected by obj's name and owner's labels, so that the server checks
-// the labels as it deletes (what a read and a delete on condition of the
-// UID read would do in two). Where the target cluster refuses a delete
-// of a collection (the identity may delete but not deletecollection, or
-// an aggregated API does not serve it), obj is read and deleted as a read
-// one is, and later objects of its resource go that way at once.
+// the labels as it deletes (a read, then a delete on condition of the UID
+// read, take two). Where the target cluster refuses a delete of a
+// collection (the identity may delete but not deletecollection, or an
+// aggregated API does not serve it), obj is read and deleted as a read
+// one is, and later objects of its resource go that way at once; where it
+// answers NotFound, obj is read to tell.
 func (a *Applier) deleteSelected(ctx context.Context, owner Owner, obj *unstructured.Unstructured) (deleteOutcome, error) {
 	gvk := obj.GroupVersionKind()
 	mapping, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -312,10 +313,12 @@ func (a *Applier) deleteSelected(ctx context.Context, owner Owner, obj *unstruct
 	gr := mapping.Resource.GroupResource()
 	if _, refused := a.noCollectionDelete.Load(gr); !refused {
 		outcome, err := a.deleteCollection(ctx, owner, mapping, obj)
-		if !apierrors.IsForbidden(err) && !apierrors.IsMethodNotSupported(err) {
+		switch {
+		case apierrors.IsForbidden(err), apierrors.IsMethodNotSupported(err):
+			a.noCollectionDelete.Store(gr, true)
+		case !apierrors.IsNotFound(err):
 			return outcome, err
 		}
-		a.noCollectionDelete.Store(gr, true)
 	}
 	live, err := a.get(ctx, refOf(obj))
 	if err != nil || live == nil || !owner.owns(live) {
@@ -341,10 +344,7 @@ func (a *Applier) deleteCollection(ctx context.Context, owner Owner, mapping *me
 		Param("labelSelector", labels.SelectorFromSet(owner.labels()).String()).
 		Param("fieldSelector", fields.OneTermEqualSelector("metadata.name", obj.GetName()).String()).
 		SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Raw()
-	switch {
-	case apierrors.IsNotFound(err):
-		return deleteAbsent, nil // the kind is not served any more
-	case err != nil:
+	if err != nil {
 		return deletePending, err
 	}
 	var selected struct {
