@@ -21,11 +21,11 @@ import (
 // asked, in order.
 type fakePort struct {
 	installedErr, servesErr, crdsErr, approvalErr, hooksErr error
-	unserved                                                 string // a kind the cluster does not serve
-	crds                                                     map[string]*unstructured.Unstructured
-	approval                                                 *v1alpha1.ChangeApproval
-	hooks                                                    HookOutcome
-	now                                                      time.Time
+	unserved                                                string // a kind the cluster does not serve
+	crds                                                    map[string]*unstructured.Unstructured
+	approval                                                *v1alpha1.ChangeApproval
+	hooks                                                   HookOutcome
+	now                                                     time.Time
 
 	asked  []string
 	events []string

@@ -46,7 +46,10 @@ func (w *revisions) WriteIntent(rev *v1alpha1.Revision, _ []*unstructured.Unstru
 	w.intentRev, w.everything = rev, len(everything)
 	return w.intentErr
 }
-func (w *revisions) PrepareNamespace() *news.Stop { w.calls = append(w.calls, "namespace"); return w.namespace }
+func (w *revisions) PrepareNamespace() *news.Stop {
+	w.calls = append(w.calls, "namespace")
+	return w.namespace
+}
 func (w *revisions) Completed(rev v1alpha1.Revision) error {
 	w.calls = append(w.calls, "completed")
 	return nil
@@ -55,7 +58,9 @@ func (w *revisions) Stopped(rev v1alpha1.Revision) error {
 	w.calls = append(w.calls, "stopped")
 	return nil
 }
-func (w *revisions) Observe(st v1alpha1.PlanStatus) { w.calls = append(w.calls, "observe "+string(st.State)) }
+func (w *revisions) Observe(st v1alpha1.PlanStatus) {
+	w.calls = append(w.calls, "observe "+string(st.State))
+}
 func (w *revisions) Event(eventType, reason, message string) {
 	w.events = append(w.events, eventType+" "+reason+": "+message)
 }

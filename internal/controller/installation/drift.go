@@ -59,4 +59,6 @@ func (p driftPort) Seen(h *target.Health) {
 func (p driftPort) Refused(err error) *news.Stop {
 	return cmp.Or(p.r.permissionBlock(p.s.inst, err), applyBlock(err))
 }
-func (p driftPort) Event(eventType, reason, message string) { p.r.event(p.s, eventType, reason, message) }
+func (p driftPort) Event(eventType, reason, message string) {
+	p.r.event(p.s, eventType, reason, message)
+}
