@@ -299,6 +299,33 @@ func Uninstall(inst *v1alpha1.ExtensionInstallation, installed []*unstructured.U
 	return out, true, nil
 }
 
+// Scope narrows the grants of objs, what the change of inst to version
+// would apply, to the namespaces spec.scopedGrants names (ScopeGrants),
+// the scope of each resource read with scopeOf. A scope that cannot be
+// read stops the installation (retried); what cannot be narrowed soundly
+// stops it (terminal), saying what to do.
+func Scope(inst *v1alpha1.ExtensionInstallation, version string, objs []*unstructured.Unstructured,
+	scopeOf func(schema.GroupResource) (namespaced, known bool, err error)) (Scoping, *news.Stop) {
+	var lookupErr error
+	scoping, err := ScopeGrants(objs, inst.Spec.ScopedGrants.Namespaces, func(gr schema.GroupResource) (bool, bool) {
+		namespaced, known, err := scopeOf(gr)
+		if err != nil && lookupErr == nil {
+			lookupErr = err
+		}
+		return namespaced, known
+	})
+	ref := fmt.Sprintf("%s %s", inst.Spec.Extension, version)
+	switch {
+	case lookupErr != nil:
+		return Scoping{}, retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf(
+			"spec.scopedGrants: reading the scope of the resources %s grants from %s: %v", ref, fleet.ClusterName(inst.Spec.Cluster), lookupErr))
+	case err != nil:
+		return Scoping{}, terminal(v1alpha1.ReasonScopedGrantsRefused, fmt.Sprintf(
+			"spec.scopedGrants: cannot narrow the grants of %s: %v; remove spec.scopedGrants, or install a version whose RBAC can be narrowed", ref, err))
+	}
+	return scoping, nil
+}
+
 // DenialMessage is the Ready condition's message when an approver denied
 // change c of inst: who, why, and how to go on.
 func DenialMessage(inst *v1alpha1.ExtensionInstallation, c *Pending, a *v1alpha1.ChangeApproval) string {

@@ -241,3 +241,43 @@ func TestUninstall(t *testing.T) {
 		})
 	}
 }
+
+// Scope says what a scope that cannot be read, or grants that cannot be
+// narrowed, mean for the installation; narrowed grants go on.
+func TestScope(t *testing.T) {
+	role := serviceAccount + "\n---\n" + `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: op-manager}
+rules:
+- {apiGroups: [""], resources: [pods], verbs: [get]}` + "\n---\n" + bindOpManager
+	wildcard := strings.Replace(role, "resources: [pods]", `resources: ["*"]`, 1)
+	for _, tc := range []struct {
+		name    string
+		objects string
+		readErr error
+		want    *news.Stop
+	}{
+		{name: "narrowed", objects: role},
+		{name: "the scope cannot be read", objects: role, readErr: errors.New("connection refused"),
+			want: retry(v1alpha1.ReasonClusterUnavailable, "spec.scopedGrants: reading the scope of the resources ext 2.0.0 grants from the hub cluster: connection refused")},
+		{name: "cannot be narrowed", objects: wildcard,
+			want: terminal(v1alpha1.ReasonScopedGrantsRefused, `spec.scopedGrants: cannot narrow the grants of ext 2.0.0: ClusterRole op-manager rules[0]: resources "*" cannot be told namespaced or cluster-scoped; list the resources; `+
+				"remove spec.scopedGrants, or install a version whose RBAC can be narrowed")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inst := &v1alpha1.ExtensionInstallation{}
+			inst.Spec.Extension = "ext"
+			inst.Spec.ScopedGrants = &v1alpha1.ScopedGrants{Namespaces: []string{"team-a"}}
+			scoping, stop := Scope(inst, "2.0.0", objects(t, tc.objects), func(gr schema.GroupResource) (bool, bool, error) {
+				ns, known := scopeOf(gr)
+				return ns, known, tc.readErr
+			})
+			switch {
+			case (stop == nil) != (tc.want == nil), stop != nil && *stop != *tc.want:
+				t.Fatalf("stop %+v\nwant %+v", stop, tc.want)
+			case stop == nil && len(scoping.Changes) == 0:
+				t.Fatalf("nothing narrowed: %+v", scoping)
+			}
+		})
+	}
+}
