@@ -54,3 +54,50 @@ func TestRecordScope(t *testing.T) {
 		})
 	}
 }
+
+// Choose takes the installation's selection and says so in its Resolved
+// condition, or stops one the resolution could not satisfy.
+func TestChoose(t *testing.T) {
+	sel := Selection{Extension: "widgets", Version: v1alpha1.ExtensionVersion{Version: "2.0.0"}}
+	for _, tc := range []struct {
+		name       string
+		resolution *Resolution
+		installed  string
+		stop       string // the stop's message ("" none)
+		err        bool
+		resolved   metav1.ConditionStatus
+	}{
+		{name: "chosen", resolution: &Resolution{Selected: map[string]Selection{"widgets": sel}}, resolved: metav1.ConditionTrue},
+		{name: "unsatisfiable", resolution: &Resolution{Failed: map[string]*Explanation{"team-a/w": {Reason: v1alpha1.ReasonNoMatchingVersion, Message: "no version fits."}}},
+			stop: "no version fits.", resolved: metav1.ConditionFalse},
+		{name: "unsatisfiable, installed", installed: "1.0.0",
+			resolution: &Resolution{Failed: map[string]*Explanation{"team-a/w": {Reason: v1alpha1.ReasonNoMatchingVersion, Message: "no version fits."}}},
+			stop:       "no version fits. widgets 1.0.0 keeps running as it is.", resolved: metav1.ConditionFalse},
+		{name: "no answer", resolution: &Resolution{}, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inst := &v1alpha1.ExtensionInstallation{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "w"}}
+			inst.Spec.Extension = "widgets"
+			inst.Status.InstalledVersion = tc.installed
+			got, stop, err := Choose(inst, tc.resolution)
+			if (err != nil) != tc.err {
+				t.Fatalf("error %v", err)
+			}
+			if msg := ""; stop != nil || tc.stop != "" {
+				if stop != nil {
+					msg = stop.Message
+				}
+				if msg != tc.stop {
+					t.Fatalf("stop %+v, want %q", stop, tc.stop)
+				}
+			}
+			c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionResolved)
+			switch {
+			case tc.resolved == "" && c != nil, tc.resolved != "" && (c == nil || c.Status != tc.resolved):
+				t.Fatalf("Resolved %+v, want %s", c, tc.resolved)
+			case tc.resolved == metav1.ConditionTrue && (got.Version.Version != "2.0.0" || inst.Status.ResolvedVersion != "2.0.0"):
+				t.Fatalf("chose %s, status.resolvedVersion %s", got.Version.Version, inst.Status.ResolvedVersion)
+			}
+		})
+	}
+}
