@@ -9,6 +9,7 @@ import (
 
 	"github.com/annex-platform/annex/internal/metrics"
 	"github.com/annex-platform/annex/internal/news"
+	"github.com/annex-platform/annex/internal/remediate"
 	"github.com/annex-platform/annex/internal/target"
 )
 
@@ -57,7 +58,7 @@ func (p driftPort) Seen(h *target.Health) {
 }
 
 func (p driftPort) Refused(err error) *news.Stop {
-	return cmp.Or(p.r.permissionBlock(p.s.inst, err), applyBlock(err))
+	return cmp.Or(p.r.permissionBlock(p.s.inst, err), remediate.ApplyStop(err))
 }
 func (p driftPort) Event(eventType, reason, message string) {
 	p.r.event(p.s, eventType, reason, message)

@@ -2,7 +2,6 @@ package installation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -68,18 +67,4 @@ func (r *Reconciler) stopAt(s *scope, b *block, err error) (ctrl.Result, error) 
 		return r.stop(s, b, ctrl.Result{RequeueAfter: 30 * r.pollInterval()})
 	}
 	return r.stop(s, b, ctrl.Result{})
-}
-
-// applyBlock classifies an apply error: ownership conflicts are terminal,
-// a failed hook and everything else are retried with backoff.
-func applyBlock(err error) *block {
-	var conflict interface{ OwnershipConflict() bool }
-	if errors.As(err, &conflict) && conflict.OwnershipConflict() {
-		return terminal(v1alpha1.ReasonOwnershipConflict, err.Error())
-	}
-	var hook interface{ HookFailed() bool }
-	if errors.As(err, &hook) && hook.HookFailed() {
-		return retry(v1alpha1.ReasonHookFailed, err.Error())
-	}
-	return retry(v1alpha1.ReasonApplyFailed, err.Error())
 }
