@@ -2,12 +2,12 @@ package installation
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
@@ -32,12 +32,7 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error)
 			return ctrl.Result{}, nil
 		}
 	}
-	name := s.inst.Spec.Cluster
-	if name == "" {
-		name = "the hub cluster"
-	}
-	s.block = retry(v1alpha1.ReasonClusterUnavailable,
-		fmt.Sprintf("spec.cluster: cannot reach %s: %v; check the ManagedCluster and its kubeconfig Secret", name, err))
+	s.block = fleet.Unreachable(s.inst.Spec.Cluster, err)
 	return ctrl.Result{}, s.block
 }
 
