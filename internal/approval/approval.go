@@ -2,8 +2,9 @@
 // ApprovalPolicies that select an installation and the Approvals of its
 // namespace, and judges a change with internal/gate's pure rules
 // (gate.Selects, gate.Required, gate.Judge). The installation controller
-// calls Check for each change and acts on the answer: it writes
-// status.change.approval, and holds or lets the change go on.
+// calls Check for each change, as gate.Run's port, and gate.Run acts on
+// the answer: it writes status.change.approval, and holds (saying why,
+// gate.WaitMessage, gate.DenialMessage) or lets the change go on.
 //
 // No self-approval: the API server stamps the user who last changed the
 // installation's spec (v1alpha1.AnnotationRequestedBy) and the creator of
