@@ -3,6 +3,7 @@ package adopt
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/names"
+	"github.com/annex-platform/annex/internal/news"
 )
 
 // The first install of an installation that names what another tool
@@ -79,6 +81,20 @@ type Refusal struct {
 }
 
 func (e *Refusal) Error() string { return e.Message }
+
+// Stop is how an adoption refused with err stops the installation
+// (reason AdoptionRefused): retried when the refusal may pass (Retry),
+// terminal otherwise; nil when err is no Refusal.
+func Stop(err error) *news.Stop {
+	var no *Refusal
+	switch {
+	case !errors.As(err, &no):
+		return nil
+	case no.Retry:
+		return &news.Stop{Kind: news.Retry, Reason: v1alpha1.ReasonAdoptionRefused, Message: no.Message}
+	}
+	return &news.Stop{Kind: news.Terminal, Reason: v1alpha1.ReasonAdoptionRefused, Message: no.Message}
+}
 
 func refused(format string, args ...any) *Refusal {
 	return &Refusal{Message: fmt.Sprintf(format, args...)}

@@ -2,8 +2,9 @@
 // ApprovalPolicies that select an installation and the Approvals of its
 // namespace, and judges a change with internal/gate's pure rules
 // (gate.Selects, gate.Required, gate.Judge). The installation controller
-// calls Check for each change and acts on the answer: it writes
-// status.change.approval, and holds or lets the change go on.
+// calls Check for each change, as gate.Run's port, and gate.Run acts on
+// the answer: it writes status.change.approval, and holds (saying why,
+// gate.WaitMessage, gate.DenialMessage) or lets the change go on.
 //
 // No self-approval: the API server stamps the user who last changed the
 // installation's spec (v1alpha1.AnnotationRequestedBy) and the creator of
@@ -16,9 +17,7 @@ package approval
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,36 +94,6 @@ func Judge(approvals []v1alpha1.Approval, inst *v1alpha1.ExtensionInstallation, 
 	})
 	return &v1alpha1.ChangeApproval{State: d.State, RequestedBy: requester, ApprovedBy: d.ApprovedBy,
 		DeniedBy: d.DeniedBy, DenialReason: d.DenialReason, Refused: d.Refused}
-}
-
-// DenialMessage is the Ready condition's message when an approver denied
-// the change: who, why, and how to go on.
-func DenialMessage(inst *v1alpha1.ExtensionInstallation, c Change, a *v1alpha1.ChangeApproval) string {
-	what := "installing " + c.To
-	if c.From != "" {
-		what = fmt.Sprintf("changing %s → %s", c.From, c.To)
-	}
-	why := ""
-	if a.DenialReason != "" {
-		why = ": " + a.DenialReason
-	}
-	return fmt.Sprintf("%s denied %s %s (digest %s)%s; nothing of it was applied; change spec.version or spec.values to request another change, or delete the denying Approval to have it reviewed again",
-		a.DeniedBy, inst.Spec.Extension, what, c.Digest, why)
-}
-
-// WaitMessage is the Ready condition's message while a change waits
-// for approval: what it is, why it needs approval, and what to run.
-func WaitMessage(inst *v1alpha1.ExtensionInstallation, c Change, a *v1alpha1.ChangeApproval) string {
-	what := "installing " + c.To
-	if c.From != "" {
-		what = fmt.Sprintf("changing %s → %s", c.From, c.To)
-	}
-	msg := fmt.Sprintf("%s %s needs approval (policy %s: %s); approve it with: annexctl approve %s -n %s --digest %s",
-		inst.Spec.Extension, what, strings.Join(a.Policies, ", "), strings.Join(a.Reasons, "; "), inst.Name, inst.Namespace, c.Digest)
-	if len(a.Refused) > 0 {
-		msg += "; refused: " + strings.Join(a.Refused, "; ")
-	}
-	return msg
 }
 
 // Policies returns the ApprovalPolicies that select inst,

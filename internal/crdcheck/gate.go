@@ -85,3 +85,15 @@ func ShowWarnings(inst *v1alpha1.ExtensionInstallation, msg string, engine []str
 		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionWarnings)
 	}
 }
+
+// ShowReleaseWarnings shows the engine's warnings about the release just
+// rendered in inst's Warnings condition (reason PackageWarnings). Without
+// any, the condition goes, unless it tells what the last change did with
+// its CRDs (ShowWarnings): that stays until the next change is judged.
+func ShowReleaseWarnings(inst *v1alpha1.ExtensionInstallation, warnings []string) {
+	if len(warnings) > 0 {
+		readiness.Set(inst, v1alpha1.ConditionWarnings, metav1.ConditionTrue, "PackageWarnings", strings.Join(warnings, "; "))
+	} else if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionWarnings); c == nil || c.Reason != v1alpha1.ReasonCRDChangeWarnings {
+		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionWarnings)
+	}
+}

@@ -8,12 +8,15 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/plan"
 )
 
@@ -80,6 +83,26 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Refusal is how a render that failed with err stops the installation:
+// nil when err is not the engine's (an I/O error, retried with backoff);
+// a retry when the same input may render next time; otherwise terminal,
+// and for an adoption (adoptedRelease, the Helm release spec.adopt names)
+// it says that the release's values do not render and what to do.
+func Refusal(err error, adoptedRelease string) *news.Stop {
+	var refused *Error
+	switch {
+	case !errors.As(err, &refused):
+		return nil
+	case refused.Retry:
+		return &news.Stop{Kind: news.Retry, Reason: refused.Reason, Message: refused.Message}
+	case adoptedRelease != "":
+		return &news.Stop{Kind: news.Terminal, Reason: refused.Reason, Message: fmt.Sprintf(
+			"%s; the chart does not render with the values of Helm release %s (spec.values, copied from it) that spec.adopt names: change spec.values, or fix the release with helm upgrade and adopt it again",
+			refused.Message, adoptedRelease)}
+	}
+	return &news.Stop{Kind: news.Terminal, Reason: refused.Reason, Message: refused.Message}
+}
 
 // Release is what an engine made of one version's artifact for one
 // installation. What differs between engines is data here: the

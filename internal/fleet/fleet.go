@@ -4,9 +4,12 @@
 package fleet
 
 import (
+	"fmt"
 	"strings"
 
+	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/names"
+	"github.com/annex-platform/annex/internal/news"
 )
 
 // InstallationName is the name of the installation of extension ext on
@@ -34,4 +37,16 @@ func ClusterName(cluster string) string {
 		return "the hub cluster"
 	}
 	return "cluster " + cluster
+}
+
+// Unreachable is how an installation whose cluster (spec.cluster; "" for
+// the hub) cannot be reached, with err, stops: retried, and saying what
+// to check.
+func Unreachable(cluster string, err error) *news.Stop {
+	name := cluster
+	if name == "" {
+		name = "the hub cluster"
+	}
+	return &news.Stop{Kind: news.Retry, Reason: v1alpha1.ReasonClusterUnavailable,
+		Message: fmt.Sprintf("spec.cluster: cannot reach %s: %v; check the ManagedCluster and its kubeconfig Secret", name, err)}
 }

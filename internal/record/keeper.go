@@ -11,6 +11,7 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
+	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/target"
 )
 
@@ -140,6 +141,18 @@ func (k *Keeper) WriteIntent(ctx context.Context, rev *v1alpha1.Revision, rec Re
 func Refused(err error) bool {
 	var tooLarge *TooLargeError
 	return errors.As(err, &tooLarge) || apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err)
+}
+
+// RefusedStop is how a record of rev that cannot be stored (Refused)
+// stops inst: terminal, since retrying cannot help, saying what to do;
+// nil for any other error of WriteIntent, which is retried.
+func RefusedStop(inst *v1alpha1.ExtensionInstallation, rev *v1alpha1.Revision, err error) *news.Stop {
+	if !Refused(err) {
+		return nil
+	}
+	return &news.Stop{Kind: news.Terminal, Reason: v1alpha1.ReasonRecordTooLarge, Message: fmt.Sprintf(
+		"cannot record revision %d of %s %s: %v; render less (check spec.values) or choose another version with spec.version",
+		rev.Number, inst.Spec.Extension, rev.Version, err)}
 }
 
 // takeOverLeftovers is called when the record of rev.Number exists. After

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/news"
 )
 
 // CountsAsFailedAttempt reports whether an apply error is a failure of
@@ -25,6 +26,22 @@ func CountsAsFailedAttempt(err error) bool {
 	var hook interface{ HookFailed() bool }
 	return (errors.As(err, &hook) && hook.HookFailed()) ||
 		apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)
+}
+
+// ApplyStop is how an apply error stops the installation: an ownership
+// conflict is terminal (a person must resolve it), a failed hook and
+// everything else are retried with backoff (CountsAsFailedAttempt says
+// whether the retry counts as a failed attempt).
+func ApplyStop(err error) *news.Stop {
+	var conflict interface{ OwnershipConflict() bool }
+	if errors.As(err, &conflict) && conflict.OwnershipConflict() {
+		return &news.Stop{Kind: news.Terminal, Reason: v1alpha1.ReasonOwnershipConflict, Message: err.Error()}
+	}
+	var hook interface{ HookFailed() bool }
+	if errors.As(err, &hook) && hook.HookFailed() {
+		return &news.Stop{Kind: news.Retry, Reason: v1alpha1.ReasonHookFailed, Message: err.Error()}
+	}
+	return &news.Stop{Kind: news.Retry, Reason: v1alpha1.ReasonApplyFailed, Message: err.Error()}
 }
 
 // Retries is how many failed attempts are tried again before Annex

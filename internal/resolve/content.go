@@ -5,7 +5,12 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/news"
+	"github.com/annex-platform/annex/internal/readiness"
 )
 
 // Content scope: an installation whose content is namespaced only runs a
@@ -121,4 +126,36 @@ func ScopeConflict(inst *v1alpha1.ExtensionInstallation, ours string, installati
 		msg += fmt.Sprintf("; %s %s keeps running as it is", ext, installed)
 	}
 	return msg + "."
+}
+
+// RecordScope records refs, the scope of inst's content rendered for
+// version, in status.content: its first cluster-scoped object, or none.
+// For an installation resolved as an instance (a version of its own), an
+// instance whose content is namespaced only says so in its Resolved
+// condition; one whose content turns out to be cluster-scoped while
+// another installation of the extension on the cluster runs, or is
+// resolved to, another version (ScopeConflict) stops before anything is
+// applied: a terminal stop whose message names the object, which the
+// Resolved condition shows too. The next resolve reads status.content
+// and shares the version (that condition makes the installation wait on
+// the others, so that reconcile comes at once).
+func RecordScope(inst *v1alpha1.ExtensionInstallation, choice Selection, refs []v1alpha1.ObjectReference, installations []*v1alpha1.ExtensionInstallation, resolution *Resolution) *news.Stop {
+	first := FirstClusterScoped(refs)
+	inst.Status.Content = &v1alpha1.ContentScope{Version: choice.Version.Version, ObservedGeneration: inst.Generation, ClusterScoped: first}
+	switch {
+	case choice.Instance == "":
+		return nil
+	case first == nil:
+		if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionResolved); c != nil && c.Status == metav1.ConditionTrue {
+			readiness.Set(inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, c.Reason, c.Message+fmt.Sprintf(
+				"; a version of its own, apart from the other installations of %s: its content is namespaced only", inst.Spec.Extension))
+		}
+		return nil
+	}
+	msg := ScopeConflict(inst, choice.Version.Version, installations, resolution)
+	if msg == "" {
+		return nil
+	}
+	readiness.Set(inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, v1alpha1.ReasonNoMatchingVersion, msg)
+	return &news.Stop{Kind: news.Terminal, Reason: v1alpha1.ReasonNoMatchingVersion, Message: msg}
 }

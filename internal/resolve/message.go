@@ -1,6 +1,14 @@
 package resolve
 
-import "fmt"
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/news"
+	"github.com/annex-platform/annex/internal/readiness"
+)
 
 // ChoiceMessage is the message of an installation's Resolved condition
 // when sel is its choice of extension on a cluster of clusterVersion: the
@@ -26,4 +34,29 @@ func ChoiceMessage(extension, clusterVersion string, sel Selection) string {
 		msg += fmt.Sprintf("; on the way to %s: %s", sel.Target.Version, sel.Hop)
 	}
 	return msg
+}
+
+// Choose takes inst's version from resolution, the answer for its
+// cluster of clusterVersion, and says so in its Resolved condition and
+// status.resolvedVersion. An installation the resolution could not
+// satisfy stops (terminal, its Resolved condition saying why; an
+// installed version keeps running). An error: the resolver gave neither.
+func Choose(inst *v1alpha1.ExtensionInstallation, resolution *Resolution) (Selection, *news.Stop, error) {
+	name := inst.Namespace + "/" + inst.Name
+	if ex := resolution.Failed[name]; ex != nil {
+		stop := &news.Stop{Kind: news.Terminal, Reason: ex.Reason, Message: ex.Message}
+		if inst.Status.InstalledVersion != "" {
+			stop.Message += fmt.Sprintf(" %s %s keeps running as it is.", inst.Spec.Extension, inst.Status.InstalledVersion)
+		}
+		readiness.Set(inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, stop.Reason, stop.Message)
+		return Selection{}, stop, nil
+	}
+	sel, ok := resolution.For(inst.Spec.Extension, name)
+	if !ok {
+		return Selection{}, nil, fmt.Errorf("the resolver chose no version of %s and gave no reason", inst.Spec.Extension)
+	}
+	inst.Status.ResolvedVersion = sel.Version.Version
+	readiness.Set(inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
+		ChoiceMessage(inst.Spec.Extension, inst.Status.ClusterVersion, sel))
+	return sel, nil, nil
 }

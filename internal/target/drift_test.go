@@ -1,12 +1,15 @@
 package target
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/news"
 )
 
 func TestDrifted(t *testing.T) {
@@ -57,6 +60,88 @@ func TestDescribeDrift(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := DescribeDrift(tc.objs); got != tc.want {
 				t.Errorf("DescribeDrift() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// driftWorld answers a drift check from its fields and records what the
+// check did.
+type driftWorld struct {
+	drifts              []Drift
+	diffErr, correctErr error
+	seen                []string
+	events              []string
+	corrected           bool
+}
+
+func (w *driftWorld) Diff(Set) ([]Drift, Health, error) { return w.drifts, Health{Total: 1}, w.diffErr }
+func (w *driftWorld) Correct(Set) (Applied, error) {
+	w.corrected = true
+	return Applied{Health: Health{Total: 2}}, w.correctErr
+}
+func (w *driftWorld) Seen(h *Health) {
+	if h == nil {
+		w.seen = append(w.seen, "none")
+		return
+	}
+	w.seen = append(w.seen, fmt.Sprint(h.Total))
+}
+func (w *driftWorld) Refused(err error) *news.Stop {
+	return &news.Stop{Kind: news.Retry, Reason: v1alpha1.ReasonApplyFailed, Message: err.Error()}
+}
+func (w *driftWorld) Event(eventType, reason, message string) {
+	w.events = append(w.events, eventType+" "+reason+": "+message)
+}
+
+func TestCheckDrift(t *testing.T) {
+	cm := Drift{Object: v1alpha1.ObjectReference{Version: "v1", Kind: "ConfigMap", Namespace: "team", Name: "cm"}, Fields: []string{"data.a"}}
+	for _, tc := range []struct {
+		name     string
+		mode     v1alpha1.DriftDetectionMode
+		notReady bool
+		world    driftWorld
+		before   bool // status.drifted already lists cm
+		want     DriftOutcome
+		stop     string // the stop's message ("" none)
+		seen     string
+		events   int
+		drifted  bool // status.drifted lists cm afterwards
+		correct  bool // Correct was asked
+	}{
+		{name: "disabled clears status.drifted", mode: v1alpha1.DriftDetectionDisabled, before: true},
+		{name: "not Ready yet: nothing read", notReady: true, before: true, drifted: true},
+		{name: "nothing drifted", before: true, seen: "1"},
+		{name: "the cluster cannot be compared", world: driftWorld{diffErr: errors.New("down")},
+			stop: "comparing the cluster with revision 4: down"},
+		{name: "warn lists and tells", mode: v1alpha1.DriftDetectionWarn, world: driftWorld{drifts: []Drift{cm}}, seen: "1", events: 1, drifted: true},
+		{name: "warn tells once", mode: v1alpha1.DriftDetectionWarn, world: driftWorld{drifts: []Drift{cm}}, before: true, seen: "1", drifted: true},
+		{name: "corrected", world: driftWorld{drifts: []Drift{cm}}, want: DriftOutcome{Corrected: true}, seen: "1 2", events: 1, correct: true},
+		{name: "the correction fails", world: driftWorld{drifts: []Drift{cm}, correctErr: errors.New("conflict")},
+			stop: "correcting drift: conflict", seen: "1 none", drifted: true, correct: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inst := &v1alpha1.ExtensionInstallation{}
+			inst.Spec.DriftDetection = tc.mode
+			inst.Status.History = []v1alpha1.Revision{{Number: 4}}
+			if tc.before {
+				inst.Status.Drifted = Drifted([]Drift{cm})
+			}
+			w := tc.world
+			out := CheckDrift(inst, !tc.notReady, Set{}, &w)
+			if msg := ""; out.Stop != nil || tc.stop != "" {
+				if out.Stop != nil {
+					msg = out.Stop.Message
+				}
+				if msg != tc.stop {
+					t.Fatalf("stop %+v, want %q", out.Stop, tc.stop)
+				}
+			}
+			if out.Corrected != tc.want.Corrected || w.corrected != tc.correct || strings.Join(w.seen, " ") != tc.seen || len(w.events) != tc.events {
+				t.Errorf("outcome %+v, corrected %v, seen %q, events %q", out, w.corrected, w.seen, w.events)
+			}
+			if (len(inst.Status.Drifted) > 0) != tc.drifted {
+				t.Errorf("status.drifted %+v, want listed %v", inst.Status.Drifted, tc.drifted)
 			}
 		})
 	}

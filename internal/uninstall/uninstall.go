@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/fleet"
+	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/target"
 )
@@ -135,4 +137,13 @@ func AfterTimeout(inst *v1alpha1.ExtensionInstallation, h target.Health, timeout
 func HeldMessage(inst *v1alpha1.ExtensionInstallation, held []string) string {
 	return fmt.Sprintf("deletion held: %s still needed by %s; delete those first, or together with this one (dependents are uninstalled first)",
 		inst.Spec.Extension, strings.Join(held, ", "))
+}
+
+// Unreachable is how the uninstall of inst stops when its cluster cannot
+// be reached (err): retried, and the installation is kept until its
+// objects are removed.
+func Unreachable(inst *v1alpha1.ExtensionInstallation, err error) *news.Stop {
+	return &news.Stop{Kind: news.Retry, Reason: v1alpha1.ReasonUninstallFailed, Message: fmt.Sprintf(
+		"spec.cluster: cannot reach %s to remove %d objects: %v; the installation is kept until they are removed: check the ManagedCluster and its kubeconfig Secret",
+		fleet.ClusterName(inst.Spec.Cluster), len(inst.Status.Inventory), err)}
 }

@@ -1,12 +1,14 @@
 package verify_test
 
 import (
+	"errors"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/verify"
 )
 
@@ -53,6 +55,52 @@ func TestSetArtifact(t *testing.T) {
 				t.Errorf("Verified = %+v, want none", c)
 			case tc.status != "" && (c == nil || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message || c.ObservedGeneration != 3):
 				t.Errorf("Verified = %+v, want %s %s %q at generation 3", c, tc.status, tc.reason, tc.message)
+			}
+		})
+	}
+}
+
+func TestJudge(t *testing.T) {
+	v := v1alpha1.ExtensionVersion{Version: "6.5.0", Source: v1alpha1.ArtifactSource{URL: "oci://registry.example.com/charts/podinfo:6.5.0"}}
+	signed := &v1alpha1.ArtifactVerification{Provider: v1alpha1.VerificationCosign, Mode: v1alpha1.VerificationEnforce, Verified: true, Identity: "key"}
+	audit := &v1alpha1.ArtifactVerification{Provider: v1alpha1.VerificationCosign, Mode: v1alpha1.VerificationAudit, Reason: "SignatureMissing", Message: "no cosign signature"}
+	enforce := &v1alpha1.ArtifactVerification{Provider: v1alpha1.VerificationCosign, Mode: v1alpha1.VerificationEnforce, Reason: "SignatureMissing", Message: "no cosign signature"}
+	for _, tc := range []struct {
+		name    string
+		outcome *v1alpha1.ArtifactVerification
+		err     error
+		before  *v1alpha1.ArtifactStatus
+		want    verify.Verdict
+		stop    string // the stop's reason and message ("" none)
+		kind    news.Kind
+	}{
+		{name: "no policy"},
+		{name: "signed", outcome: signed},
+		{name: "audit tells", outcome: audit, want: verify.Verdict{Reason: "SignatureMissing", Warning: "spec.verify is Audit, so Annex installs it anyway: no cosign signature"}},
+		{name: "audit told before", outcome: audit, before: &v1alpha1.ArtifactStatus{Verification: audit.DeepCopy()}},
+		{name: "enforce stops", outcome: enforce, stop: "SignatureMissing: no cosign signature", kind: news.Terminal},
+		{name: "the verification cannot run", err: errors.New("registry down"), kind: news.Retry,
+			stop: "ArtifactFailed: verifying the signature of podinfo 6.5.0 from oci://registry.example.com/charts/podinfo:6.5.0: registry down; Annex tries again: check that the registry and the catalog's spec.verify keys can be read by the manager"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inst := &v1alpha1.ExtensionInstallation{}
+			inst.Spec.Extension = "podinfo"
+			got := verify.Judge(inst, v, tc.outcome, tc.err, tc.before)
+			if got.Warning != tc.want.Warning || got.Reason != tc.want.Reason {
+				t.Errorf("warning %q (%s), want %q (%s)", got.Warning, got.Reason, tc.want.Warning, tc.want.Reason)
+			}
+			stop := ""
+			if got.Stop != nil {
+				stop = got.Stop.Reason + ": " + got.Stop.Message
+				if got.Stop.Kind != tc.kind {
+					t.Errorf("stop kind %v, want %v", got.Stop.Kind, tc.kind)
+				}
+			}
+			if stop != tc.stop {
+				t.Errorf("stop %q, want %q", stop, tc.stop)
+			}
+			if recorded := inst.Status.Artifact != nil; recorded != (tc.err == nil) {
+				t.Errorf("status.artifact %+v, want recorded %v", inst.Status.Artifact, tc.err == nil)
 			}
 		})
 	}

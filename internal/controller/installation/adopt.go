@@ -2,7 +2,6 @@ package installation
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,12 +54,9 @@ func (r *Reconciler) adoptRelease(ctx context.Context, s *scope) (ctrl.Result, e
 		Resumable: s.artifact.release.Resumable(),
 	}
 	t, err := adopt.Plan(ctx, s.target.Applier(), inst, self, fleet.ClusterName(inst.Spec.Cluster), rendered)
-	var no *adopt.Refusal
-	switch {
-	case errors.As(err, &no) && no.Retry:
-		return r.stop(s, retry(v1alpha1.ReasonAdoptionRefused, no.Message), ctrl.Result{})
-	case errors.As(err, &no):
-		return r.stop(s, terminal(v1alpha1.ReasonAdoptionRefused, no.Message), ctrl.Result{})
+	switch b := adopt.Stop(err); {
+	case b != nil:
+		return r.stop(s, b, ctrl.Result{})
 	case err != nil:
 		return ctrl.Result{}, err
 	}

@@ -84,7 +84,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) (ctrl.Result, error) {
 		return r.stopAt(s, b, nil)
 	}
 	if err != nil {
-		b := applyBlock(err)
+		b := remediate.ApplyStop(err)
 		// An adoption that fails is retried, never remediated: the
 		// objects are the release's, not Annex's to uninstall.
 		if b.Kind == blockRetry && remediate.CountsAsFailedAttempt(err) && s.artifact.adoption == nil {

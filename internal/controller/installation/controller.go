@@ -6,28 +6,33 @@
 // resolve.go, steps.go (connect, checkDependencies), verify.go, fetch.go,
 // render.go (the chosen version's Engine making its release) with
 // choose.go (the plans it runs), adopt.go (spec.adopt), grants.go,
-// instances.go (checkScope), gate.go with gate_crds.go, gate_approval.go
-// and gate_hooks.go, apply.go, drift.go, health.go, storage.go, plans.go
-// (a revision's plans run by internal/plan's resumable driver) with
-// execute.go (their tasks), remediation.go, records.go, uninstall.go;
-// observe.go records the Events, setup.go wires the watches. Their state
-// is the scope (scope.go); what each step asks of the world, and what it
-// decides, is in a package of its own: the engines' contract in
-// internal/engine and what they read in internal/enginefacts, the target
-// cluster in internal/target, revision records in internal/record
-// (Keeper; how revisions are numbered and recorded),
-// plans, their resumable driver and the cleanup plan's run in
-// internal/plan, adoption in internal/adopt, the CRD policy and its gate's
+// instances.go (checkScope), gate.go, apply.go, drift.go, health.go,
+// storage.go, plans.go (a package's revisions) with execute.go (their
+// tasks), remediation.go, records.go, uninstall.go; observe.go records the
+// Events, setup.go wires the watches. Their state is the scope
+// (scope.go). A step does I/O; what it decides is in a package of its
+// own (a pure core, a port for its I/O): the engines'
+// contract and how a refused render or fetch stops in internal/engine
+// (Refusal) and what they read in internal/enginefacts, the target
+// cluster and the drift check in internal/target (CheckDrift), revision
+// records in internal/record (Keeper; how revisions are numbered and
+// recorded, RefusedStop), plans, their resumable driver, a package's
+// revisions (Revise) and the cleanup plan's run in internal/plan,
+// adoption in internal/adopt, the gates in their order and what each
+// verdict means in internal/gate (Run, Uninstall, Scope), the CRD policy's
 // verdict in internal/crdcheck, approvals in internal/approval, hooks in
-// internal/hookrequest, values sources in internal/valuesfrom, tenancy in
-// internal/tenancy, content scope and each cluster's resolution memo in
+// internal/hookrequest, signatures in internal/verify (Judge), values
+// sources in internal/valuesfrom, tenancy in internal/tenancy, content
+// scope, the version taken (Choose) and each cluster's resolution memo in
 // internal/resolve, the dependencies among a cluster's installations in
-// internal/depend, which events wake which installations in internal/wake,
-// which transitions are news in internal/news, what follows a failed
-// attempt in internal/remediate, the uninstall's order and decisions in
-// internal/uninstall (uninstall.Run), the summary conditions (Ready,
-// Reconciling, Stalled) in internal/readiness. interfaces.go lists the
-// controller's interfaces: it never asks which engine made a release.
+// internal/depend, which events wake which installations in
+// internal/wake, which transitions are news in internal/news, what
+// follows a failed attempt and how an apply error stops in
+// internal/remediate, the uninstall's order and decisions in
+// internal/uninstall (uninstall.Run), the health verdict and the summary
+// conditions (Ready, Reconciling, Stalled) in internal/readiness.
+// interfaces.go lists the controller's interfaces: it never asks which
+// engine made a release.
 package installation
 
 import (

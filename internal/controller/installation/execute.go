@@ -12,6 +12,7 @@ import (
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/failpoint"
 	"github.com/annex-platform/annex/internal/plan"
+	"github.com/annex-platform/annex/internal/remediate"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/target"
 )
@@ -37,7 +38,7 @@ func (r *Reconciler) runTask(ctx context.Context, s *scope, t plan.Task) plan.St
 			if b := r.permissionBlock(s.inst, err); b != nil {
 				return plan.Failed(t.Name, errors.New(b.Message))
 			}
-			if applyBlock(err).Kind == blockTerminal {
+			if remediate.ApplyStop(err).Kind == blockTerminal {
 				return plan.Fatal(t.Name, err)
 			}
 			return plan.Failed(t.Name, err)
@@ -91,7 +92,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, s *scope, objs []*unst
 	if err == nil {
 		return nil
 	}
-	b := cmp.Or(r.permissionBlock(s.inst, err), applyBlock(err))
+	b := cmp.Or(r.permissionBlock(s.inst, err), remediate.ApplyStop(err))
 	b.Message = fmt.Sprintf("creating the target namespace %s: %s", s.targetNamespace(), b.Message)
 	return b
 }

@@ -22,16 +22,12 @@ func (r *Reconciler) fetch(ctx context.Context, s *scope) (ctrl.Result, error) {
 		// digest changes the Extension, and a change of the Extension
 		// wakes this installation (SetupWithManager).
 		v := s.choice.Version
-		refused := engine.FetchRefusal(err, s.inst.Spec.Extension+" "+v.Version, v.Source)
-		s.block = terminal(refused.Reason, refused.Message)
-		if refused.Retry {
-			s.block = retry(refused.Reason, refused.Message)
-		}
+		s.block = engine.Refusal(engine.FetchRefusal(err, s.inst.Spec.Extension+" "+v.Version, v.Source), "")
 		readiness.Set(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.Reason, s.block.Message)
-		if !refused.Retry {
-			return ctrl.Result{}, nil
+		if s.block.Kind == blockRetry {
+			return ctrl.Result{}, s.block
 		}
-		return ctrl.Result{}, s.block
+		return ctrl.Result{}, nil
 	}
 	s.artifact.data, s.artifact.digest = data, values.DigestBytes(data)
 	if a := s.inst.Status.Artifact; a != nil && a.Version == s.choice.Version.Version && a.URL == s.choice.Version.Source.URL {

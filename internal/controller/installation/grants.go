@@ -2,14 +2,12 @@ package installation
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/values"
@@ -34,23 +32,13 @@ func (r *Reconciler) scopeGrants(ctx context.Context, s *scope) (ctrl.Result, er
 		// revision.
 		return ctrl.Result{}, nil
 	}
-	var lookupErr error
-	scoping, err := gate.ScopeGrants(s.artifact.toApply(), sg.Namespaces, func(gr schema.GroupResource) (bool, bool) {
-		namespaced, known, err := s.target.ResourceScope(ctx, gr)
-		if err != nil && lookupErr == nil {
-			lookupErr = err
-		}
-		return namespaced, known
+	scoping, b := gate.Scope(s.inst, s.choice.Version.Version, s.artifact.toApply(), func(gr schema.GroupResource) (bool, bool, error) {
+		return s.target.ResourceScope(ctx, gr)
 	})
-	ref := fmt.Sprintf("%s %s", s.inst.Spec.Extension, s.choice.Version.Version)
-	if lookupErr != nil {
-		return r.stop(s, retry(v1alpha1.ReasonClusterUnavailable, fmt.Sprintf(
-			"spec.scopedGrants: reading the scope of the resources %s grants from %s: %v", ref, fleet.ClusterName(s.inst.Spec.Cluster), lookupErr)), ctrl.Result{})
+	if b != nil {
+		return r.stop(s, b, ctrl.Result{})
 	}
-	if err != nil {
-		return r.stop(s, terminal(v1alpha1.ReasonScopedGrantsRefused, fmt.Sprintf(
-			"spec.scopedGrants: cannot narrow the grants of %s: %v; remove spec.scopedGrants, or install a version whose RBAC can be narrowed", ref, err)), ctrl.Result{})
-	}
+	var err error
 	if s.artifact.release.Resumable() {
 		s.artifact.run.plans = plan.RewriteApplies(s.artifact.run.plans, scoping.Rewrite)
 	} else {

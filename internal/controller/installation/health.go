@@ -13,7 +13,7 @@ import (
 
 // waitHealthy reads the health of the applied objects; it waits, polling,
 // until they are healthy, and reports Stalled after spec.timeout
-// (readiness.Judge). When this reconcile's apply or drift check has just
+// (readiness.Health). When this reconcile's apply or drift check has just
 // seen every object, it takes the health from what they saw instead of
 // reading everything again.
 func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -30,23 +30,14 @@ func (r *Reconciler) waitHealthy(ctx context.Context, s *scope) (ctrl.Result, er
 	if s.artifact.release.ResourcesTask != "" {
 		s.observeResources(h, s.applied.inventory)
 	}
-	// A release of plans waited for health step by step: what is not
-	// healthy now broke afterwards, and rolling back plans is not Annex's
-	// to decide.
-	timeout := readiness.TimeoutOf(s.inst)
-	switch readiness.Judge(h.Ready, h.Failed, s.inst.Status.History[0].AppliedAt.Time, r.now(), timeout, s.artifact.release.RollsBack) {
+	switch verdict, stop := readiness.Health(s.inst, h, r.now(), s.artifact.release.RollsBack); verdict {
 	case readiness.Healthy:
 		s.outcome.healthy = true
-		s.inst.Status.Failures, s.inst.Status.FailedTarget = 0, nil
-		s.inst.Status.LastHealthyRevision = s.inst.Status.History[0].Number
 		return ctrl.Result{}, nil
 	case readiness.AttemptFailed:
-		return r.attemptFailed(ctx, s, v1alpha1.ReasonHealthTimeout, fmt.Sprintf(
-			"not healthy within spec.timeout (%s): %s", timeout, h.Summary))
-	case readiness.Stalled:
-		s.block = &block{Kind: blockStalled, Reason: v1alpha1.ReasonHealthTimeout, Message: h.Summary}
+		return r.attemptFailed(ctx, s, stop.Reason, stop.Message)
 	default:
-		s.block = wait(v1alpha1.ReasonWaitingForHealth, h.Summary)
+		s.block = stop
 	}
 	return ctrl.Result{RequeueAfter: r.pollInterval()}, nil
 }

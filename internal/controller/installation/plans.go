@@ -5,40 +5,41 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/metrics"
+	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/plan"
 	"github.com/annex-platform/annex/internal/target"
-	"github.com/annex-platform/annex/internal/values"
 )
 
-// runPackage carries out the plans of a package: an abandon request
-// first, then a new revision when the inputs changed (its intent recorded
-// before anything is applied), then the steps the executor offers, as far
-// as they go in this reconcile. When every plan of the revision finished,
-// the revision is recorded and what left the set is pruned; when nothing
-// runs, drift is checked as for a chart.
+// runPackage carries out the plans of a package (plan.Revise: an abandon
+// request, a new revision, the steps the executor offers, recording the
+// revision); revisionPort does its I/O. When nothing runs, drift is
+// checked as for a chart.
 func (r *Reconciler) runPackage(ctx context.Context, s *scope) (ctrl.Result, error) {
-	inst := s.inst
-	if req := plan.AbandonRequest(inst); req != nil {
-		if res, err := r.abandon(ctx, s, req); err != nil || s.block != nil {
-			return res, err
-		}
+	run := s.artifact.run
+	out, err := plan.Revise(plan.RevisionInput{
+		Inst: s.inst, Plans: run.plans, Resuming: resuming(s), Trigger: run.trigger, Request: run.request,
+		Params: run.params, Cleanup: run.cleanup, Namespace: run.namespace,
+	}, revisionPort{r.planPort(ctx, s)})
+	if out.Settled {
+		s.applied.inventory = s.inst.Status.Inventory
 	}
-	if len(s.artifact.run.plans) > 0 && !resuming(s) {
-		if err := r.startRevision(ctx, s); err != nil {
-			return ctrl.Result{}, ignoreRefused(err)
-		}
+	switch {
+	case err != nil:
+		return ctrl.Result{}, ignoreRefused(err)
+	case out.Stop != nil && out.Installed:
+		return r.stop(s, out.Stop, ctrl.Result{RequeueAfter: time.Duration(out.Polls) * r.pollInterval()})
+	case out.Stop != nil:
+		s.block = out.Stop
+	case out.CheckDrift:
+		return r.checkDrift(ctx, s, target.Set{Objects: out.Drift})
 	}
-	if inst.Status.Pending == nil {
-		return r.packageSettled(ctx, s)
-	}
-	return r.advance(ctx, s)
+	return ctrl.Result{}, nil
 }
 
 // resuming reports whether the rendered plans are the pending revision's
@@ -46,61 +47,6 @@ func (r *Reconciler) runPackage(ctx context.Context, s *scope) (ctrl.Result, err
 func resuming(s *scope) bool {
 	return s.artifact.run.request == nil && plan.Resumes(s.inst.Status.Pending, s.choice.Version.Version, s.artifact.digest,
 		s.artifact.release.ValuesDigest, s.artifact.run.plans)
-}
-
-// startRevision records the intent of a new revision running the plans
-// of s.artifact.run (plan.IntentOf): the state they leave is its set,
-// and everything they may apply joins the inventory. A revision still
-// pending is superseded: its running plan is marked ABANDONED.
-func (r *Reconciler) startRevision(ctx context.Context, s *scope) error {
-	inst := s.inst
-	prev, _, err := r.records(s).Installed(ctx)
-	if err != nil {
-		return err
-	}
-	applier, ns, run := s.target.Applier(), s.targetNamespace(), s.artifact.run
-	intent, err := plan.IntentOf(run.namespace, prev.Objects, prev.Package, run.plans, run.params, run.cleanup, func(o *unstructured.Unstructured) string {
-		return target.RefKey(applier.Refs([]*unstructured.Unstructured{o}, ns)[0])
-	})
-	if err != nil {
-		return err
-	}
-	rev := r.nextRevision(s)
-	rev.Plans, rev.Trigger = plan.Names(s.artifact.run.plans), s.artifact.run.trigger
-	rev.ManifestDigest, err = values.ManifestDigest(nil, intent.State)
-	if err != nil {
-		return err
-	}
-	if err := r.writeIntentWith(ctx, s, &rev, target.Set{Objects: intent.State, Package: intent.Package}, intent.Everything); err != nil {
-		return err
-	}
-	plan.Begin(&inst.Status.Plans, inst.Status.Pending, rev, s.artifact.run.plans, metav1.NewTime(r.now()))
-	inst.Status.Pending = &rev
-	if s.artifact.run.request != nil {
-		plan.MarkRequest(inst, s.artifact.run.request, nil)
-	}
-	return r.persist(ctx, s)
-}
-
-// advance runs the pending revision's plans with the resumable driver
-// (plan.Advance) as far as they go in this reconcile, and says what its
-// halt means for the installation.
-func (r *Reconciler) advance(ctx context.Context, s *scope) (ctrl.Result, error) {
-	rev := *s.inst.Status.Pending
-	if b := r.ensureNamespace(ctx, s, s.artifact.run.namespace); b != nil {
-		return r.stopAt(s, b, nil)
-	}
-	halt, p, st, err := plan.Advance(s.artifact.run.plans, rev, &s.inst.Status.Plans, r.planPort(ctx, s))
-	switch {
-	case err != nil:
-		return ctrl.Result{}, err
-	case halt == plan.Waits:
-		// The Installed condition says what the plan waits for.
-		return r.stop(s, wait(plan.WaitingCondition(p, st)), ctrl.Result{RequeueAfter: r.pollInterval()})
-	case halt == plan.Stopped:
-		return r.revisionStopped(ctx, s, rev, st)
-	}
-	return r.revisionDone(ctx, s, rev)
 }
 
 // planPort is the installation's side of the plan driver: its applier
@@ -149,73 +95,59 @@ func (r *Reconciler) planFinished(s *scope, st v1alpha1.PlanStatus) {
 	r.event(s, eventType, "PlanFinished", msg)
 }
 
-// revisionDone records a revision whose plans all completed and prunes
-// what the state they leave no longer holds.
-func (r *Reconciler) revisionDone(ctx context.Context, s *scope, rev v1alpha1.Revision) (ctrl.Result, error) {
-	inst := s.inst
-	set, _, err := r.recordOf(ctx, inst, rev.Number)
+// revisionPort is planPort for a package's revisions (plan.RevisionPort):
+// its records, its applier's references and the target namespace.
+type revisionPort struct{ planPort }
+
+func (p revisionPort) Installed() ([]*unstructured.Unstructured, []byte, bool, error) {
+	prev, found, err := p.r.records(p.s).Installed(p.ctx)
+	return prev.Objects, prev.Package, found, err
+}
+
+func (p revisionPort) Key(o *unstructured.Unstructured) string {
+	return target.RefKey(p.s.target.Applier().Refs([]*unstructured.Unstructured{o}, p.s.targetNamespace())[0])
+}
+
+func (p revisionPort) Refs(objs []*unstructured.Unstructured) []v1alpha1.ObjectReference {
+	refs, _ := target.UnionRefs(nil, p.s.target.Applier().Refs(objs, p.s.targetNamespace()))
+	return refs
+}
+
+func (p revisionPort) Next() v1alpha1.Revision { return p.r.nextRevision(p.s) }
+
+func (p revisionPort) WriteIntent(rev *v1alpha1.Revision, state []*unstructured.Unstructured, pkg []byte, everything []*unstructured.Unstructured) error {
+	return p.r.writeIntentWith(p.ctx, p.s, rev, target.Set{Objects: state, Package: pkg}, everything)
+}
+
+func (p revisionPort) PrepareNamespace() *news.Stop {
+	return p.r.ensureNamespace(p.ctx, p.s, p.s.artifact.run.namespace)
+}
+
+func (p revisionPort) Completed(rev v1alpha1.Revision) error {
+	set, _, err := p.r.recordOf(p.ctx, p.s.inst, rev.Number)
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
-	if err := r.recordApplied(ctx, s, rev, set, s.target.Applier().Refs(set.Objects, s.targetNamespace())); err != nil {
-		return ctrl.Result{}, err
+	if err := p.r.recordApplied(p.ctx, p.s, rev, set, p.s.target.Applier().Refs(set.Objects, p.s.targetNamespace())); err != nil {
+		return err
 	}
-	r.adopted(s)
-	return ctrl.Result{}, nil
+	p.r.adopted(p.s)
+	return nil
 }
 
-// revisionStopped records a revision whose plan stopped (FATAL_ERROR or
-// abandoned): Annex does not run its plans again by itself, so the
-// revision is recorded as the installed one, with everything its plans
-// may have applied still in the inventory, and the Installed condition
-// says what stopped and what to do.
-func (r *Reconciler) revisionStopped(ctx context.Context, s *scope, rev v1alpha1.Revision, st v1alpha1.PlanStatus) (ctrl.Result, error) {
-	inst := s.inst
-	if p := plan.Find(s.artifact.run.plans, st.Name); p != nil {
-		st.LeftBehind, _ = target.UnionRefs(nil, s.target.Applier().Refs(plan.LeftBehind(*p, st), s.targetNamespace()))
-		plan.SetStatus(&inst.Status.Plans, st)
+func (p revisionPort) Stopped(rev v1alpha1.Revision) error {
+	if err := p.r.trimRecords(p.ctx, p.s, rev.Number); err != nil {
+		return err
 	}
-	if err := r.trimRecords(ctx, s, rev.Number); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.record(s, inst.Status.Inventory, rev, "PlanStopped")
-	return r.stop(s, terminal(plan.StoppedCondition(st)), ctrl.Result{})
+	p.r.record(p.s, p.s.inst.Status.Inventory, rev, "PlanStopped")
+	return nil
 }
 
-// abandon carries out an abandon request: the named plan, if it runs,
-// stops where it is.
-func (r *Reconciler) abandon(ctx context.Context, s *scope, req *v1alpha1.PlanRequest) (ctrl.Result, error) {
-	abandoned := plan.AbandonByRequest(s.inst, req, metav1.NewTime(r.now()))
-	if abandoned == nil {
-		r.event(s, "Normal", "PlanAbandoned", fmt.Sprintf("request %s: plan %s is not running; nothing to abandon", req.ID, req.Name))
-		return ctrl.Result{}, nil
-	}
-	metrics.ObservePlan(s.choice.Version.Engine, *abandoned)
-	r.event(s, "Warning", "PlanAbandoned", fmt.Sprintf("plan %s abandoned by request %s", req.Name, req.ID))
-	return r.revisionStopped(ctx, s, *s.inst.Status.Pending, *abandoned)
+func (p revisionPort) Observe(st v1alpha1.PlanStatus) {
+	metrics.ObservePlan(p.s.choice.Version.Engine, st)
 }
-
-// packageSettled is the reconcile of a package whose plans are finished:
-// the Installed condition follows the last revision's plans, and drift is
-// checked against the state they left.
-func (r *Reconciler) packageSettled(ctx context.Context, s *scope) (ctrl.Result, error) {
-	inst := s.inst
-	if len(inst.Status.History) == 0 {
-		return ctrl.Result{}, nil
-	}
-	last := inst.Status.History[0]
-	s.applied.inventory = inst.Status.Inventory
-	if plan.Unfinished(inst.Status.Plans, last) != nil {
-		if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionInstalled); c != nil {
-			s.block = terminal(c.Reason, c.Message)
-		}
-		return ctrl.Result{}, nil
-	}
-	prev, found, err := r.records(s).Installed(ctx)
-	if err != nil || !found {
-		return ctrl.Result{}, err
-	}
-	return r.checkDrift(ctx, s, target.Set{Objects: plan.Driftable(prev.Objects)})
+func (p revisionPort) Event(eventType, reason, message string) {
+	p.r.event(p.s, eventType, reason, message)
 }
 
 // runCleanup runs the installed revision's cleanup plan, if its package

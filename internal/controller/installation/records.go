@@ -61,18 +61,16 @@ var errRecordRefused = errors.New("the revision record cannot be stored")
 // when retrying cannot help (the record is too large, or the API server
 // refuses the Secret as invalid), or into a retried error.
 func (r *Reconciler) recordRefused(s *scope, rev *v1alpha1.Revision, err error) error {
-	if !record.Refused(err) {
-		if errors.Is(err, record.ErrStaleView) {
-			s.outcome.stale = true
-			return err
-		}
-		return fmt.Errorf("writing the record of revision %d: %w", rev.Number, err)
+	if b := record.RefusedStop(s.inst, rev, err); b != nil {
+		s.block = b
+		readiness.Set(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.Reason, s.block.Message)
+		return errRecordRefused
 	}
-	s.block = terminal(v1alpha1.ReasonRecordTooLarge, fmt.Sprintf(
-		"cannot record revision %d of %s %s: %v; render less (check spec.values) or choose another version with spec.version",
-		rev.Number, s.inst.Spec.Extension, rev.Version, err))
-	readiness.Set(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.Reason, s.block.Message)
-	return errRecordRefused
+	if errors.Is(err, record.ErrStaleView) {
+		s.outcome.stale = true
+		return err
+	}
+	return fmt.Errorf("writing the record of revision %d: %w", rev.Number, err)
 }
 
 // trimRecords deletes the records the history no longer keeps, once

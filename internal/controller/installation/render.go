@@ -4,19 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/adopt"
+	"github.com/annex-platform/annex/internal/crdcheck"
 	"github.com/annex-platform/annex/internal/engine"
 	"github.com/annex-platform/annex/internal/enginefacts"
 	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/plan"
-	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/resolve"
 	"github.com/annex-platform/annex/internal/values"
 )
@@ -66,17 +63,14 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 		return ctrl.Result{}, s.block
 	}
 	if err != nil {
-		var refused *engine.Error
 		var noBase *resolve.BaseError
-		switch {
-		case errors.As(err, &refused) && refused.Retry:
-			return r.stop(s, retry(refused.Reason, refused.Message), ctrl.Result{})
-		case errors.As(err, &refused) && adopt.Adopting(inst):
-			return r.stop(s, terminal(refused.Reason, fmt.Sprintf(
-				"%s; the chart does not render with the values of Helm release %s (spec.values, copied from it) that spec.adopt names: change spec.values, or fix the release with helm upgrade and adopt it again",
-				refused.Message, inst.Spec.Adopt.Helm.Release)), ctrl.Result{})
-		case errors.As(err, &refused):
-			return r.stop(s, terminal(refused.Reason, refused.Message), ctrl.Result{})
+		adopted := ""
+		if adopt.Adopting(inst) {
+			adopted = inst.Spec.Adopt.Helm.Release
+		}
+		switch b := engine.Refusal(err, adopted); {
+		case b != nil:
+			return r.stop(s, b, ctrl.Result{})
 		case errors.As(err, &noBase):
 			return r.stop(s, waitOrTerminal(noBase.Wait, noBase.Reason, noBase.Message), ctrl.Result{})
 		}
@@ -94,13 +88,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (ctrl.Result, error) 
 			return res, err
 		}
 	}
-	if len(rel.Warnings) > 0 {
-		readiness.Set(inst, v1alpha1.ConditionWarnings, metav1.ConditionTrue, "PackageWarnings", strings.Join(rel.Warnings, "; "))
-	} else if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionWarnings); c == nil || c.Reason != v1alpha1.ReasonCRDChangeWarnings {
-		// What the last change did with its CRDs stays until the next
-		// change is judged (checkCRDs).
-		meta.RemoveStatusCondition(&inst.Status.Conditions, v1alpha1.ConditionWarnings)
-	}
+	crdcheck.ShowReleaseWarnings(inst, rel.Warnings)
 	return ctrl.Result{}, nil
 }
 

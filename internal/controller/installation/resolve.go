@@ -7,14 +7,12 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/depend"
 	"github.com/annex-platform/annex/internal/metrics"
-	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
@@ -46,7 +44,7 @@ func (r *Reconciler) loadCluster(ctx context.Context, s *scope) error {
 }
 
 // resolve solves every installation on the cluster together and takes this
-// installation's version from the resolution: the cluster's memo answers
+// installation's version from the resolution (resolve.Choose): the cluster's memo answers
 // when nothing the solve reads changed since it last solved.
 func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.loadCluster(ctx, s); err != nil {
@@ -67,22 +65,12 @@ func (r *Reconciler) resolve(ctx context.Context, s *scope) (ctrl.Result, error)
 			return r.Resolver.Solve(s.cluster.Extensions, problem)
 		})
 	s.inst.Status.RequiredBy = depend.RequiredBy(s.cluster, s.inst)
-	if ex := s.cluster.Resolution.Failed[depend.NameOf(s.inst)]; ex != nil {
-		s.block = terminal(ex.Reason, ex.Message)
-		if s.inst.Status.InstalledVersion != "" {
-			s.block.Message += fmt.Sprintf(" %s %s keeps running as it is.", s.inst.Spec.Extension, s.inst.Status.InstalledVersion)
-		}
-		readiness.Set(s.inst, v1alpha1.ConditionResolved, metav1.ConditionFalse, s.block.Reason, s.block.Message)
-		return ctrl.Result{}, nil
-	}
-	sel, ok := s.cluster.Resolution.For(s.inst.Spec.Extension, depend.NameOf(s.inst))
-	if !ok {
-		return ctrl.Result{}, fmt.Errorf("the resolver chose no version of %s and gave no reason", s.inst.Spec.Extension)
+	sel, stop, err := resolve.Choose(s.inst, s.cluster.Resolution)
+	s.block = stop
+	if err != nil || stop != nil {
+		return ctrl.Result{}, err
 	}
 	s.choice = sel
-	s.inst.Status.ResolvedVersion = sel.Version.Version
-	readiness.Set(s.inst, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
-		resolve.ChoiceMessage(s.inst.Spec.Extension, s.inst.Status.ClusterVersion, sel))
 	return ctrl.Result{}, nil
 }
 

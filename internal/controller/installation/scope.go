@@ -7,7 +7,6 @@ import (
 	"github.com/annex-platform/annex/internal/adopt"
 	"github.com/annex-platform/annex/internal/depend"
 	"github.com/annex-platform/annex/internal/engine"
-	"github.com/annex-platform/annex/internal/gate"
 	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/record"
@@ -27,10 +26,9 @@ type scope struct {
 	cluster *depend.Cluster   // every installation on the target cluster, the Extensions, and the resolver's answer
 	choice  resolve.Selection // this installation's version, as the resolver chose it
 
-	artifact artifact      // fetch and render: the chosen version's artifact and what its engine made of it
-	change   *gate.Pending // what this reconcile would apply, as the gates judged it; nil when nothing
-	applied  appliedState  // apply and drift check: what the installed revision owns and how healthy it was seen
-	records  recordsState  // revision records: the installed one as read, and those a takeover lists, supersedes and writes
+	artifact artifact     // fetch and render: the chosen version's artifact and what its engine made of it
+	applied  appliedState // apply and drift check: what the installed revision owns and how healthy it was seen
+	records  recordsState // revision records: the installed one as read, and those a takeover lists, supersedes and writes
 
 	block   *block    // why the installation cannot go on, if it cannot
 	outcome outcome   // how the reconcile ended, for the status write

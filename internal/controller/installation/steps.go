@@ -2,13 +2,12 @@ package installation
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/resolve"
 )
 
@@ -33,12 +32,7 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error)
 			return ctrl.Result{}, nil
 		}
 	}
-	name := s.inst.Spec.Cluster
-	if name == "" {
-		name = "the hub cluster"
-	}
-	s.block = retry(v1alpha1.ReasonClusterUnavailable,
-		fmt.Sprintf("spec.cluster: cannot reach %s: %v; check the ManagedCluster and its kubeconfig Secret", name, err))
+	s.block = fleet.Unreachable(s.inst.Spec.Cluster, err)
 	return ctrl.Result{}, s.block
 }
 
@@ -68,18 +62,4 @@ func (r *Reconciler) stopAt(s *scope, b *block, err error) (ctrl.Result, error) 
 		return r.stop(s, b, ctrl.Result{RequeueAfter: 30 * r.pollInterval()})
 	}
 	return r.stop(s, b, ctrl.Result{})
-}
-
-// applyBlock classifies an apply error: ownership conflicts are terminal,
-// a failed hook and everything else are retried with backoff.
-func applyBlock(err error) *block {
-	var conflict interface{ OwnershipConflict() bool }
-	if errors.As(err, &conflict) && conflict.OwnershipConflict() {
-		return terminal(v1alpha1.ReasonOwnershipConflict, err.Error())
-	}
-	var hook interface{ HookFailed() bool }
-	if errors.As(err, &hook) && hook.HookFailed() {
-		return retry(v1alpha1.ReasonHookFailed, err.Error())
-	}
-	return retry(v1alpha1.ReasonApplyFailed, err.Error())
 }

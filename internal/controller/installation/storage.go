@@ -18,7 +18,7 @@ import (
 // (an upgrade moved the storage version, or the CRD came so), every
 // object of it is written back at the storage version and the old
 // versions are trimmed (Target.MigrateStoredVersions). A later upgrade
-// may then drop those versions, which checkCRDs refuses while they are
+// may then drop those versions, which the CRD gate (gate.Run) refuses while they are
 // listed. The CRDs' own status is the record: a migration cut short by a
 // crash or an error runs again from the start on the next reconcile.
 // Costs one read per CRD of the inventory when nothing is to migrate.

@@ -2,7 +2,6 @@ package installation
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/annex-platform/annex/api/v1alpha1"
 	"github.com/annex-platform/annex/internal/depend"
-	"github.com/annex-platform/annex/internal/fleet"
 	"github.com/annex-platform/annex/internal/news"
 	"github.com/annex-platform/annex/internal/readiness"
 	"github.com/annex-platform/annex/internal/resolve"
@@ -59,9 +57,7 @@ func (r *Reconciler) uninstall(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 	}
 	if err != nil {
-		s.block = retry(v1alpha1.ReasonUninstallFailed, fmt.Sprintf(
-			"spec.cluster: cannot reach %s to remove %d objects: %v; the installation is kept until they are removed: check the ManagedCluster and its kubeconfig Secret",
-			fleet.ClusterName(inst.Spec.Cluster), len(inst.Status.Inventory), err))
+		s.block = uninstall.Unreachable(inst, err)
 		return ctrl.Result{}, s.block
 	}
 	installed, haveRecord, err := r.records(s).Uninstalling(ctx)

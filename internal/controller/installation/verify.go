@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -20,32 +19,26 @@ import (
 // condition whose reason says why (SignatureMissing, SignatureInvalid,
 // IdentityMismatch, VerificationPolicyInvalid): nothing is applied, and
 // what is installed stays. Under Audit it goes on, and the failure is
-// told once in a Warning Event.
+// told once in a Warning Event. verify.Judge decides; this step asks
+// the Verifier.
 func (r *Reconciler) verify(ctx context.Context, s *scope) (ctrl.Result, error) {
 	v := s.choice.Version
 	var outcome *v1alpha1.ArtifactVerification
+	var err error
 	if r.Verifier != nil {
-		var err error
 		outcome, err = r.Verifier.Verify(ctx, fmt.Sprintf("%s %s", s.inst.Spec.Extension, v.Version), v.Source, s.inst.Spec.VerifyMode)
-		if err != nil {
-			s.block = retry(v1alpha1.ReasonArtifactFailed, fmt.Sprintf("verifying the signature of %s %s from %s: %v; Annex tries again: check that the registry and the catalog's spec.verify keys can be read by the manager",
-				s.inst.Spec.Extension, v.Version, v.Source.URL, err))
-			readiness.Set(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.Reason, s.block.Message)
-			return ctrl.Result{}, s.block
-		}
 	}
-	before := s.written.Status.Artifact
-	verify.SetArtifact(s.inst, v, outcome)
-	if outcome == nil || outcome.Verified {
+	verdict := verify.Judge(s.inst, v, outcome, err, s.written.Status.Artifact)
+	if verdict.Warning != "" {
+		r.event(s, "Warning", verdict.Reason, verdict.Warning)
+	}
+	if verdict.Stop == nil {
 		return ctrl.Result{}, nil
 	}
-	if outcome.Mode == v1alpha1.VerificationAudit {
-		if before == nil || !equality.Semantic.DeepEqual(before.Verification, outcome) {
-			r.event(s, "Warning", outcome.Reason, "spec.verify is Audit, so Annex installs it anyway: "+outcome.Message)
-		}
-		return ctrl.Result{}, nil
-	}
-	s.block = terminal(outcome.Reason, outcome.Message)
+	s.block = verdict.Stop
 	readiness.Set(s.inst, v1alpha1.ConditionInstalled, metav1.ConditionFalse, s.block.Reason, s.block.Message)
+	if s.block.Kind == blockRetry {
+		return ctrl.Result{}, s.block
+	}
 	return ctrl.Result{}, nil
 }
