@@ -185,8 +185,9 @@ $(GOLANGCI_LINT): hack/tools/lint/go.mod hack/tools/lint/go.sum
 	cd hack/tools/lint && go build -o ../../../$(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Check the layering (.golangci.yml: depguard): the API, the pure cores, the controllers and the CLI import only what their layer may.
+lint: $(GOLANGCI_LINT) ## Check the layering (.golangci.yml: depguard): the API, the pure cores, the controllers and the CLI import only what their layer may; no pure core links a client through its imports either.
 	$(GOLANGCI_LINT) run ./...
+	hack/check-pure-deps.sh
 
 vet: ## go vet and gofmt.
 	go vet ./...

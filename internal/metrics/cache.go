@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
+	"github.com/annex-platform/annex/internal/news"
 )
 
 // States of an installation, the state label of annex_installations.
@@ -37,8 +38,8 @@ var States = []string{StateReady, StateReconciling, StateStalled, StateSuspended
 // Gates an installation can wait at, the gate label of
 // annex_installations_waiting.
 const (
-	GateApproval = "approval"
-	GateHooks    = "hooks"
+	GateApproval = news.GateApproval
+	GateHooks    = news.GateHooks
 )
 
 var (
@@ -169,7 +170,7 @@ func Count(insts []v1alpha1.ExtensionInstallation, clusters []v1alpha1.ManagedCl
 		cl := ClusterLabel(inst.Spec.Cluster)
 		known[cl] = true
 		c.ByState[Key{State(inst), cl}]++
-		approval, hooks := Waiting(inst)
+		approval, hooks := news.Waiting(inst)
 		if approval {
 			c.Waiting[Key{GateApproval, cl}]++
 		}
@@ -203,18 +204,6 @@ func State(inst *v1alpha1.ExtensionInstallation) string {
 		return StateStalled
 	}
 	return StateReconciling
-}
-
-// Waiting reports whether an installation's pending change (status.change)
-// waits for an Approval, and whether it waits for hooks to answer.
-func Waiting(inst *v1alpha1.ExtensionInstallation) (approval, hooks bool) {
-	c := inst.Status.Change
-	if c == nil {
-		return false, false
-	}
-	approval = c.Approval != nil && c.Approval.State == v1alpha1.ApprovalPending
-	hooks = c.Hooks != nil && c.Hooks.State == v1alpha1.HookPending
-	return approval, hooks
 }
 
 func conditionTrue(inst *v1alpha1.ExtensionInstallation, t string) bool {

@@ -13,14 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/metrics"
 )
 
 // Standing is where an installation stands, as its status says: what
 // Transitions compares.
 type Standing struct {
 	Ready   metav1.Condition // the Ready condition (zero when absent)
-	Waiting string           // metrics.GateApproval, metrics.GateHooks or ""
+	Waiting string           // GateApproval, GateHooks or ""
 	Digest  string           // status.change.digest
 }
 
@@ -30,16 +29,35 @@ func StandingOf(inst *v1alpha1.ExtensionInstallation) Standing {
 	if c := meta.FindStatusCondition(inst.Status.Conditions, v1alpha1.ConditionReady); c != nil {
 		st.Ready = *c
 	}
-	switch approval, hooks := metrics.Waiting(inst); {
+	switch approval, hooks := Waiting(inst); {
 	case approval:
-		st.Waiting = metrics.GateApproval
+		st.Waiting = GateApproval
 	case hooks:
-		st.Waiting = metrics.GateHooks
+		st.Waiting = GateHooks
 	}
 	if inst.Status.Change != nil {
 		st.Digest = inst.Status.Change.Digest
 	}
 	return st
+}
+
+// The gates an installation can wait at (Standing.Waiting; the gate label
+// of the annex_installations_waiting metric).
+const (
+	GateApproval = "approval"
+	GateHooks    = "hooks"
+)
+
+// Waiting reports whether an installation's pending change (status.change)
+// waits for an Approval, and whether it waits for hooks to answer.
+func Waiting(inst *v1alpha1.ExtensionInstallation) (approval, hooks bool) {
+	c := inst.Status.Change
+	if c == nil {
+		return false, false
+	}
+	approval = c.Approval != nil && c.Approval.State == v1alpha1.ApprovalPending
+	hooks = c.Hooks != nil && c.Hooks.State == v1alpha1.HookPending
+	return approval, hooks
 }
 
 // Note is one Event to record.

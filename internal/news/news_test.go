@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/annex-platform/annex/api/v1alpha1"
-	"github.com/annex-platform/annex/internal/metrics"
 )
 
 func TestTransitions(t *testing.T) {
@@ -19,7 +18,7 @@ func TestTransitions(t *testing.T) {
 	bad := terminal(v1alpha1.ReasonValuesInvalid, "spec.values: replicas: must be >= 0")
 	stoppedOnBad := Standing{Ready: ready(metav1.ConditionFalse, bad.Reason, bad.Message, 2)}
 	approvalWait := wait(v1alpha1.ReasonApprovalRequired, "the change to 2.0.0 needs an Approval")
-	waitingApproval := Standing{Ready: ready(metav1.ConditionFalse, approvalWait.Reason, approvalWait.Message, 2), Waiting: metrics.GateApproval, Digest: "sha256:a"}
+	waitingApproval := Standing{Ready: ready(metav1.ConditionFalse, approvalWait.Reason, approvalWait.Message, 2), Waiting: GateApproval, Digest: "sha256:a"}
 	cases := []struct {
 		name          string
 		before, after Standing
@@ -47,12 +46,12 @@ func TestTransitions(t *testing.T) {
 		// A change begins to wait for an Approval: told once per change.
 		{"approval required", healthy, waitingApproval, approvalWait, []string{"Normal ApprovalRequired"}},
 		{"approval still required", waitingApproval, waitingApproval, approvalWait, nil},
-		{"another change needs approval", waitingApproval, Standing{Ready: waitingApproval.Ready, Waiting: metrics.GateApproval, Digest: "sha256:b"}, approvalWait, []string{"Normal ApprovalRequired"}},
+		{"another change needs approval", waitingApproval, Standing{Ready: waitingApproval.Ready, Waiting: GateApproval, Digest: "sha256:b"}, approvalWait, []string{"Normal ApprovalRequired"}},
 		// Only self-approvals: a warning.
-		{"approval refused", waitingApproval, Standing{Ready: waitingApproval.Ready, Waiting: metrics.GateApproval, Digest: "sha256:a"},
+		{"approval refused", waitingApproval, Standing{Ready: waitingApproval.Ready, Waiting: GateApproval, Digest: "sha256:a"},
 			wait(v1alpha1.ReasonApprovalRefused, "Approval a by alice: alice requested this change"), []string{"Warning ApprovalRefused"}},
 		// Hooks to answer.
-		{"hooks pending", healthy, Standing{Waiting: metrics.GateHooks, Digest: "sha256:a"}, wait(v1alpha1.ReasonHookPending, "waiting for hook scan"), []string{"Normal HookPending"}},
+		{"hooks pending", healthy, Standing{Waiting: GateHooks, Digest: "sha256:a"}, wait(v1alpha1.ReasonHookPending, "waiting for hook scan"), []string{"Normal HookPending"}},
 		// A deletion held by dependents.
 		{"deletion held", healthy, healthy, wait(v1alpha1.ReasonDeletionHeld, "deletion held: needed by ns/web"), []string{"Normal DeletionHeld"}},
 	}
