@@ -36,8 +36,9 @@ import (
 //
 // Deletes use background propagation and go in reverse phase order; Prune
 // does not wait for objects to disappear. Objects are deleted without a
-// read first, on conditions the server checks (see doomed). A failure to delete one object does not stop the others; the
-// errors are joined *ObjectErrors.
+// read first, on conditions the server checks (see doomed). A failure to
+// delete one object does not stop the others; the errors are joined
+// *ObjectErrors.
 func (a *Applier) Prune(ctx context.Context, owner Owner, old, current []v1alpha1.ObjectReference) ([]v1alpha1.ObjectReference, error) {
 	var gone []v1alpha1.ObjectReference
 	for _, ref := range removed(old, current) {
@@ -271,9 +272,11 @@ func unreadDeletable(gk schema.GroupKind) bool {
 }
 
 // deleteOwned deletes obj, one doomed returned, and says what became of
-// it. An unread obj is deleted on condition that its resourceVersion is
-// the one applied; if it changed since, it is read and deleted as a read
-// one is, provided it is still owner's.
+// it. A read obj (it has a UID) is deleted on condition of its UID; an
+// unread one with a resourceVersion on condition of that resourceVersion
+// (if it changed since, it is read and deleted as a read one is, provided
+// it is still owner's); an unread one without by selection
+// (deleteSelected).
 func (a *Applier) deleteOwned(ctx context.Context, owner Owner, obj *unstructured.Unstructured) (deleteOutcome, error) {
 	switch {
 	case obj.GetUID() != "":
