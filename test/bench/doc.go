@@ -42,6 +42,12 @@
 //
 //	go tool benchstat -col /gate bench.raw
 //
+// BenchmarkMemberCRDs measures what the fleet simulation's large chart's
+// CRDs cost one member API server: its resident memory and CPU time per
+// CRD, in steps (ANNEX_BENCH_MEMBER_CRDS, default 384):
+//
+//	go test ./test/bench -run '^$' -bench '^BenchmarkMemberCRDs$' -benchtime 1x
+//
 // BenchmarkN100, BenchmarkN500 and BenchmarkN1K measure the applier
 // (internal/apply) in-process next to the plain client. Everything needs
 // the binaries `make envtest-assets` builds.

@@ -78,6 +78,12 @@ const cpuProfileEnv = "ANNEX_BENCH_CPUPROFILE"
 // A SIGKILLed manager writes no --cpu-profile; this one needs no exit.
 const pprofEnv = "ANNEX_BENCH_PPROF"
 
+// managerMemLimitEnv names an environment variable: when it holds a Go
+// memory limit (230MiB), the manager runs with it as GOMEMLIMIT, and
+// nothing else of the benchmark does (setting GOMEMLIMIT for go test
+// would limit its API servers too).
+const managerMemLimitEnv = "ANNEX_BENCH_MANAGER_GOMEMLIMIT"
+
 // startManager runs `annex manager` with the kubeconfig at kubeconfig,
 // its cache under work, and stops it on b.Cleanup (printing the tail of
 // its log when the benchmark failed). Flags in extra come last and so
@@ -101,6 +107,10 @@ func startManager(b *testing.B, work, kubeconfig string, extra ...string) *manag
 	args = append(args, extra...)
 	m.cmd = exec.Command(binary(b, "annex"), args...)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "XDG_CACHE_HOME="+filepath.Join(work, "cache"))
+	if limit := os.Getenv(managerMemLimitEnv); limit != "" {
+		m.cmd.Env = append(m.cmd.Env, "GOMEMLIMIT="+limit)
+		b.Logf("manager GOMEMLIMIT=%s", limit)
+	}
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	if err := m.cmd.Start(); err != nil {
 		b.Fatal(err)
