@@ -10,6 +10,7 @@ import (
 
 	"github.com/annex-platform/annex/internal/controller/installation"
 	"github.com/annex-platform/annex/internal/manager"
+	"github.com/annex-platform/annex/internal/memlimit"
 	"github.com/annex-platform/annex/internal/version"
 )
 
@@ -21,9 +22,17 @@ func newManagerCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the Annex controllers against the cluster of the current kubeconfig (or in-cluster)",
-		Args:  cobra.NoArgs,
+		Long: `Run the Annex controllers against the cluster of the current kubeconfig (or in-cluster).
+
+In a container with a memory limit (its cgroup's), the manager gives Go's garbage
+collector a soft limit of 90 % of it, unless GOMEMLIMIT is set.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logVersion("manager")
+			if limit := memlimit.Apply(); limit > 0 {
+				ctrl.Log.WithName("manager").Info("Go memory limit set under the container's (GOMEMLIMIT overrides)",
+					"bytes", limit, "fraction", memlimit.Fraction)
+			}
 			cfg, err := ctrl.GetConfig()
 			if err != nil {
 				return err
