@@ -205,26 +205,12 @@ type process struct {
 // name, failing the benchmark unless there is exactly one.
 func childProcess(b *testing.B, name string) process {
 	b.Helper()
-	dirs, err := os.ReadDir("/proc")
+	found, err := childrenNamed(name)
 	must(b, err)
-	var found []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue // ended meanwhile
-		}
-		if comm, ppid, ok := procParent(data); ok && ppid == os.Getpid() && comm == name {
-			found = append(found, pid)
-		}
-	}
 	if len(found) != 1 {
-		b.Fatalf("found %d %s children of this process (%v), want 1", len(found), name, found)
+		b.Fatalf("found %d %s children of this process, want 1", len(found), name)
 	}
-	return process{name: name, pid: found[0]}
+	return process{name: name, pid: found[0].pid}
 }
 
 // rss returns the process's resident memory (VmRSS), in MiB.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,13 +277,39 @@ func load1() float64 {
 // the system under test cost the cluster, whichever client sent them.
 func controlPlaneCPU(b *testing.B) time.Duration {
 	b.Helper()
-	self := os.Getpid()
-	dirs, err := os.ReadDir("/proc")
+	children, err := childrenNamed("kube-apiserver", "etcd")
 	if err != nil {
 		b.Fatalf("control plane CPU: %v", err)
 	}
+	if len(children) != 2 {
+		b.Fatalf("control plane CPU: found %d kube-apiserver and etcd children of this process, want 2", len(children))
+	}
 	var total time.Duration
-	found := 0
+	for _, c := range children {
+		cpu, err := parseProcCPU(c.stat)
+		if err != nil {
+			b.Fatalf("control plane CPU: /proc/%d/stat: %v", c.pid, err)
+		}
+		total += cpu
+	}
+	return total
+}
+
+// child is a child process of this one as /proc/PID/stat showed it.
+type child struct {
+	pid  int
+	stat []byte
+}
+
+// childrenNamed returns this process's children whose command is one of
+// names, with their /proc/PID/stat as read.
+func childrenNamed(names ...string) ([]child, error) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	var found []child
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
 		if err != nil {
@@ -292,21 +319,11 @@ func controlPlaneCPU(b *testing.B) time.Duration {
 		if err != nil {
 			continue // ended meanwhile
 		}
-		comm, ppid, ok := procParent(data)
-		if !ok || ppid != self || (comm != "kube-apiserver" && comm != "etcd") {
-			continue
+		if comm, ppid, ok := procParent(data); ok && ppid == self && slices.Contains(names, comm) {
+			found = append(found, child{pid: pid, stat: data})
 		}
-		cpu, err := parseProcCPU(data)
-		if err != nil {
-			b.Fatalf("control plane CPU: /proc/%d/stat: %v", pid, err)
-		}
-		total += cpu
-		found++
 	}
-	if found != 2 {
-		b.Fatalf("control plane CPU: found %d kube-apiserver and etcd children of this process, want 2", found)
-	}
-	return total
+	return found, nil
 }
 
 // procParent returns the command name and parent process ID from the
