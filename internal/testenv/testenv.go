@@ -242,11 +242,14 @@ func start() (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
-		// envtest gives each process 20 s to become ready, then retries:
-		// on a shared 2-core machine under load an API server that loads
-		// Annex's CRDs can take longer, and every retry costs the same
-		// again. A slow start is not what the tests test.
-		ControlPlaneStartTimeout: controlPlaneStartTimeout(),
+	}
+	// envtest gives each process 20 s to become ready, then retries: on a
+	// shared 2-core machine under load an API server that loads Annex's
+	// CRDs can take longer, and every retry costs the same again. A slow
+	// start is not what the tests test. KUBEBUILDER_CONTROLPLANE_START_TIMEOUT,
+	// when set, is envtest's to read.
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		te.ControlPlaneStartTimeout = 90 * time.Second
 	}
 	te.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", serviceClusterIPRange)
 	// No Service of this cluster has a routable ClusterIP: with aggregator
@@ -313,14 +316,4 @@ func Eventually(t testing.TB, timeout time.Duration, f func() error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// controlPlaneStartTimeout is how long etcd and the API server each have
-// to become ready: KUBEBUILDER_CONTROLPLANE_START_TIMEOUT when set (as
-// envtest reads it), else 90 s.
-func controlPlaneStartTimeout() time.Duration {
-	if d, err := time.ParseDuration(os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT")); err == nil && d > 0 {
-		return d
-	}
-	return 90 * time.Second
 }
